@@ -1,0 +1,34 @@
+# Shared build rules: warnings, sanitizers and the helpers every module uses.
+
+set(RECUR_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wimplicit-fallthrough)
+if(RECUR_WERROR)
+  list(APPEND RECUR_WARNINGS -Werror)
+endif()
+
+if(RECUR_SANITIZE)
+  add_compile_options(-fsanitize=${RECUR_SANITIZE} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${RECUR_SANITIZE})
+  if(RECUR_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+endif()
+
+# recur_module(NAME SOURCES ... DEPS ...): one static library per module, named recur_<NAME>.
+function(recur_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(recur_${name} STATIC ${M_SOURCES})
+  target_include_directories(recur_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(recur_${name} PRIVATE ${RECUR_WARNINGS})
+  target_link_libraries(recur_${name} PUBLIC ${M_DEPS})
+endfunction()
+
+# recur_test(NAME SOURCES ... DEPS ...): one gtest binary registered with ctest.
+function(recur_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_compile_options(${name} PRIVATE ${RECUR_WARNINGS})
+  target_compile_definitions(${name} PRIVATE RECUR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                             RECUR_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
+endfunction()

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what recur needs (Debian packages, npm packages for the test oracles and the OpenAI SDK)
+# and builds it. Idempotent and quick when everything is already in place.
+# Usage: scripts/setup.sh [BUILD_DIR]   (env RECUR_SANITIZE=address,undefined|thread for sanitizers)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+
+apt_packages=(
+  build-essential cmake ninja-build pkg-config clang clang-format
+  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libcpp-httplib-dev
+  libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
+  nodejs npm python3
+)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Node packages: the tokenizer/template oracles and the OpenAI SDK the end-to-end tests use.
+if [ -f "$root/tests/node/package.json" ]; then
+  stamp="$root/tests/node/node_modules/.recur-stamp"
+  if [ ! -f "$stamp" ] || [ "$root/tests/node/package.json" -nt "$stamp" ] ||
+     [ "$root/tests/node/package-lock.json" -nt "$stamp" ]; then
+    echo "setup: npm ci in tests/node" >&2
+    (cd "$root/tests/node" && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$stamp"
+  fi
+fi
+
+cmake_args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+[ -n "${RECUR_SANITIZE:-}" ] && cmake_args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE")
+[ -f "$build/build.ninja" ] || cmake "${cmake_args[@]}" >/dev/null
+cmake --build "$build" --parallel "$(nproc)"

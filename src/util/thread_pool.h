@@ -1,0 +1,47 @@
+// A fixed pool of worker threads for data-parallel kernels: run(n_tasks, fn) calls fn(i) for
+// every i in [0, n_tasks) across the workers plus the calling thread and returns when all are done.
+// Which thread runs which index is not fixed, so callers must make each index's result independent
+// of the thread (recur's kernels split output rows, never a reduction). Not for long-lived jobs.
+// Thread-compatible: one caller at a time (the engine thread).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace recur {
+
+class ThreadPool {
+ public:
+  // n_threads counts the caller: ThreadPool(1) runs everything inline.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int n_threads() const { return static_cast<int>(workers_.size()) + 1; }
+  void run(std::size_t n_tasks, const std::function<void(std::size_t)>& fn);
+
+ private:
+  void worker_loop();
+  void drain(const std::function<void(std::size_t)>& fn);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(std::size_t)>* job_ = nullptr;  // guarded by mu_
+  std::size_t n_tasks_ = 0;                                // guarded by mu_
+  std::size_t next_ = 0;                                   // guarded by mu_
+  std::size_t finished_ = 0;                               // guarded by mu_
+  std::size_t generation_ = 0;                             // guarded by mu_
+  bool stop_ = false;                                      // guarded by mu_
+};
+
+// Threads to use by default: the cores this process may run on.
+int available_cores();
+
+}  // namespace recur
