@@ -8,7 +8,7 @@ build=${1:-$root/build}
 
 apt_packages=(
   build-essential cmake ninja-build pkg-config clang clang-format
-  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libcpp-httplib-dev
+  libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev
   libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
   nodejs npm python3
 )

@@ -11,14 +11,22 @@ namespace {
 
 std::string metavar(const OptionSpec& spec) {
   switch (spec.type) {
-    case OptionType::kBool: return "";
-    case OptionType::kInt: return " N";
-    case OptionType::kFloat: return " X";
-    case OptionType::kSize: return " BYTES";
-    case OptionType::kDuration: return " TIME";
-    case OptionType::kEnum: return " WORD";
-    case OptionType::kString: return " TEXT";
-    case OptionType::kPath: return " PATH";
+    case OptionType::kBool:
+      return "";
+    case OptionType::kInt:
+      return " N";
+    case OptionType::kFloat:
+      return " X";
+    case OptionType::kSize:
+      return " BYTES";
+    case OptionType::kDuration:
+      return " TIME";
+    case OptionType::kEnum:
+      return " WORD";
+    case OptionType::kString:
+      return " TEXT";
+    case OptionType::kPath:
+      return " PATH";
   }
   return "";
 }
@@ -87,7 +95,7 @@ std::string render_env_markdown() {
       if (spec.group != group) continue;
       std::string commands;
       const std::pair<Scope, const char*> names[] = {
-          {kServe, "serve"},         {kRun, "run"},           {kBench, "bench"},
+          {kServe, "serve"},          {kRun, "run"},           {kBench, "bench"},
           {kMakeModel, "make-model"}, {kTokenize, "tokenize"}, {kTemplate, "template"}};
       for (auto [bit, name] : names) {
         if (spec.scopes & bit) commands += (commands.empty() ? "" : ", ") + std::string(name);

@@ -6,14 +6,14 @@ namespace recur::detail {
 [[noreturn]] void check_failed(const char* condition, const char* file, int line, const char* msg);
 }
 
-#define RECUR_CHECK(cond)                                                      \
-  do {                                                                         \
-    if (!(cond)) [[unlikely]]                                                  \
-      ::recur::detail::check_failed(#cond, __FILE__, __LINE__, nullptr);       \
+#define RECUR_CHECK(cond)                                                \
+  do {                                                                   \
+    if (!(cond)) [[unlikely]]                                            \
+      ::recur::detail::check_failed(#cond, __FILE__, __LINE__, nullptr); \
   } while (0)
 
-#define RECUR_CHECK_MSG(cond, msg)                                             \
-  do {                                                                         \
-    if (!(cond)) [[unlikely]]                                                  \
-      ::recur::detail::check_failed(#cond, __FILE__, __LINE__, (msg));         \
+#define RECUR_CHECK_MSG(cond, msg)                                     \
+  do {                                                                 \
+    if (!(cond)) [[unlikely]]                                          \
+      ::recur::detail::check_failed(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)

@@ -23,12 +23,18 @@ std::optional<Level> parse_level(std::string_view w) {
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::kTrace: return "trace";
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    case Level::kOff: return "off";
+    case Level::kTrace:
+      return "trace";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    case Level::kOff:
+      return "off";
   }
   return "?";
 }

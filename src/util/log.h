@@ -31,14 +31,24 @@ void emit(Level l, fmt::format_string<Args...> f, Args&&... args) {
 }
 
 template <typename... Args>
-void trace(fmt::format_string<Args...> f, Args&&... a) { emit(Level::kTrace, f, std::forward<Args>(a)...); }
+void trace(fmt::format_string<Args...> f, Args&&... a) {
+  emit(Level::kTrace, f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void debug(fmt::format_string<Args...> f, Args&&... a) { emit(Level::kDebug, f, std::forward<Args>(a)...); }
+void debug(fmt::format_string<Args...> f, Args&&... a) {
+  emit(Level::kDebug, f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void info(fmt::format_string<Args...> f, Args&&... a) { emit(Level::kInfo, f, std::forward<Args>(a)...); }
+void info(fmt::format_string<Args...> f, Args&&... a) {
+  emit(Level::kInfo, f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void warn(fmt::format_string<Args...> f, Args&&... a) { emit(Level::kWarn, f, std::forward<Args>(a)...); }
+void warn(fmt::format_string<Args...> f, Args&&... a) {
+  emit(Level::kWarn, f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void error(fmt::format_string<Args...> f, Args&&... a) { emit(Level::kError, f, std::forward<Args>(a)...); }
+void error(fmt::format_string<Args...> f, Args&&... a) {
+  emit(Level::kError, f, std::forward<Args>(a)...);
+}
 
 }  // namespace recur::log

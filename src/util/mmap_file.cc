@@ -18,7 +18,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIo, "cannot open {}: {}",
                  path, std::strerror(errno));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);

@@ -6,17 +6,28 @@ namespace recur {
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kUnimplemented: return "unimplemented";
-    case StatusCode::kIo: return "i/o error";
-    case StatusCode::kDataLoss: return "data loss";
-    case StatusCode::kInternal: return "internal error";
-    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
+    case StatusCode::kIo:
+      return "i/o error";
+    case StatusCode::kDataLoss:
+      return "data loss";
+    case StatusCode::kInternal:
+      return "internal error";
+    case StatusCode::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }

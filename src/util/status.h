@@ -1,6 +1,6 @@
-// Status and Result<T>: recoverable failures (bad file, bad request, exhausted budget) carry a code,
-// a message and the place they were raised. Bugs use RECUR_CHECK (check.h) instead; recur's own
-// code never throws.
+// Status and Result<T>: recoverable failures (bad file, bad request, exhausted budget) carry a
+// code, a message and the place they were raised. Bugs use RECUR_CHECK (check.h) instead; recur's
+// own code never throws.
 #pragma once
 
 #include <fmt/format.h>
@@ -16,9 +16,9 @@ namespace recur {
 
 enum class StatusCode : std::uint8_t {
   kOk,
-  kInvalidArgument,   // the caller's input is malformed or out of range
-  kNotFound,          // a file, tensor, route or entry does not exist
-  kOutOfRange,        // a limit was exceeded (context, budget, size)
+  kInvalidArgument,  // the caller's input is malformed or out of range
+  kNotFound,         // a file, tensor, route or entry does not exist
+  kOutOfRange,       // a limit was exceeded (context, budget, size)
   kFailedPrecondition,
   kResourceExhausted,  // queue full, memory budget exhausted
   kUnimplemented,
@@ -59,7 +59,7 @@ template <typename... Args>
 struct Error {
   Status status;
   Error(StatusCode code, fmt::format_string<Args...> f, Args&&... args,
-           std::source_location where = std::source_location::current())
+        std::source_location where = std::source_location::current())
       : status(code, fmt::format(f, std::forward<Args>(args)...), where) {}
   operator Status() && { return std::move(status); }  // NOLINT(google-explicit-constructor)
 };
@@ -69,7 +69,7 @@ Error(StatusCode, fmt::format_string<Args...>, Args&&...) -> Error<Args...>;
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (status_.is_ok()) status_ = Status(StatusCode::kInternal, "Result built from an ok Status");
   }
@@ -95,9 +95,9 @@ class [[nodiscard]] Result {
 }  // namespace recur
 
 // Propagates a failed Status (or the Status of a failed Result) to the caller.
-#define RECUR_RETURN_IF_ERROR(expr)                         \
-  do {                                                      \
-    auto recur_status_ = (expr);                            \
+#define RECUR_RETURN_IF_ERROR(expr)                                               \
+  do {                                                                            \
+    auto recur_status_ = (expr);                                                  \
     if (!recur_status_.is_ok()) return ::recur::detail::status_of(recur_status_); \
   } while (0)
 

@@ -58,7 +58,8 @@ TEST(Options, FlagForms) {
 }
 
 TEST(Options, BareBooleanFlagMeansTrue) {
-  auto o = parse({"--prompt-cache-boundary", "--port", "1"}, {{"RECUR_PROMPT_CACHE_BOUNDARY", "0"}});
+  auto o =
+      parse({"--prompt-cache-boundary", "--port", "1"}, {{"RECUR_PROMPT_CACHE_BOUNDARY", "0"}});
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();
   EXPECT_TRUE(o->get_bool("prompt-cache-boundary"));
   EXPECT_EQ(o->get_int("port"), 1);
@@ -79,9 +80,8 @@ TEST(Options, BooleanWords) {
 
 TEST(Options, Sizes) {
   const std::pair<std::string, std::int64_t> cases[] = {
-      {"1048576", 1048576},          {"512MiB", 512LL << 20}, {"2GiB", 2LL << 30},
-      {"1.5GiB", 3LL << 29},         {"64KiB", 64 << 10},     {"1GB", 1000000000},
-      {"3 ", -1},  // trailing garbage
+      {"1048576", 1048576}, {"512MiB", 512LL << 20}, {"2GiB", 2LL << 30}, {"1.5GiB", 3LL << 29},
+      {"64KiB", 64 << 10},  {"1GB", 1000000000},     {"3 ", -1},  // trailing garbage
   };
   for (const auto& [text, bytes] : cases) {
     auto o = parse({"--prompt-cache-capacity-bytes", text});
@@ -117,17 +117,22 @@ TEST(Options, InvalidValuesNameFlagEnvValueAndAllowed) {
       {{"--port", "abc"}, {}, {"--port", "RECUR_PORT", "'abc'", "an integer from 1 to 65535"}},
       {{"--port", "70000"}, {}, {"--port", "'70000'", "65535"}},
       {{"--port", "80.5"}, {}, {"--port", "'80.5'"}},
-      {{"--prompt-cache-capacity-bytes", "0"}, {}, {"--prompt-cache-capacity-bytes",
-        "RECUR_PROMPT_CACHE_CAPACITY_BYTES", "'0'", "a size from 1"}},
+      {{"--prompt-cache-capacity-bytes", "0"},
+       {},
+       {"--prompt-cache-capacity-bytes", "RECUR_PROMPT_CACHE_CAPACITY_BYTES", "'0'",
+        "a size from 1"}},
       {{"--prompt-cache-capacity-bytes", "12XB"}, {}, {"'12XB'", "512MiB"}},
       {{"--prompt-cache-ttl", "-5s"}, {}, {"--prompt-cache-ttl", "'-5s'", "duration"}},
-      {{"--log-level", "loud"}, {}, {"--log-level", "RECUR_LOG_LEVEL", "'loud'",
-        "one of trace|debug|info|warn|error|off"}},
+      {{"--log-level", "loud"},
+       {},
+       {"--log-level", "RECUR_LOG_LEVEL", "'loud'", "one of trace|debug|info|warn|error|off"}},
       {{"--isa", "sse2"}, {}, {"--isa", "'sse2'", "amx|avx512|avx2|scalar"}},
       {{"--prompt-cache=maybe"}, {}, {"--prompt-cache", "'maybe'", "yes/no"}},
-      {{}, {{"RECUR_PARALLEL", "zero"}}, {"environment variable RECUR_PARALLEL", "--parallel",
-        "'zero'", "an integer from 1 to 256"}},
-      {{}, {{"RECUR_PROMPT_CACHE_SNAPSHOT_CAPACITY_BYTES", "0"}},
+      {{},
+       {{"RECUR_PARALLEL", "zero"}},
+       {"environment variable RECUR_PARALLEL", "--parallel", "'zero'", "an integer from 1 to 256"}},
+      {{},
+       {{"RECUR_PROMPT_CACHE_SNAPSHOT_CAPACITY_BYTES", "0"}},
        {"RECUR_PROMPT_CACHE_SNAPSHOT_CAPACITY_BYTES", "'0'"}},
       {{"--port"}, {}, {"--port", "needs a value"}},
       {{"--bogus"}, {}, {"unknown option '--bogus'"}},

@@ -15,7 +15,8 @@ TEST(ThreadPool, RunsEveryIndexExactlyOnce) {
     for (size_t n : {0u, 1u, 2u, 7u, 100u, 1000u}) {
       std::vector<std::atomic<int>> hits(n);
       pool.run(n, [&](size_t i) { hits[i].fetch_add(1); });
-      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << i;
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << i;
     }
   }
 }
