@@ -1,0 +1,198 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/check.h"
+
+namespace recur::engine {
+
+Status validate(const SamplingParams& p) {
+  auto bad = [](const char* field, const char* range, double v) -> Status {
+    return Error(StatusCode::kInvalidArgument, "{} must be {}, got {}", field, range, v);
+  };
+  if (!(p.temperature >= 0 && p.temperature <= 100))
+    return bad("temperature", "in [0, 100]", p.temperature);
+  if (p.top_k < 0) return bad("top_k", ">= 0", p.top_k);
+  if (!(p.top_p > 0 && p.top_p <= 1)) return bad("top_p", "in (0, 1]", p.top_p);
+  if (!(p.min_p >= 0 && p.min_p <= 1)) return bad("min_p", "in [0, 1]", p.min_p);
+  if (!(p.presence_penalty >= -2 && p.presence_penalty <= 2)) {
+    return bad("presence_penalty", "in [-2, 2]", p.presence_penalty);
+  }
+  if (!(p.frequency_penalty >= -2 && p.frequency_penalty <= 2)) {
+    return bad("frequency_penalty", "in [-2, 2]", p.frequency_penalty);
+  }
+  if (!(p.repetition_penalty > 0 && p.repetition_penalty <= 10)) {
+    return bad("repetition_penalty", "in (0, 10]", p.repetition_penalty);
+  }
+  if (p.top_logprobs < 0 || p.top_logprobs > 20)
+    return bad("top_logprobs", "in [0, 20]", p.top_logprobs);
+  return Status::ok();
+}
+
+std::uint64_t Rng::next_u64() {
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double Rng::next_unit() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+void log_softmax(std::span<const float> logits, std::span<float> out) {
+  RECUR_CHECK(out.size() == logits.size());
+  double max = -std::numeric_limits<double>::infinity();
+  for (float l : logits) max = std::max(max, static_cast<double>(l));
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
+  double log_z = max + std::log(sum);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    out[i] = static_cast<float>(static_cast<double>(logits[i]) - log_z);
+  }
+}
+
+Sampler::Sampler(const SamplingParams& params, std::span<const TokenId> prompt)
+    : params_(params), rng_(params.seed) {
+  for (TokenId t : prompt) {
+    if (!seen_set_[t]) {
+      seen_set_[t] = true;
+      seen_.push_back(t);
+    }
+  }
+}
+
+void Sampler::apply_penalties(std::vector<float>& logits) const {
+  const auto n = static_cast<TokenId>(logits.size());
+  if (params_.repetition_penalty != 1.0f) {
+    for (TokenId t : seen_) {
+      if (t < 0 || t >= n) continue;
+      float& l = logits[static_cast<size_t>(t)];
+      l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
+    }
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    for (const auto& [t, count] : generated_counts_) {
+      if (t < 0 || t >= n) continue;
+      logits[static_cast<size_t>(t)] -=
+          params_.presence_penalty + params_.frequency_penalty * static_cast<float>(count);
+    }
+  }
+}
+
+namespace {
+
+// Most likely first; equal logits go to the lower id, so the order is total and deterministic.
+struct ByLogitDesc {
+  const float* logits;
+  bool operator()(TokenId a, TokenId b) const {
+    float la = logits[a], lb = logits[b];
+    return la > lb || (la == lb && a < b);
+  }
+};
+
+TokenId argmax(std::span<const float> logits) {
+  TokenId best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<TokenId>(i);
+  }
+  return best;
+}
+
+}  // namespace
+
+SampleResult Sampler::sample(std::span<const float> logits) {
+  RECUR_CHECK(!logits.empty());
+  const double u = rng_.next_unit();  // advanced once per token, whatever the parameters
+  const size_t n = logits.size();
+  work_.assign(logits.begin(), logits.end());
+  apply_penalties(work_);
+
+  SampleResult result;
+  if (params_.temperature == 0.0f || params_.top_k == 1) {
+    result.id = argmax(work_);
+  } else {
+    const float inv_t = 1.0f / params_.temperature;
+    for (float& l : work_) l *= inv_t;
+    order_.resize(n);
+    for (size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
+    ByLogitDesc cmp{work_.data()};
+    size_t n_keep = n;
+    size_t n_sorted = 0;  // order_[0, n_sorted) is sorted most likely first
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
+      n_keep = static_cast<size_t>(params_.top_k);
+      std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(n_keep), order_.end(),
+                        cmp);
+      n_sorted = n_keep;
+    }
+    double max = -std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < n_keep; ++i) max = std::max(max, static_cast<double>(work_[order_[i]]));
+    double total = 0;
+    for (size_t i = 0; i < n_keep; ++i) total += std::exp(work_[order_[i]] - max);
+    if (params_.top_p < 1.0f) {
+      // Sort a growing head until it holds top_p of the mass: exact, and cheap when the
+      // distribution is peaked; falls back to a full sort for flat ones.
+      const double target = params_.top_p * total;
+      for (size_t head = std::min<size_t>(n_keep, 256);; head = std::min(n_keep, head * 4)) {
+        if (n_sorted < head) {
+          std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(head),
+                            order_.begin() + static_cast<long>(n_keep), cmp);
+          n_sorted = head;
+        }
+        double cum = 0;
+        size_t cut = 0;
+        while (cut < head && cum < target) cum += std::exp(work_[order_[cut++]] - max);
+        if (cum >= target || head == n_keep) {
+          n_keep = std::max<size_t>(cut, 1);
+          total = cum;
+          break;
+        }
+      }
+    }
+    if (params_.min_p > 0.0f) {
+      // p_i >= min_p * p_max  <=>  exp(l_i - max) >= min_p.
+      size_t w = 0;
+      total = 0;
+      for (size_t i = 0; i < n_keep; ++i) {
+        double e = std::exp(work_[order_[i]] - max);
+        if (e >= params_.min_p) {
+          order_[w++] = order_[i];
+          total += e;
+        }
+      }
+      n_keep = std::max<size_t>(w, 1);
+    }
+    const double threshold = u * total;
+    double cum = 0;
+    result.id = order_[n_keep - 1];
+    for (size_t i = 0; i < n_keep; ++i) {
+      cum += std::exp(work_[order_[i]] - max);
+      if (cum > threshold) {
+        result.id = order_[i];
+        break;
+      }
+    }
+  }
+
+  if (params_.logprobs || params_.top_logprobs > 0) {
+    work_.resize(n);
+    log_softmax(logits, work_);
+    result.logprob = work_[static_cast<size_t>(result.id)];
+    size_t k = std::min<size_t>(static_cast<size_t>(params_.top_logprobs), n);
+    order_.resize(n);
+    for (size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(k), order_.end(),
+                      ByLogitDesc{work_.data()});
+    for (size_t i = 0; i < k; ++i) result.top.push_back({order_[i], work_[order_[i]]});
+  }
+
+  ++n_generated_;
+  ++generated_counts_[result.id];
+  if (!seen_set_[result.id]) {
+    seen_set_[result.id] = true;
+    seen_.push_back(result.id);
+  }
+  return result;
+}
+
+}  // namespace recur::engine

@@ -1,0 +1,87 @@
+// Token sampling for one sequence: penalties, temperature, top-k, top-p, min-p, a per-request
+// seeded generator advanced exactly once per generated token, and logprobs with top alternatives.
+// Deterministic: the same logits, parameters, seed and history give the same token on any machine
+// and in any batch. Thread-compatible (one sampler per sequence, used by the engine thread).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "util/status.h"
+
+namespace recur::engine {
+
+using TokenId = std::int32_t;
+
+struct SamplingParams {
+  float temperature = 1.0f;        // 0: greedy
+  int top_k = 0;                   // 0: no limit
+  float top_p = 1.0f;              // nucleus mass in (0, 1]
+  float min_p = 0.0f;              // keep tokens with p >= min_p * p_max
+  float presence_penalty = 0.0f;   // OpenAI: subtract once if the token was generated
+  float frequency_penalty = 0.0f;  // OpenAI: subtract per generated occurrence
+  float repetition_penalty =
+      1.0f;  // HF/CTRL: divide positive, multiply negative logits of seen tokens
+  std::uint64_t seed = 0;
+  int top_logprobs = 0;  // alternatives to report per token (0..20)
+  bool logprobs = false;
+};
+
+// Checks ranges with errors naming the field (e.g. "top_p must be in (0, 1], got 1.5").
+Status validate(const SamplingParams& params);
+
+struct TokenLogprob {
+  TokenId id;
+  float logprob;
+};
+
+struct SampleResult {
+  TokenId id = -1;
+  float logprob = 0;              // of the chosen token under the model's distribution
+  std::vector<TokenLogprob> top;  // top_logprobs alternatives, most likely first
+};
+
+// splitmix64 stream: tiny, fast, and its output is fixed by its definition on every platform.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next_u64();
+  // Uniform in [0, 1) with 53 random bits.
+  double next_unit();
+
+ private:
+  std::uint64_t state_;
+};
+
+class Sampler {
+ public:
+  // prompt: the tokens the repetition penalty also considers (HF applies it to the whole context).
+  Sampler(const SamplingParams& params, std::span<const TokenId> prompt);
+
+  // Picks the next token from `logits` (one row, vocab entries) and records it in the history.
+  // `logits` is not modified. The generator advances exactly once per call.
+  SampleResult sample(std::span<const float> logits);
+
+  const SamplingParams& params() const { return params_; }
+  std::int64_t n_generated() const { return n_generated_; }
+
+ private:
+  void apply_penalties(std::vector<float>& logits) const;
+
+  SamplingParams params_;
+  Rng rng_;
+  std::unordered_map<TokenId, int> generated_counts_;
+  std::vector<TokenId> seen_;  // prompt and generated tokens, unique, for repetition penalty
+  std::unordered_map<TokenId, bool> seen_set_;
+  std::int64_t n_generated_ = 0;
+  std::vector<float> work_;  // reused between calls: no allocation per token after the first
+  std::vector<TokenId> order_;
+};
+
+// Log-softmax of one row, computed in double for a stable order-independent result.
+void log_softmax(std::span<const float> logits, std::span<float> out);
+
+}  // namespace recur::engine
