@@ -1,0 +1,52 @@
+// Public API of the checkpoint generator: writes a complete Hugging Face checkpoint directory
+// (config.json, safetensors, tokenizer files, generation_config.json) with random but well-scaled
+// weights for qwen3, qwen3_5 or mamba2. Deterministic from the seed. Not a loader: model/ reads it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace recur::modelgen {
+
+enum class Family { kQwen3, kQwen3_5, kMamba2 };
+enum class DType { kBF16, kF16, kF32 };
+
+// What to generate. preset: "tiny" (tests: small, generates in milliseconds), or the real geometry
+// "qwen3-0.6b", "qwen3.5-0.8b", "mamba2-130m" (benchmarks: hundreds of MB). A non-zero layers /
+// hidden_size / vocab_size overrides the preset (heads are scaled with hidden_size).
+struct GenSpec {
+  Family family = Family::kQwen3_5;
+  std::string preset = "tiny";
+  DType dtype = DType::kBF16;
+  std::uint64_t seed = 0;
+  int shards = 1;
+  int layers = 0;
+  int hidden_size = 0;
+  int vocab_size = 0;
+};
+
+// What was written, for the one-line summary of `recur make-model`.
+struct GenSummary {
+  std::int64_t n_params = 0;
+  std::int64_t n_bytes = 0;  // all files together
+  int n_files = 0;
+};
+
+// Writes the checkpoint into out_dir (created if missing; files of the same names are replaced).
+// Writes into a temporary sibling folder first and renames it, so an interrupted run never leaves
+// a half checkpoint under out_dir. out_dir must not exist or be an empty directory or a previous
+// checkpoint (a directory holding config.json).
+Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
+                        GenSummary* summary = nullptr);
+
+// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2"; "bf16", "f16", "f32".
+std::optional<Family> parse_family(std::string_view word);
+std::optional<DType> parse_dtype(std::string_view word);
+const char* family_name(Family family);
+const char* dtype_name(DType dtype);
+
+}  // namespace recur::modelgen
