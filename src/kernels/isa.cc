@@ -1,0 +1,140 @@
+// ISA detection (cpuid + xgetbv, and the Linux permission request AMX tile state needs) and the
+// process-wide choice the kernels dispatch on.
+#include "kernels/isa.h"
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+namespace recur::kernels {
+namespace {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool avx512 = false;
+  bool amx = false;
+};
+
+std::uint64_t xgetbv0() {
+  std::uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<std::uint64_t>(edx) << 32) | eax;
+}
+
+// Linux keeps AMX tile data (XFEATURE 18) off until a process asks (ARCH_REQ_XCOMP_PERM).
+bool request_amx_permission() {
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1;
+  const bool fma = (c >> 12) & 1;
+  const bool f16c = (c >> 29) & 1;
+  if (!osxsave) return f;
+  const std::uint64_t xcr0 = xgetbv0();
+  const bool ymm_os = (xcr0 & 0x6) == 0x6;
+  const bool zmm_os = (xcr0 & 0xe6) == 0xe6;
+  const bool tile_os = (xcr0 & 0x60000) == 0x60000;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  const bool avx2 = (b >> 5) & 1;
+  const bool avx512f = (b >> 16) & 1;
+  const bool avx512bw = (b >> 30) & 1;
+  const bool avx512vl = (b >> 31) & 1;
+  const bool amx_bf16 = (d >> 22) & 1;
+  const bool amx_tile = (d >> 24) & 1;
+  unsigned a1, b1, c1, d1;
+  __cpuid_count(7, 1, a1, b1, c1, d1);
+  const bool avx512bf16 = (a1 >> 5) & 1;
+  f.avx2 = ymm_os && avx2 && fma && f16c;
+  f.avx512 = f.avx2 && zmm_os && avx512f && avx512bw && avx512vl && avx512bf16;
+  f.amx = f.avx512 && tile_os && amx_tile && amx_bf16 && request_amx_permission();
+  return f;
+}
+
+const CpuFeatures& features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+std::atomic<Isa> g_active{Isa::kAuto};  // kAuto until the first select_isa or active_isa
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAmx:
+      return "amx";
+    case Isa::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
+Result<Isa> parse_isa(std::string_view name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx, Isa::kAuto}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  return Error(StatusCode::kInvalidArgument,
+               "unknown ISA '{}': expected auto, amx, avx512, avx2 or scalar", name);
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+    case Isa::kAuto:
+      return true;
+    case Isa::kAvx2:
+      return features().avx2;
+    case Isa::kAvx512:
+      return features().avx512;
+    case Isa::kAmx:
+      return features().amx;
+  }
+  return false;
+}
+
+Isa best_isa() {
+  for (Isa isa : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
+    if (isa_supported(isa)) return isa;
+  }
+  return Isa::kScalar;
+}
+
+Result<Isa> select_isa(Isa requested) {
+  const Isa isa = requested == Isa::kAuto ? best_isa() : requested;
+  if (!isa_supported(isa)) {
+    static constexpr const char* kNeeds[] = {
+        "", "AVX2, FMA and F16C", "AVX-512 F/BW/VL/BF16 with OS zmm support",
+        "AMX-TILE and AMX-BF16 with OS tile support (Linux >= 5.16)"};
+    return Error(StatusCode::kFailedPrecondition,
+                 "ISA '{}' was requested but this CPU lacks {} (best available: {})", isa_name(isa),
+                 kNeeds[static_cast<int>(isa)], isa_name(best_isa()));
+  }
+  g_active.store(isa, std::memory_order_relaxed);
+  return isa;
+}
+
+Isa active_isa() {
+  Isa isa = g_active.load(std::memory_order_relaxed);
+  if (isa == Isa::kAuto) {
+    isa = best_isa();
+    g_active.store(isa, std::memory_order_relaxed);
+  }
+  return isa;
+}
+
+}  // namespace recur::kernels

@@ -1,0 +1,102 @@
+// Dispatch of the public kernels (kernels.h) to the active ISA, and their parallel split: output
+// columns, query heads and recurrent heads are spread over the pool; reductions never are.
+#include "kernels/kernels.h"
+
+#include <algorithm>
+
+#include "kernels/matmul_impl.h"
+#include "kernels/reference.h"
+#include "util/check.h"
+
+namespace recur::kernels {
+void matmul(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w, float* y) {
+  RECUR_CHECK(n_rows >= 0 && w.rows >= 0 && w.cols >= 0);
+  if (n_rows == 0 || w.rows == 0) return;
+  detail::matmul_dispatch(pool, x, n_rows, w, y, active_isa());
+}
+
+void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64_t n_ids,
+                    float* out) {
+  ref::embedding_rows(table, ids, n_ids, out);
+}
+
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
+              NormWeight kind) {
+  ref::rms_norm(x, w, y, shape, eps, kind);
+}
+
+void rms_norm_gated(const float* x, const float* z, const float* w, float* y,
+                    const RowsShape& shape, float eps) {
+  ref::rms_norm_gated(x, z, w, y, shape, eps);
+}
+
+void rms_norm_gate_first(const float* x, const float* z, const float* w, float* y,
+                         const RowsShape& shape, std::int64_t group_size, float eps) {
+  ref::rms_norm_gate_first(x, z, w, y, shape, group_size, eps);
+}
+
+void l2_norm(float* x, const RowsShape& shape, float eps, float scale) {
+  ref::l2_norm(x, shape, eps, scale);
+}
+
+void rope(float* x, const std::int32_t* positions, const RopeShape& shape, float theta) {
+  ref::rope(x, positions, shape, theta);
+}
+
+void attention(ThreadPool& pool, const float* q, const void* k_cache, const void* v_cache,
+               float* out, const AttentionShape& shape) {
+  RECUR_CHECK(shape.pos0 + shape.n_q <= shape.n_kv);
+  RECUR_CHECK(shape.n_kv_heads > 0 && shape.n_heads % shape.n_kv_heads == 0);
+  RECUR_CHECK(shape.head_dim > 0 && shape.head_dim <= kMaxHeadDim);
+  RECUR_CHECK(shape.kv_dtype == DType::kF32 || shape.kv_dtype == DType::kBF16);
+  const auto n_tasks = static_cast<std::size_t>(shape.n_q * shape.n_heads);
+  const Isa isa = active_isa();
+  pool.run(n_tasks, [&](std::size_t task) {
+    const auto i = static_cast<std::int64_t>(task) / shape.n_heads;
+    const auto h = static_cast<std::int64_t>(task) % shape.n_heads;
+    detail::attention_query(q, k_cache, v_cache, out, shape, i, h, isa);
+  });
+}
+
+void silu(float* x, std::int64_t n) { ref::silu(x, n); }
+void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
+  ref::swiglu(gate, up, out, n);
+}
+void sigmoid(float* x, std::int64_t n) { ref::sigmoid(x, n); }
+void softplus(float* x, std::int64_t n) { ref::softplus(x, n); }
+void mul_sigmoid(float* x, const float* gate, std::int64_t n) { ref::mul_sigmoid(x, gate, n); }
+void add(float* y, const float* x, std::int64_t n) { ref::add(y, x, n); }
+void softmax(float* x, std::int64_t n) { ref::softmax(x, n); }
+
+void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,
+                   const Conv1dShape& shape) {
+  ref::causal_conv1d(x, w, bias, state, y, shape);
+}
+
+void gated_delta_rule(ThreadPool& pool, const GatedDeltaInputs& in, float* state, float* out,
+                      const GatedDeltaShape& shape) {
+  RECUR_CHECK(shape.n_k_heads > 0 && shape.n_v_heads % shape.n_k_heads == 0);
+  RECUR_CHECK(shape.v_dim <= kMaxHeadDim);
+  const Isa isa = active_isa();
+  pool.run(static_cast<std::size_t>(shape.n_v_heads), [&](std::size_t j) {
+    const auto jj = static_cast<std::int64_t>(j);
+    detail::gated_delta_head(in, state + jj * shape.k_dim * shape.v_dim, out, shape, jj, isa);
+  });
+}
+
+void gated_delta_gates(const float* a, const float* b, const float* a_log, const float* dt_bias,
+                       float* g, float* beta, std::int64_t n_tokens, std::int64_t n_v_heads) {
+  ref::gated_delta_gates(a, b, a_log, dt_bias, g, beta, n_tokens, n_v_heads);
+}
+
+void mamba2_scan(ThreadPool& pool, const Mamba2Inputs& in, float* state, float* y,
+                 const Mamba2Shape& shape) {
+  RECUR_CHECK(shape.n_groups > 0 && shape.n_heads % shape.n_groups == 0);
+  const Isa isa = active_isa();
+  pool.run(static_cast<std::size_t>(shape.n_heads), [&](std::size_t h) {
+    const auto hh = static_cast<std::int64_t>(h);
+    detail::mamba2_head(in, state + hh * shape.head_dim * shape.d_state, y, shape, hh, isa);
+  });
+}
+
+}  // namespace recur::kernels
