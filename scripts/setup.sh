@@ -10,6 +10,7 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config clang clang-format
   libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev
   libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
+  prometheus-cpp-dev
   nodejs npm python3
 )
 missing=()

@@ -1,0 +1,208 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <set>
+
+#include "util/log.h"
+
+namespace recur::server {
+
+std::string HttpRequest::header(const std::string& lower_name) const {
+  auto it = headers.find(lower_name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+HttpResponse HttpResponse::json(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse HttpResponse::error(const ApiError& err) {
+  HttpResponse r = json(err.http_status, err.to_json());
+  if (err.retry_after_s > 0)
+    r.headers.emplace_back("Retry-After", std::to_string(err.retry_after_s));
+  return r;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  // Compare over the longer length so the time does not reveal a matching prefix length either.
+  size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+namespace {
+
+thread_local std::chrono::steady_clock::time_point t_request_start;
+
+class SinkWriter final : public ChunkWriter {
+ public:
+  explicit SinkWriter(httplib::DataSink& sink) : sink_(sink) {}
+  bool write(std::string_view data) override {
+    if (broken_) return false;
+    if (!sink_.write(data.data(), data.size())) broken_ = true;
+    return !broken_;
+  }
+
+ private:
+  httplib::DataSink& sink_;
+  bool broken_ = false;
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+HttpRequest to_request(const httplib::Request& req) {
+  HttpRequest out;
+  out.method = req.method;
+  out.path = req.path;
+  out.body = req.body;
+  for (const auto& [k, v] : req.headers) out.headers[lower(k)] = v;
+  return out;
+}
+
+void write_response(HttpResponse r, httplib::Response& res) {
+  res.status = r.status;
+  for (auto& [k, v] : r.headers) res.set_header(k, v);
+  if (r.stream) {
+    auto fn = std::make_shared<std::function<void(ChunkWriter&)>>(std::move(r.stream));
+    res.set_chunked_content_provider(r.content_type, [fn](size_t, httplib::DataSink& sink) {
+      SinkWriter writer(sink);
+      (*fn)(writer);
+      sink.done();
+      return true;
+    });
+  } else {
+    res.set_content(r.body, r.content_type);
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpOptions options;
+  ServerMetrics& metrics;
+  httplib::Server server;
+  std::set<std::string> open_paths;
+  std::set<std::string> known_paths;
+  int bound_port = -1;
+
+  Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
+
+  httplib::Server::Handler wrap(Handler handler) {
+    return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+      write_response(handler(to_request(req)), res);
+    };
+  }
+};
+
+HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), metrics)) {
+  Impl& s = *impl_;
+  const int threads = std::max(4, s.options.worker_threads);
+  s.server.new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
+  auto secs = [](std::int64_t ms) { return static_cast<time_t>(ms / 1000); };
+  auto usecs = [](std::int64_t ms) { return static_cast<time_t>((ms % 1000) * 1000); };
+  s.server.set_keep_alive_timeout(std::max<time_t>(1, secs(s.options.keep_alive_ms)));
+  s.server.set_read_timeout(secs(s.options.read_timeout_ms), usecs(s.options.read_timeout_ms));
+  s.server.set_write_timeout(secs(s.options.write_timeout_ms), usecs(s.options.write_timeout_ms));
+  s.server.set_payload_max_length(s.options.body_limit_bytes);
+
+  s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    t_request_start = std::chrono::steady_clock::now();
+    if (s.options.api_key.empty() || s.open_paths.count(req.path)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    bool ok = auth.size() > prefix.size() && auth.compare(0, prefix.size(), prefix) == 0 &&
+              constant_time_equal(std::string_view(auth).substr(prefix.size()), s.options.api_key);
+    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    write_response(HttpResponse::error(unauthorized(
+                       auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'"
+                                    : "invalid API key")),
+                   res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  s.server.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a route already wrote its own error
+    ApiError err;
+    if (res.status == 413) {
+      err = payload_too_large(s.options.body_limit_bytes);
+    } else if (res.status == 404) {
+      err = not_found(fmt::format("no route for {} {}", req.method, req.path), "unknown_route");
+    } else if (res.status == 400) {
+      err = invalid_request("", "malformed HTTP request");
+    } else {
+      err = ApiError{.http_status = res.status,
+                     .type = "http_error",
+                     .message = fmt::format("HTTP error {}", res.status)};
+    }
+    write_response(HttpResponse::error(err), res);
+  });
+
+  s.server.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+    double secs_taken =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_request_start).count();
+    std::string route = s.known_paths.count(req.path) ? req.path : "other";
+    s.metrics.observe_request(route, res.status, secs_taken);
+    log::debug("http method={} path={} status={} ms={:.1f}", req.method, route, res.status,
+               secs_taken * 1000);
+  });
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::get(const std::string& path, Handler handler) {
+  impl_->known_paths.insert(path);
+  impl_->server.Get(path, impl_->wrap(std::move(handler)));
+}
+
+void HttpServer::post(const std::string& path, Handler handler) {
+  impl_->known_paths.insert(path);
+  impl_->server.Post(path, impl_->wrap(std::move(handler)));
+}
+
+void HttpServer::allow_without_key(const std::string& path) { impl_->open_paths.insert(path); }
+
+Status HttpServer::bind() {
+  Impl& s = *impl_;
+  if (s.options.port == 0) {
+    s.bound_port = s.server.bind_to_any_port(s.options.host);
+  } else if (s.server.bind_to_port(s.options.host, s.options.port)) {
+    s.bound_port = s.options.port;
+  }
+  if (s.bound_port <= 0) {
+    return Error(StatusCode::kIo,
+                 "cannot listen on {}:{} (address in use or not available; "
+                 "see --host/--port)",
+                 s.options.host, s.options.port);
+  }
+  return Status::ok();
+}
+
+int HttpServer::port() const { return impl_->bound_port; }
+
+bool HttpServer::serve() { return impl_->server.listen_after_bind(); }
+
+void HttpServer::stop() {
+  if (impl_ && impl_->server.is_running()) impl_->server.stop();
+}
+
+}  // namespace recur::server

@@ -1,0 +1,106 @@
+// The HTTP layer on loopback with a real client: auth, errors, body limit, streaming, metrics.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace recur::server {
+namespace {
+
+class HttpServerTest : public testing::Test {
+ protected:
+  void start(HttpOptions options) {
+    options.port = 0;
+    server_ = std::make_unique<HttpServer>(options, metrics_);
+    server_->get("/health", [](const HttpRequest&) { return HttpResponse::json(200, "{}"); });
+    server_->allow_without_key("/health");
+    server_->post("/echo", [](const HttpRequest& r) {
+      return HttpResponse::json(200, nlohmann::json{{"n", r.body.size()}}.dump());
+    });
+    server_->get("/stream", [](const HttpRequest&) {
+      HttpResponse r;
+      r.content_type = "text/event-stream";
+      r.stream = [](ChunkWriter& w) {
+        for (int i = 0; i < 3; ++i) w.write("data: " + std::to_string(i) + "\n\n");
+      };
+      return r;
+    });
+    ASSERT_TRUE(server_->bind().is_ok());
+    thread_ = std::thread([this] { server_->serve(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  ServerMetrics metrics_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpServerTest, UnknownRouteIsOpenAiShaped404) {
+  start({});
+  auto res = client_->Get("/v1/nope");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  auto j = nlohmann::json::parse(res->body);
+  EXPECT_EQ(j["error"]["type"], "not_found_error");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("/v1/nope"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, ApiKeyRequiredExceptHealth) {
+  start({.api_key = "sk-test"});
+  EXPECT_EQ(client_->Get("/health")->status, 200);
+  auto res = client_->Post("/echo", "{}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(nlohmann::json::parse(res->body)["error"]["type"], "authentication_error");
+  httplib::Headers wrong = {{"Authorization", "Bearer sk-tesT"}};
+  EXPECT_EQ(client_->Post("/echo", wrong, "{}", "application/json")->status, 401);
+  httplib::Headers right = {{"Authorization", "Bearer sk-test"}};
+  EXPECT_EQ(client_->Post("/echo", right, "{}", "application/json")->status, 200);
+}
+
+TEST_F(HttpServerTest, BodyLimitGives413NamingTheLimit) {
+  start({.body_limit_bytes = 2048});
+  auto res = client_->Post("/echo", std::string(4096, 'x'), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << res->body;
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("--body-limit-bytes"), std::string::npos);
+  EXPECT_EQ(client_->Post("/echo", std::string(1000, 'x'), "application/json")->status, 200);
+}
+
+TEST_F(HttpServerTest, StreamsChunks) {
+  start({});
+  auto res = client_->Get("/stream");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "data: 0\n\ndata: 1\n\ndata: 2\n\n");
+}
+
+TEST_F(HttpServerTest, CountsRequestsByRoute) {
+  start({});
+  client_->Get("/health");
+  client_->Get("/unknown/path/abc");
+  std::string text = metrics_.render();
+  EXPECT_NE(text.find("route=\"/health\""), std::string::npos);
+  EXPECT_NE(text.find("route=\"other\""), std::string::npos);
+  EXPECT_EQ(text.find("/unknown/path/abc"), std::string::npos) << "raw paths must not be labels";
+}
+
+TEST(ConstantTimeEqual, Compares) {
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(constant_time_equal("abc", "abcd"));
+  EXPECT_FALSE(constant_time_equal("", "a"));
+  EXPECT_TRUE(constant_time_equal("", ""));
+}
+
+}  // namespace
+}  // namespace recur::server
