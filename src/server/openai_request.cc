@@ -1,0 +1,383 @@
+#include "server/openai_request.h"
+
+#include <nlohmann/json.hpp>
+
+namespace recur::server {
+namespace {
+
+using json = nlohmann::json;
+
+const char* kind(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::discarded:
+      return "invalid";
+    default:
+      return "a number";
+  }
+}
+
+ApiError wrong_type(const std::string& param, const char* expected, const json& got) {
+  return invalid_request(param, fmt::format("'{}' must be {}, got {}", param, expected, kind(got)));
+}
+
+// Field readers: absent or null leaves `out` alone; a wrong type is an error naming the field.
+std::optional<ApiError> read_string(const json& obj, const char* key, std::string& out,
+                                    const std::string& where = "") {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return wrong_type(where + key, "a string", *it);
+  out = it->get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_bool(const json& obj, const char* key, bool& out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return wrong_type(key, "a boolean", *it);
+  out = it->get<bool>();
+  return std::nullopt;
+}
+
+template <typename F>
+std::optional<ApiError> read_number(const json& obj, const char* key, F& out, double lo,
+                                    double hi) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return wrong_type(key, "a number", *it);
+  double v = it->get<double>();
+  if (!(v >= lo && v <= hi)) {
+    return invalid_request(key,
+                           fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
+  }
+  out = static_cast<F>(v);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_int(const json& obj, const char* key, std::optional<std::int64_t>& out,
+                                 std::int64_t lo, std::int64_t hi) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer() &&
+      !(it->is_number_float() && it->get<double>() == std::floor(it->get<double>()))) {
+    return wrong_type(key, "an integer", *it);
+  }
+  double v = it->get<double>();
+  if (v < static_cast<double>(lo) || v > static_cast<double>(hi)) {
+    return invalid_request(
+        key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v),
+        key == std::string("max_tokens") || key == std::string("max_completion_tokens")
+            ? "max_tokens_limit"
+            : "");
+  }
+  out = static_cast<std::int64_t>(v);
+  return std::nullopt;
+}
+
+#define RECUR_TRY_FIELD(expr)             \
+  do {                                    \
+    if (auto e_ = (expr); e_) return *e_; \
+  } while (0)
+
+std::optional<ApiError> parse_stop(const json& body, const RequestLimits& limits,
+                                   std::vector<std::string>& out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    out.push_back(it->get<std::string>());
+  } else if (it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string())
+        return wrong_type(fmt::format("stop[{}]", i), "a string", (*it)[i]);
+      out.push_back((*it)[i].get<std::string>());
+    }
+  } else {
+    return wrong_type("stop", "a string or an array of strings", *it);
+  }
+  if (out.size() > limits.max_stop_strings) {
+    return invalid_request("stop",
+                           fmt::format("at most {} stop strings are allowed, got {}",
+                                       limits.max_stop_strings, out.size()),
+                           "limit_exceeded");
+  }
+  for (auto& s : out) {
+    if (s.empty()) return invalid_request("stop", "stop strings must not be empty");
+    if (s.size() > limits.max_stop_string_bytes) {
+      return invalid_request(
+          "stop",
+          fmt::format("a stop string may have at most {} bytes", limits.max_stop_string_bytes),
+          "limit_exceeded");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_generation(const json& body, const RequestLimits& limits,
+                                         GenerationFields& g) {
+  RECUR_TRY_FIELD(read_string(body, "model", g.model));
+  auto& s = g.sampling;
+  RECUR_TRY_FIELD(read_number(body, "temperature", s.temperature, 0.0, 2.0));
+  RECUR_TRY_FIELD(read_number(body, "top_p", s.top_p, 0.0, 1.0));
+  if (body.contains("top_p") && body["top_p"].is_number() && s.top_p <= 0.0f) {
+    return invalid_request("top_p", "'top_p' must be greater than 0");
+  }
+  std::optional<std::int64_t> top_k;
+  RECUR_TRY_FIELD(read_int(body, "top_k", top_k, -1, 1 << 30));
+  if (top_k) s.top_k = *top_k < 0 ? 0 : static_cast<int>(*top_k);  // -1 means no limit (vLLM)
+  RECUR_TRY_FIELD(read_number(body, "min_p", s.min_p, 0.0, 1.0));
+  RECUR_TRY_FIELD(read_number(body, "presence_penalty", s.presence_penalty, -2.0, 2.0));
+  RECUR_TRY_FIELD(read_number(body, "frequency_penalty", s.frequency_penalty, -2.0, 2.0));
+  RECUR_TRY_FIELD(read_number(body, "repetition_penalty", s.repetition_penalty, 0.01, 10.0));
+  std::optional<std::int64_t> seed;
+  RECUR_TRY_FIELD(read_int(body, "seed", seed, INT64_MIN / 2, INT64_MAX / 2));
+  if (seed) {
+    s.seed = static_cast<std::uint64_t>(*seed);
+    g.seed_given = true;
+  }
+  std::optional<std::int64_t> max_tokens;
+  RECUR_TRY_FIELD(read_int(body, "max_tokens", max_tokens, 1, limits.max_tokens_cap));
+  std::optional<std::int64_t> max_completion;
+  RECUR_TRY_FIELD(
+      read_int(body, "max_completion_tokens", max_completion, 1, limits.max_tokens_cap));
+  g.max_tokens = max_completion ? max_completion : max_tokens;
+  std::optional<std::int64_t> n;
+  RECUR_TRY_FIELD(read_int(body, "n", n, 1, 1));
+  RECUR_TRY_FIELD(parse_stop(body, limits, g.stop));
+  RECUR_TRY_FIELD(read_bool(body, "stream", g.stream));
+  if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
+    RECUR_TRY_FIELD(read_bool(*it, "include_usage", g.include_usage));
+  }
+  RECUR_TRY_FIELD(read_string(body, "prompt_cache_key", g.prompt_cache_key));
+  RECUR_TRY_FIELD(read_string(body, "user", g.user));
+  RECUR_TRY_FIELD(read_string(body, "cache_salt", g.cache_salt));
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_tool_calls(const json& arr, const std::string& where,
+                                         std::vector<chat::ToolCall>& out) {
+  if (!arr.is_array()) return wrong_type(where, "an array", arr);
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const json& tc = arr[i];
+    std::string at = fmt::format("{}[{}]", where, i);
+    if (!tc.is_object()) return wrong_type(at, "an object", tc);
+    chat::ToolCall call;
+    RECUR_TRY_FIELD(read_string(tc, "id", call.id, at + "."));
+    auto fn = tc.find("function");
+    if (fn == tc.end() || !fn->is_object()) {
+      return invalid_request(at + ".function", fmt::format("'{}.function' must be an object", at));
+    }
+    RECUR_TRY_FIELD(read_string(*fn, "name", call.name, at + ".function."));
+    if (call.name.empty())
+      return invalid_request(at + ".function.name", "a tool call needs a name");
+    auto args = fn->find("arguments");
+    if (args == fn->end() || args->is_null()) {
+      call.arguments_json = "{}";
+    } else if (args->is_string()) {
+      call.arguments_json = args->get<std::string>();
+    } else {
+      call.arguments_json = args->dump();  // some clients send the object itself
+    }
+    out.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message& out) {
+  std::string at = fmt::format("messages[{}]", index);
+  if (!m.is_object()) return wrong_type(at, "an object", m);
+  RECUR_TRY_FIELD(read_string(m, "role", out.role, at + "."));
+  static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+  bool known = false;
+  for (const char* r : kRoles) known = known || out.role == r;
+  if (!known) {
+    return invalid_request(
+        at + ".role", fmt::format("'{}.role' must be one of system, developer, user, assistant, "
+                                  "tool; got '{}'",
+                                  at, out.role));
+  }
+  auto content = m.find("content");
+  if (content != m.end() && !content->is_null()) {
+    if (content->is_string()) {
+      out.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      out.content_is_parts = true;
+      for (size_t j = 0; j < content->size(); ++j) {
+        const json& part = (*content)[j];
+        std::string pat = fmt::format("{}.content[{}]", at, j);
+        if (!part.is_object()) return wrong_type(pat, "an object", part);
+        chat::ContentPart p;
+        RECUR_TRY_FIELD(read_string(part, "type", p.type, pat + "."));
+        if (p.type != "text") {
+          return invalid_request(pat + ".type",
+                                 fmt::format("content part type '{}' is not supported "
+                                             "(only 'text')",
+                                             p.type));
+        }
+        RECUR_TRY_FIELD(read_string(part, "text", p.text, pat + "."));
+        out.content_parts.push_back(std::move(p));
+      }
+    } else {
+      return wrong_type(at + ".content", "a string or an array of content parts", *content);
+    }
+  }
+  std::string reasoning;
+  if (m.contains("reasoning_content") && !m["reasoning_content"].is_null()) {
+    RECUR_TRY_FIELD(read_string(m, "reasoning_content", reasoning, at + "."));
+    out.reasoning_content = reasoning;
+  }
+  if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+    if (out.role != "assistant") {
+      return invalid_request(at + ".tool_calls", "only assistant messages may have tool_calls");
+    }
+    RECUR_TRY_FIELD(parse_tool_calls(*tc, at + ".tool_calls", out.tool_calls));
+  }
+  std::string s;
+  if (m.contains("tool_call_id") && !m["tool_call_id"].is_null()) {
+    RECUR_TRY_FIELD(read_string(m, "tool_call_id", s, at + "."));
+    out.tool_call_id = s;
+  }
+  if (m.contains("name") && !m["name"].is_null()) {
+    RECUR_TRY_FIELD(read_string(m, "name", s, at + "."));
+    out.name = s;
+  }
+  bool has_content = out.content.has_value() || out.content_is_parts;
+  if (!has_content && !(out.role == "assistant" && !out.tool_calls.empty())) {
+    return invalid_request(at + ".content", fmt::format("'{}.content' is required", at));
+  }
+  return std::nullopt;
+}
+
+Parsed<json> parse_body(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_request("", "request body is not valid JSON");
+  if (!j.is_object()) return invalid_request("", "request body must be a JSON object");
+  return j;
+}
+
+}  // namespace
+
+Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimits& limits) {
+  auto parsed = parse_body(text);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& body = std::get<json>(parsed);
+  ChatRequest req;
+  if (auto e = parse_generation(body, limits, req.gen)) return *e;
+  auto msgs = body.find("messages");
+  if (msgs == body.end()) return invalid_request("messages", "'messages' is required");
+  if (!msgs->is_array()) return wrong_type("messages", "an array", *msgs);
+  if (msgs->empty()) return invalid_request("messages", "'messages' must not be empty");
+  if (msgs->size() > limits.max_messages) {
+    return invalid_request(
+        "messages",
+        fmt::format("at most {} messages are allowed, got {}", limits.max_messages, msgs->size()),
+        "limit_exceeded");
+  }
+  req.messages.resize(msgs->size());
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    if (auto e = parse_message((*msgs)[i], i, req.messages[i])) return *e;
+  }
+  if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
+    if (!t->is_array()) return wrong_type("tools", "an array", *t);
+    for (size_t i = 0; i < t->size(); ++i) {
+      const json& tool = (*t)[i];
+      if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object() ||
+          !tool["function"].contains("name") || !tool["function"]["name"].is_string()) {
+        return invalid_request(
+            fmt::format("tools[{}]", i),
+            fmt::format("'tools[{}]' must be {{\"type\":\"function\",\"function\":"
+                        "{{\"name\":...}}}}",
+                        i));
+      }
+    }
+    if (!t->empty()) req.tools_json = t->dump();
+    if (req.tools_json.size() > limits.max_tools_json_bytes) {
+      return invalid_request(
+          "tools",
+          fmt::format("tool definitions may take at most {} bytes", limits.max_tools_json_bytes),
+          "limit_exceeded");
+    }
+  }
+  if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
+    if (tc->is_string()) {
+      std::string c = tc->get<std::string>();
+      if (c != "auto" && c != "none" && c != "required") {
+        return invalid_request("tool_choice",
+                               "'tool_choice' must be auto, none, required or an "
+                               "object naming a function");
+      }
+    } else if (!tc->is_object()) {
+      return wrong_type("tool_choice", "a string or an object", *tc);
+    }
+    req.tool_choice_json = tc->dump();
+  }
+  if (auto e = read_bool(body, "parallel_tool_calls", req.parallel_tool_calls)) return *e;
+  if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+    if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);
+    req.chat_template_kwargs_json = k->dump();
+  }
+  auto lp = body.find("logprobs");
+  if (lp != body.end() && !lp->is_null()) {
+    if (!lp->is_boolean()) return wrong_type("logprobs", "a boolean", *lp);
+    req.gen.sampling.logprobs = lp->get<bool>();
+  }
+  std::optional<std::int64_t> top_lp;
+  if (auto e = read_int(body, "top_logprobs", top_lp, 0, 20)) return *e;
+  if (top_lp) {
+    if (!req.gen.sampling.logprobs) {
+      return invalid_request("top_logprobs", "'top_logprobs' requires 'logprobs': true");
+    }
+    req.gen.sampling.top_logprobs = static_cast<int>(*top_lp);
+  }
+  return req;
+}
+
+Parsed<CompletionRequest> parse_completion_request(std::string_view text,
+                                                   const RequestLimits& limits) {
+  auto parsed = parse_body(text);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& body = std::get<json>(parsed);
+  CompletionRequest req;
+  if (auto e = parse_generation(body, limits, req.gen)) return *e;
+  auto p = body.find("prompt");
+  if (p == body.end() || p->is_null()) return invalid_request("prompt", "'prompt' is required");
+  if (p->is_string()) {
+    req.prompt = p->get<std::string>();
+  } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+    req.prompt = (*p)[0].get<std::string>();
+  } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
+    std::vector<std::int32_t> ids;
+    for (size_t i = 0; i < p->size(); ++i) {
+      const json& v = (*p)[i];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+          v.get<std::int64_t>() > INT32_MAX) {
+        return invalid_request(fmt::format("prompt[{}]", i), "token ids must be integers >= 0");
+      }
+      ids.push_back(static_cast<std::int32_t>(v.get<std::int64_t>()));
+    }
+    req.prompt = std::move(ids);
+  } else {
+    return invalid_request("prompt",
+                           "'prompt' must be a string, a one-element array of strings, "
+                           "or an array of token ids (batches of prompts are not supported)");
+  }
+  if (auto e = read_bool(body, "echo", req.echo)) return *e;
+  std::optional<std::int64_t> lp;
+  if (auto e = read_int(body, "logprobs", lp, 0, 20)) return *e;
+  if (lp) {
+    req.gen.sampling.logprobs = true;
+    req.gen.sampling.top_logprobs = static_cast<int>(*lp);
+  }
+  return req;
+}
+
+}  // namespace recur::server

@@ -1,0 +1,67 @@
+// OpenAI request bodies parsed into typed structs, with a 400 naming the field for anything
+// malformed. JSON stops here: what goes deeper is typed (tool schemas and kwargs stay JSON text
+// because only the chat template reads them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "chat/message.h"
+#include "engine/sampler.h"
+#include "server/api_error.h"
+
+namespace recur::server {
+
+// Limits that protect the server from hostile requests; each error names the limit.
+struct RequestLimits {
+  std::size_t max_messages = 4096;
+  std::size_t max_stop_strings = 16;
+  std::size_t max_stop_string_bytes = 1024;
+  std::size_t max_tools_json_bytes = 1u << 20;
+  std::int64_t max_tokens_cap = 1 << 20;
+};
+
+// Fields shared by chat and text completions.
+struct GenerationFields {
+  std::string model;
+  engine::SamplingParams sampling;  // seed unset means: derived from the request id
+  bool seed_given = false;
+  std::optional<std::int64_t> max_tokens;  // max_completion_tokens or max_tokens
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  int n = 1;
+  // Cache identity (design section 1): tenant extension and session keys.
+  std::string prompt_cache_key;
+  std::string user;
+  std::string cache_salt;
+};
+
+struct ChatRequest {
+  GenerationFields gen;
+  std::vector<chat::Message> messages;
+  std::string tools_json;                 // "" or a JSON array of tool definitions
+  std::string tool_choice_json;           // "" or the tool_choice value as JSON
+  std::string chat_template_kwargs_json;  // "" or a JSON object
+  bool parallel_tool_calls = true;
+};
+
+struct CompletionRequest {
+  GenerationFields gen;
+  // A text prompt, or pre-tokenized ids (the API accepts either).
+  std::variant<std::string, std::vector<std::int32_t>> prompt;
+  bool echo = false;
+};
+
+// Parse results: the request or the 400 to send.
+template <typename T>
+using Parsed = std::variant<T, ApiError>;
+
+Parsed<ChatRequest> parse_chat_request(std::string_view body, const RequestLimits& limits);
+Parsed<CompletionRequest> parse_completion_request(std::string_view body,
+                                                   const RequestLimits& limits);
+
+}  // namespace recur::server
