@@ -1,0 +1,88 @@
+// What the HTTP side hands the engine (a GenerationRequest) and what comes back (a stream of
+// Events through a RequestChannel). Plain structs: the engine thread never sees JSON, the HTTP
+// threads never see tensors.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/keys.h"
+#include "engine/sampler.h"
+#include "util/status.h"
+
+namespace recur::engine {
+
+enum class FinishReason : std::uint8_t { kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason reason);
+
+// Given the tokens generated in a finished turn, the anticipated prefix of the next turn's prompt
+// (design section 5), or nothing. Runs on the engine thread after a healthy finish.
+using NextTurnPrefixFn = std::function<std::vector<TokenId>(const std::vector<TokenId>& generated)>;
+
+struct GenerationRequest {
+  std::uint64_t id = 0;  // for logs and traces
+  std::vector<TokenId> prompt;
+  // Tokens [0, history_boundary) are the rendered history (chat/): a boundary snapshot is taken
+  // there. 0 or >= prompt size: none.
+  std::int64_t history_boundary = 0;
+  cache::CacheKey cache_key;
+  SamplingParams sampling;
+  std::int64_t max_tokens = 256;
+  std::vector<std::string> stop_strings;
+  std::vector<TokenId> stop_token_ids;  // end-of-generation ids (eos, <|im_end|>)
+  NextTurnPrefixFn next_turn_prefix;    // empty: no warm-up
+};
+
+struct Usage {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t cached_tokens = 0;  // prompt tokens restored from the cache, not computed
+  std::int64_t completion_tokens = 0;
+};
+
+// How the prompt cache served this request (the X-Recur-Cache trace).
+struct CacheTrace {
+  bool hit = false;
+  std::int64_t hit_tokens = 0;
+  std::string store;   // "snapshot" or "prefix"
+  std::string origin;  // origin of the entry used: completion, boundary, warmup
+  std::string miss_reason;
+  std::string to_header() const;
+};
+
+struct Event {
+  std::string text;                   // newly final text (stop strings already cut)
+  std::vector<SampleResult> samples;  // tokens sampled since the previous event
+  bool done = false;
+  FinishReason finish = FinishReason::kStop;
+  Usage usage;        // filled on done
+  CacheTrace trace;   // filled on the first event and on done
+  Status error;       // kError
+  double ttft_s = 0;  // seconds from admission to the first token (first event with samples)
+};
+
+// Engine thread -> one HTTP thread. Thread-safe.
+class RequestChannel {
+ public:
+  void push(Event event);
+  // Waits up to `timeout` for an event; nullopt on timeout.
+  std::optional<Event> pop(std::chrono::milliseconds timeout);
+  // The client is gone or the server is stopping: the engine stops the sequence at its next step.
+  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;  // guarded by mu_
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace recur::engine
