@@ -1,0 +1,180 @@
+// config.json and generation_config.json of generated checkpoints, with the real files' field
+// names and nesting (model-families.md 1.1, 2.1, 4.1). Keys are sorted and indented by 2, as
+// transformers writes them.
+#include <nlohmann/json.hpp>
+
+#include "modelgen/families.h"
+
+namespace recur::modelgen {
+
+namespace {
+
+using Json = nlohmann::json;
+
+const char* torch_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+      return "bfloat16";
+    case DType::kF16:
+      return "float16";
+    case DType::kF32:
+      return "float32";
+  }
+  return "?";
+}
+
+Json qwen3_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  return {{"architectures", {"Qwen3ForCausalLM"}},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"bos_token_id", ids.endoftext},
+          {"eos_token_id", ids.im_end},
+          {"head_dim", g.head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", g.d_model},
+          {"initializer_range", 0.02},
+          {"intermediate_size", g.d_ff},
+          {"max_position_embeddings", g.max_position},
+          {"max_window_layers", g.n_layers},
+          {"model_type", "qwen3"},
+          {"num_attention_heads", g.n_heads},
+          {"num_hidden_layers", g.n_layers},
+          {"num_key_value_heads", g.n_kv_heads},
+          {"rms_norm_eps", g.norm_eps},
+          {"rope_scaling", nullptr},
+          {"rope_theta", static_cast<std::int64_t>(g.rope_theta)},
+          {"sliding_window", nullptr},
+          {"tie_word_embeddings", true},
+          {"torch_dtype", torch_dtype(dtype)},
+          {"transformers_version", "4.51.0"},
+          {"use_cache", true},
+          {"use_sliding_window", false},
+          {"vocab_size", g.vocab_size}};
+}
+
+Json qwen3_5_text_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  Json layer_types = Json::array();
+  for (int i = 0; i < g.n_layers; ++i) {
+    layer_types.push_back(g.is_full_attention(i) ? "full_attention" : "linear_attention");
+  }
+  const Json rope = {{"mrope_interleaved", true},
+                     {"mrope_section", {11, 11, 10}},
+                     {"partial_rotary_factor", g.partial_rotary_factor},
+                     {"rope_theta", static_cast<std::int64_t>(g.rope_theta)},
+                     {"rope_type", "default"}};
+  return {{"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"attn_output_gate", true},
+          {"bos_token_id", nullptr},
+          {"dtype", torch_dtype(dtype)},
+          {"eos_token_id", ids.endoftext},
+          {"full_attention_interval", g.full_attention_interval},
+          {"head_dim", g.head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", g.d_model},
+          {"initializer_range", 0.02},
+          {"intermediate_size", g.d_ff},
+          {"layer_types", layer_types},
+          {"linear_conv_kernel_dim", g.conv_kernel},
+          {"linear_key_head_dim", g.lin_k_dim},
+          {"linear_num_key_heads", g.lin_k_heads},
+          {"linear_num_value_heads", g.lin_v_heads},
+          {"linear_value_head_dim", g.lin_v_dim},
+          {"mamba_ssm_dtype", "float32"},
+          {"max_position_embeddings", g.max_position},
+          {"mlp_only_layers", Json::array()},
+          {"model_type", "qwen3_5_text"},
+          {"mtp_num_hidden_layers", 0},  // the generator writes no mtp.* tensors
+          {"mtp_use_dedicated_embeddings", false},
+          {"num_attention_heads", g.n_heads},
+          {"num_hidden_layers", g.n_layers},
+          {"num_key_value_heads", g.n_kv_heads},
+          {"pad_token_id", nullptr},
+          {"partial_rotary_factor", g.partial_rotary_factor},
+          {"rms_norm_eps", g.norm_eps},
+          {"rope_parameters", rope},
+          {"tie_word_embeddings", true},
+          {"use_cache", true},
+          {"vocab_size", g.vocab_size}};
+}
+
+// The vision tower is not generated, so vision_config and the image/video token ids are left out.
+Json qwen3_5_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+          {"model_type", "qwen3_5"},
+          {"text_config", qwen3_5_text_config(g, dtype, ids)},
+          {"tie_word_embeddings", true},
+          {"transformers_version", "5.7.0"}};
+}
+
+// time_step_limit is written as a placeholder string and replaced by the bare Infinity that
+// Python's json module writes (invalid JSON, which loaders must accept).
+constexpr const char* kInfinityPlaceholder = "__recur_infinity__";
+
+Json mamba2_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  return {{"architectures", {"Mamba2ForCausalLM"}},
+          {"bos_token_id", ids.endoftext},
+          {"chunk_size", 256},
+          {"conv_kernel", g.conv_kernel},
+          {"eos_token_id", ids.endoftext},
+          {"expand", g.expand},
+          {"head_dim", g.ssm_head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", g.d_model},
+          {"initializer_range", 0.1},
+          {"layer_norm_epsilon", g.norm_eps},
+          {"model_type", "mamba2"},
+          {"n_groups", g.ssm_groups},
+          {"num_heads", g.ssm_heads},
+          {"num_hidden_layers", g.n_layers},
+          {"pad_token_id", ids.endoftext},
+          {"rescale_prenorm_residual", false},
+          {"residual_in_fp32", true},
+          {"rms_norm", true},
+          {"state_size", g.ssm_state},
+          {"tie_word_embeddings", true},
+          {"time_step_floor", 0.0001},
+          {"time_step_limit", {0.0, kInfinityPlaceholder}},
+          {"time_step_max", 0.1},
+          {"time_step_min", 0.001},
+          {"time_step_rank", (g.d_model + 15) / 16},
+          {"torch_dtype", torch_dtype(dtype)},
+          {"transformers_version", "4.44.0"},
+          {"use_bias", false},
+          {"use_cache", true},
+          {"use_conv_bias", true},
+          {"vocab_size", g.vocab_size}};
+}
+
+}  // namespace
+
+std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  switch (g.family) {
+    case Family::kQwen3:
+      return qwen3_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kQwen3_5:
+      return qwen3_5_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kMamba2: {
+      std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
+      const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);
+      text.replace(text.find(quoted), quoted.size(), "Infinity");
+      return text;
+    }
+  }
+  return {};
+}
+
+std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
+  const bool thinking_default = g.family == Family::kQwen3;
+  Json j = {{"bos_token_id", ids.endoftext},
+            {"do_sample", true},
+            {"eos_token_id", {ids.im_end, ids.endoftext}},
+            {"pad_token_id", ids.endoftext},
+            {"temperature", thinking_default ? 0.6 : 0.7},
+            {"top_k", 20},
+            {"top_p", thinking_default ? 0.95 : 0.8},
+            {"transformers_version", "4.51.0"}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace recur::modelgen

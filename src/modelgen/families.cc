@@ -1,0 +1,279 @@
+// Presets, overrides and tensor tables of qwen3, qwen3_5 and mamba2 checkpoints. Names, shapes
+// and per-tensor dtypes follow model-families.md sections 1.2, 2.3 and 4.2.
+#include "modelgen/families.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace recur::modelgen {
+
+bool Geometry::is_full_attention(int layer) const {
+  if (family != Family::kQwen3_5) return family == Family::kQwen3;
+  return (layer + 1) % full_attention_interval == 0;
+}
+
+namespace {
+
+Geometry qwen3_preset(bool real) {
+  Geometry g{.family = Family::kQwen3, .rope_theta = 1e6, .norm_eps = 1e-6};
+  g.max_position = 40960;
+  if (real) {  // Qwen/Qwen3-0.6B
+    g.n_layers = 28, g.d_model = 1024, g.vocab_size = 151936, g.d_ff = 3072;
+    g.n_heads = 16, g.n_kv_heads = 8, g.head_dim = 128;
+  } else {  // like the real one, head_dim is not d_model / n_heads
+    g.n_layers = 2, g.d_model = 64, g.d_ff = 192;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 32;
+  }
+  return g;
+}
+
+Geometry qwen3_5_preset(bool real) {
+  Geometry g{.family = Family::kQwen3_5, .rope_theta = 1e7, .norm_eps = 1e-6};
+  g.max_position = 262144, g.partial_rotary_factor = 0.25, g.full_attention_interval = 4;
+  g.conv_kernel = 4;
+  if (real) {  // Qwen/Qwen3.5-0.8B
+    g.n_layers = 24, g.d_model = 1024, g.vocab_size = 248320, g.d_ff = 3584;
+    g.n_heads = 8, g.n_kv_heads = 2, g.head_dim = 256;
+    g.lin_k_heads = 16, g.lin_v_heads = 16, g.lin_k_dim = 128, g.lin_v_dim = 128;
+  } else {  // one linear,linear,linear,full block; more value than key heads, as in Qwen3.5-4B
+    g.n_layers = 4, g.d_model = 64, g.d_ff = 192;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 32;
+    g.lin_k_heads = 2, g.lin_v_heads = 4, g.lin_k_dim = 16, g.lin_v_dim = 16;
+  }
+  return g;
+}
+
+Geometry mamba2_preset(bool real) {
+  Geometry g{.family = Family::kMamba2, .norm_eps = 1e-5};
+  g.expand = 2, g.ssm_groups = 1, g.conv_kernel = 4;
+  if (real) {  // mamba2-130m in the Hugging Face layout
+    g.n_layers = 24, g.d_model = 768, g.vocab_size = 50288;
+    g.ssm_heads = 24, g.ssm_head_dim = 64, g.ssm_state = 128;
+  } else {
+    g.n_layers = 2, g.d_model = 64;
+    g.ssm_heads = 8, g.ssm_head_dim = 16, g.ssm_state = 16;
+  }
+  return g;
+}
+
+Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  const bool tiny = preset == "tiny";
+  if (tiny || (family == Family::kQwen3 && preset == "qwen3-0.6b") ||
+      (family == Family::kQwen3_5 && preset == "qwen3.5-0.8b") ||
+      (family == Family::kMamba2 && preset == "mamba2-130m")) {
+    Geometry g = family == Family::kQwen3     ? qwen3_preset(!tiny)
+                 : family == Family::kQwen3_5 ? qwen3_5_preset(!tiny)
+                                              : mamba2_preset(!tiny);
+    g.preset = preset;
+    return g;
+  }
+  return Error(StatusCode::kInvalidArgument,
+               "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
+               "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2)",
+               preset, family_name(family));
+}
+
+int scaled(int value, int new_d, int old_d) {
+  return std::max(1, static_cast<int>(std::lround(static_cast<double>(value) * new_d / old_d)));
+}
+
+// A new d_model keeps head sizes and scales head counts and the MLP width with it.
+Status apply_hidden_size(Geometry& g, int d) {
+  const int old_d = g.d_model;
+  g.d_model = d;
+  if (g.family == Family::kMamba2) {
+    if (g.expand * d % g.ssm_head_dim != 0) {
+      return Error(StatusCode::kInvalidArgument,
+                   "--hidden-size {}: expand ({}) x hidden size must be a multiple of the SSM "
+                   "head size {}",
+                   d, g.expand, g.ssm_head_dim);
+    }
+    g.ssm_heads = g.expand * d / g.ssm_head_dim;
+    return Status::ok();
+  }
+  g.n_heads = scaled(g.n_heads, d, old_d);
+  g.n_kv_heads = std::min(scaled(g.n_kv_heads, d, old_d), g.n_heads);
+  while (g.n_heads % g.n_kv_heads != 0) --g.n_kv_heads;
+  g.d_ff = (scaled(g.d_ff, d, old_d) + 7) / 8 * 8;
+  if (g.family == Family::kQwen3_5) {
+    g.lin_v_heads = scaled(g.lin_v_heads, d, old_d);
+    g.lin_k_heads = std::min(scaled(g.lin_k_heads, d, old_d), g.lin_v_heads);
+    while (g.lin_v_heads % g.lin_k_heads != 0) --g.lin_k_heads;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Geometry> resolve_geometry(const GenSpec& spec, int n_tokens) {
+  RECUR_ASSIGN_OR_RETURN(Geometry g, preset_geometry(spec.family, spec.preset));
+  if (spec.layers < 0 || spec.hidden_size < 0 || spec.vocab_size < 0) {
+    return Error(StatusCode::kInvalidArgument, "layers, hidden size and vocab size must be >= 0");
+  }
+  if (spec.layers > 0) g.n_layers = spec.layers;
+  if (spec.hidden_size > 0) RECUR_RETURN_IF_ERROR(apply_hidden_size(g, spec.hidden_size));
+  if (spec.vocab_size > 0) {
+    g.vocab_size = spec.vocab_size;
+  } else if (g.vocab_size == 0) {  // tiny: the tokenizer rounded up to 64 rows, with padding rows
+    g.vocab_size = (n_tokens / 64 + 1) * 64;
+  }
+  if (g.vocab_size < n_tokens) {
+    return Error(StatusCode::kInvalidArgument,
+                 "vocab size {} is smaller than the generated tokenizer ({} tokens)", g.vocab_size,
+                 n_tokens);
+  }
+  return g;
+}
+
+namespace {
+
+struct TableBuilder {
+  DType dtype;
+  int n_layers;
+  std::vector<GenTensor> out;
+
+  void add(std::string name, std::vector<std::int64_t> shape, Init init,
+           std::optional<DType> fixed = std::nullopt) {
+    GenTensor t{.entry = {.name = name, .shape = std::move(shape), .dtype = fixed.value_or(dtype)},
+                .init = init,
+                .key = name};
+    out.push_back(std::move(t));
+  }
+  // Input projections: N(0, 1/sqrt(fan_in)) keeps unit-variance inputs at unit variance.
+  void linear(std::string name, std::int64_t rows, std::int64_t cols) {
+    add(std::move(name), {rows, cols}, {.a = 0.0, .b = 1.0 / std::sqrt(double(cols))});
+  }
+  // Projections back into the residual stream, scaled down by sqrt(2 * layers) so the stream's
+  // variance stays bounded however deep the model is.
+  void out_linear(std::string name, std::int64_t rows, std::int64_t cols) {
+    const double std_dev = 1.0 / std::sqrt(double(cols)) / std::sqrt(2.0 * n_layers);
+    add(std::move(name), {rows, cols}, {.a = 0.0, .b = std_dev});
+  }
+  void plain_norm(std::string name, std::int64_t n, std::optional<DType> fixed = std::nullopt) {
+    add(std::move(name), {n}, {.a = 1.0, .b = 0.02}, fixed);
+  }
+  void zero_centred_norm(std::string name, std::int64_t n) {
+    add(std::move(name), {n}, {.a = 0.0, .b = 0.02});  // used as (1 + w)
+  }
+  // Tied logits are h . E^T with h of unit RMS: std 2/sqrt(d) gives logits of std ~2.
+  void embedding(std::string name, std::int64_t rows, std::int64_t cols) {
+    add(std::move(name), {rows, cols}, {.a = 0.0, .b = 2.0 / std::sqrt(double(cols))});
+  }
+};
+
+void qwen_attention(TableBuilder& t, const Geometry& g, const std::string& p, bool gated) {
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  t.linear(p + "self_attn.q_proj.weight", gated ? 2 * q_rows : q_rows, d);
+  t.linear(p + "self_attn.k_proj.weight", kv_rows, d);
+  t.linear(p + "self_attn.v_proj.weight", kv_rows, d);
+  t.out_linear(p + "self_attn.o_proj.weight", d, q_rows);
+  if (gated) {
+    t.zero_centred_norm(p + "self_attn.q_norm.weight", g.head_dim);
+    t.zero_centred_norm(p + "self_attn.k_norm.weight", g.head_dim);
+  } else {
+    t.plain_norm(p + "self_attn.q_norm.weight", g.head_dim);
+    t.plain_norm(p + "self_attn.k_norm.weight", g.head_dim);
+  }
+}
+
+void qwen_mlp(TableBuilder& t, const Geometry& g, const std::string& p) {
+  t.linear(p + "mlp.gate_proj.weight", g.d_ff, g.d_model);
+  t.linear(p + "mlp.up_proj.weight", g.d_ff, g.d_model);
+  t.out_linear(p + "mlp.down_proj.weight", g.d_model, g.d_ff);
+}
+
+// Gated DeltaNet. Decay g = -exp(A_log) * softplus(a + dt_bias): A in [0.02, 1] and dt_bias
+// near -2 give per-token decays of about 0.75..0.997, so the recurrent state carries information
+// over hundreds of tokens (a state bug shows instead of being forgotten at once).
+void gated_delta_net(TableBuilder& t, const Geometry& g, const std::string& p) {
+  const std::int64_t d = g.d_model, hv = g.lin_v_heads;
+  const std::int64_t conv = g.lin_conv_dim(), v_rows = hv * g.lin_v_dim;
+  t.add(p + "linear_attn.A_log", {hv}, {.kind = InitKind::kLogUniform, .a = 0.02, .b = 1.0},
+        DType::kF32);
+  t.add(p + "linear_attn.conv1d.weight", {conv, 1, g.conv_kernel},
+        {.a = 0.0, .b = 1.0 / std::sqrt(double(g.conv_kernel))});
+  t.add(p + "linear_attn.dt_bias", {hv}, {.a = -2.0, .b = 0.5});
+  t.linear(p + "linear_attn.in_proj_a.weight", hv, d);
+  t.linear(p + "linear_attn.in_proj_b.weight", hv, d);
+  t.linear(p + "linear_attn.in_proj_qkv.weight", conv, d);
+  t.linear(p + "linear_attn.in_proj_z.weight", v_rows, d);
+  t.plain_norm(p + "linear_attn.norm.weight", g.lin_v_dim, DType::kF32);
+  t.out_linear(p + "linear_attn.out_proj.weight", d, v_rows);
+}
+
+std::vector<GenTensor> qwen3_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  t.embedding("model.embed_tokens.weight", g.vocab_size, g.d_model);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.plain_norm(p + "input_layernorm.weight", g.d_model);
+    qwen_attention(t, g, p, /*gated=*/false);
+    t.plain_norm(p + "post_attention_layernorm.weight", g.d_model);
+    qwen_mlp(t, g, p);
+  }
+  t.plain_norm("model.norm.weight", g.d_model);
+  // Qwen3-0.6B is tied yet its file holds lm_head.weight too, with the embedding's values.
+  t.embedding("lm_head.weight", g.vocab_size, g.d_model);
+  t.out.back().key = "model.embed_tokens.weight";
+  return std::move(t.out);
+}
+
+std::vector<GenTensor> qwen3_5_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::string root = "model.language_model.";
+  t.embedding(root + "embed_tokens.weight", g.vocab_size, g.d_model);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("{}layers.{}.", root, i);
+    t.zero_centred_norm(p + "input_layernorm.weight", g.d_model);
+    if (g.is_full_attention(i)) {
+      qwen_attention(t, g, p, /*gated=*/true);
+    } else {
+      gated_delta_net(t, g, p);
+    }
+    t.zero_centred_norm(p + "post_attention_layernorm.weight", g.d_model);
+    qwen_mlp(t, g, p);
+  }
+  t.zero_centred_norm(root + "norm.weight", g.d_model);
+  return std::move(t.out);
+}
+
+// Mamba2 as initialised by mamba_ssm: A in [1, 16], dt in [0.001, 0.1] (decays exp(-dt A) of
+// about 0.2..0.999 per token), D = 1.
+std::vector<GenTensor> mamba2_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, h = g.ssm_heads, inner = g.ssm_d_inner();
+  const std::int64_t conv = g.ssm_conv_dim();
+  t.embedding("backbone.embeddings.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("backbone.layers.{}.", i);
+    t.plain_norm(p + "norm.weight", d);
+    t.add(p + "mixer.A_log", {h}, {.kind = InitKind::kLogUniform, .a = 1.0, .b = 16.0});
+    t.add(p + "mixer.D", {h}, {.a = 1.0, .b = 0.0});
+    t.add(p + "mixer.conv1d.weight", {conv, 1, g.conv_kernel},
+          {.a = 0.0, .b = 1.0 / std::sqrt(double(g.conv_kernel))});
+    t.add(p + "mixer.conv1d.bias", {conv}, {.a = 0.0, .b = 0.1});
+    t.add(p + "mixer.dt_bias", {h}, {.kind = InitKind::kDtBias, .a = 0.001, .b = 0.1});
+    t.linear(p + "mixer.in_proj.weight", inner + conv + h, d);
+    t.plain_norm(p + "mixer.norm.weight", inner);
+    t.out_linear(p + "mixer.out_proj.weight", d, inner);
+  }
+  t.plain_norm("backbone.norm_f.weight", d);
+  return std::move(t.out);
+}
+
+}  // namespace
+
+std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
+  switch (g.family) {
+    case Family::kQwen3:
+      return qwen3_table(g, dtype);
+    case Family::kQwen3_5:
+      return qwen3_5_table(g, dtype);
+    case Family::kMamba2:
+      return mamba2_table(g, dtype);
+  }
+  return {};
+}
+
+}  // namespace recur::modelgen

@@ -1,0 +1,87 @@
+// Geometry, tensor tables and config files of the three generated families (qwen3, qwen3_5,
+// mamba2), following ../shared/reference/model-families.md sections 1, 2 and 4. Internal to
+// modelgen; tests use it to check the tensor table of the real presets without writing them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "modelgen/generator.h"
+#include "modelgen/safetensors_writer.h"
+#include "util/status.h"
+
+namespace recur::modelgen {
+
+// Dimension names as in docs/glossary.md; fields a family does not use stay 0.
+struct Geometry {
+  Family family = Family::kQwen3_5;
+  std::string preset;
+  int n_layers = 0;
+  int d_model = 0;
+  int vocab_size = 0;  // embedding rows
+  int d_ff = 0;
+  // attention (qwen3, qwen3_5 full-attention layers)
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  double partial_rotary_factor = 1.0;
+  // gated delta net (qwen3_5 linear-attention layers)
+  int lin_k_heads = 0;
+  int lin_v_heads = 0;
+  int lin_k_dim = 0;
+  int lin_v_dim = 0;
+  int conv_kernel = 0;  // also mamba2
+  int full_attention_interval = 0;
+  // mamba2
+  int ssm_heads = 0;
+  int ssm_head_dim = 0;
+  int ssm_state = 0;
+  int ssm_groups = 0;
+  int expand = 0;
+  // shared
+  int max_position = 0;
+  double rope_theta = 0.0;
+  double norm_eps = 0.0;
+
+  bool is_full_attention(int layer) const;  // qwen3_5 schedule; qwen3: every layer
+  int lin_conv_dim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }
+  int ssm_d_inner() const { return ssm_heads * ssm_head_dim; }
+  int ssm_conv_dim() const { return ssm_d_inner() + 2 * ssm_groups * ssm_state; }
+};
+
+// Ids of the added tokens the config files name.
+struct SpecialIds {
+  int endoftext = 0;
+  int im_start = 0;
+  int im_end = 0;
+};
+
+// The preset's geometry with spec's overrides applied; n_tokens is the tokenizer's size, which
+// the embedding must cover.
+Result<Geometry> resolve_geometry(const GenSpec& spec, int n_tokens);
+
+enum class InitKind {
+  kNormal,      // mean + std * N(0, 1)
+  kLogUniform,  // log(U(lo, hi)): A_log
+  kDtBias,      // inverse softplus of dt = exp(U(log lo, log hi)): mamba dt_bias
+};
+
+struct Init {
+  InitKind kind = InitKind::kNormal;
+  double a = 0.0;  // mean, or lo
+  double b = 0.0;  // std, or hi
+};
+
+struct GenTensor {
+  TensorEntry entry;
+  Init init;
+  std::string key;  // seeds the values; a tied copy uses the name of the tensor it copies
+};
+
+// Every tensor of the checkpoint in model order: embedding, layer by layer, final norm, head.
+std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype);
+
+std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
+std::string generation_config_json(const Geometry& g, const SpecialIds& ids);
+
+}  // namespace recur::modelgen

@@ -1,0 +1,246 @@
+// safetensors layout, dtype conversion and the parallel streaming writer.
+#include "modelgen/safetensors_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "util/check.h"
+
+namespace recur::modelgen {
+
+std::int64_t TensorEntry::n_elems() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::int64_t TensorEntry::n_bytes() const { return n_elems() * dtype_size(dtype); }
+
+int dtype_size(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+
+const char* safetensors_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+      return "BF16";
+    case DType::kF16:
+      return "F16";
+    case DType::kF32:
+      return "F32";
+  }
+  return "?";
+}
+
+std::uint16_t f32_to_bf16(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+std::uint16_t f32_to_f16(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
+  std::uint32_t abs = bits & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);   // NaN
+  if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65520: inf
+  if (abs >= 0x38800000u) {  // normal in f16 (>= 2^-14): rebias exponent 127 -> 15, round 13 bits
+    abs += 0xC8000FFFu + ((abs >> 13) & 1u);
+    return static_cast<std::uint16_t>(sign | (abs >> 13));
+  }
+  // Subnormal in f16: the value is m * 2^-24; the scaling by 2^24 is exact, nearbyint rounds to
+  // even in the default rounding mode, and m == 1024 is correctly the smallest normal.
+  const float m = std::nearbyint(std::bit_cast<float>(abs) * 0x1p24f);
+  return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(m));
+}
+
+float bf16_to_f32(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
+
+float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1Fu;
+  const std::uint32_t mant = h & 0x3FFu;
+  if (exp == 0) {
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+void convert_from_f32(std::span<const float> src, DType dtype, std::byte* dst) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src.data(), src.size_bytes());
+      return;
+    case DType::kBF16:
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        const std::uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+    case DType::kF16:
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        const std::uint16_t h = f32_to_f16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+  }
+}
+
+namespace {
+
+std::string shard_file_name(int idx, int n_shards) {
+  if (n_shards == 1) return "model.safetensors";
+  return fmt::format("model-{:05d}-of-{:05d}.safetensors", idx + 1, n_shards);
+}
+
+// Orders data as safetensors' own writer does (wider dtypes first, then by name), builds the
+// header and pads it with spaces so the data starts 8-aligned.
+void layout_shard(std::span<const TensorEntry> entries, ShardLayout& shard) {
+  std::stable_sort(shard.tensors.begin(), shard.tensors.end(), [&](std::size_t a, std::size_t b) {
+    const int sa = dtype_size(entries[a].dtype), sb = dtype_size(entries[b].dtype);
+    if (sa != sb) return sa > sb;
+    if (entries[a].dtype != entries[b].dtype) return entries[a].dtype == DType::kBF16;
+    return entries[a].name < entries[b].name;
+  });
+  std::string header = R"({"__metadata__":{"format":"pt"})";
+  std::int64_t offset = 0;
+  for (std::size_t idx : shard.tensors) {
+    const TensorEntry& e = entries[idx];
+    shard.data_offsets.push_back(offset);
+    header += fmt::format(R"(,{}:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})",
+                          nlohmann::json(e.name).dump(), safetensors_dtype(e.dtype),
+                          fmt::join(e.shape, ","), offset, offset + e.n_bytes());
+    offset += e.n_bytes();
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  shard.header = std::move(header);
+  shard.data_bytes = offset;
+}
+
+}  // namespace
+
+Result<std::vector<ShardLayout>> plan_shards(std::span<const TensorEntry> entries, int n_shards) {
+  const auto n_tensors = static_cast<int>(entries.size());
+  if (n_shards < 1 || n_shards > n_tensors) {
+    return Error(StatusCode::kInvalidArgument, "cannot split {} tensors into {} shards", n_tensors,
+                 n_shards);
+  }
+  std::int64_t total = 0;
+  for (const auto& e : entries) total += e.n_bytes();
+  const std::int64_t target = (total + n_shards - 1) / n_shards;
+  std::vector<ShardLayout> shards(static_cast<std::size_t>(n_shards));
+  int s = 0;
+  std::int64_t bytes = 0;
+  for (int i = 0; i < n_tensors; ++i) {
+    const std::int64_t size = entries[static_cast<std::size_t>(i)].n_bytes();
+    const int shards_after = n_shards - 1 - s;
+    const bool full = bytes > 0 && bytes + size > target;
+    const bool must = bytes > 0 && n_tensors - i == shards_after;  // one tensor per shard left
+    if ((full || must) && shards_after > 0) {
+      ++s;
+      bytes = 0;
+    }
+    shards[static_cast<std::size_t>(s)].tensors.push_back(static_cast<std::size_t>(i));
+    bytes += size;
+  }
+  for (int i = 0; i < n_shards; ++i) {
+    auto& shard = shards[static_cast<std::size_t>(i)];
+    shard.file_name = shard_file_name(i, n_shards);
+    layout_shard(entries, shard);
+  }
+  return shards;
+}
+
+std::string index_json(std::span<const TensorEntry> entries, std::span<const ShardLayout> shards) {
+  nlohmann::json weight_map = nlohmann::json::object();
+  std::int64_t total = 0;
+  for (const auto& shard : shards) {
+    for (std::size_t idx : shard.tensors) weight_map[entries[idx].name] = shard.file_name;
+    total += shard.data_bytes;
+  }
+  nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  return index.dump(2) + "\n";
+}
+
+namespace {
+
+struct Block {
+  std::size_t pos;  // position in shard.tensors
+  std::int64_t block_idx;
+};
+
+Status write_all(int fd, const void* data, std::size_t n, std::int64_t offset,
+                 const std::string& path) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, p, n, offset);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Error(StatusCode::kIo, "writing {}: {}", path, std::strerror(errno));
+    p += w;
+    n -= static_cast<std::size_t>(w);
+    offset += w;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status write_shard(const std::string& path, const ShardLayout& shard,
+                   std::span<const TensorEntry> entries, const FillFn& fill, ThreadPool& pool) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Error(StatusCode::kIo, "creating {}: {}", path, std::strerror(errno));
+  std::uint64_t header_len = shard.header.size();
+  unsigned char len_le[8];
+  for (int i = 0; i < 8; ++i) len_le[i] = static_cast<unsigned char>(header_len >> (8 * i));
+  Status status = write_all(fd, len_le, 8, 0, path);
+  if (status.is_ok()) status = write_all(fd, shard.header.data(), shard.header.size(), 8, path);
+  const std::int64_t data_start = 8 + static_cast<std::int64_t>(shard.header.size());
+
+  std::vector<Block> blocks;
+  for (std::size_t pos = 0; pos < shard.tensors.size(); ++pos) {
+    const std::int64_t n = entries[shard.tensors[pos]].n_elems();
+    for (std::int64_t b = 0; b * kBlockElems < n; ++b) blocks.push_back({pos, b});
+  }
+  std::mutex mu;
+  std::atomic<bool> failed{!status.is_ok()};
+  pool.run(blocks.size(), [&](std::size_t i) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    thread_local std::vector<float> values;
+    thread_local std::vector<std::byte> bytes;
+    const Block& blk = blocks[i];
+    const std::size_t t = shard.tensors[blk.pos];
+    const TensorEntry& e = entries[t];
+    const std::int64_t first = blk.block_idx * kBlockElems;
+    const auto n = static_cast<std::size_t>(std::min(kBlockElems, e.n_elems() - first));
+    values.resize(n);
+    bytes.resize(n * static_cast<std::size_t>(dtype_size(e.dtype)));
+    fill(t, blk.block_idx, std::span<float>(values.data(), n));
+    convert_from_f32(values, e.dtype, bytes.data());
+    const std::int64_t offset =
+        data_start + shard.data_offsets[blk.pos] + first * dtype_size(e.dtype);
+    Status s = write_all(fd, bytes.data(), bytes.size(), offset, path);
+    if (!s.is_ok() && !failed.exchange(true)) {
+      std::lock_guard lock(mu);
+      status = std::move(s);
+    }
+  });
+  if (::close(fd) != 0 && status.is_ok()) {
+    status = Error(StatusCode::kIo, "closing {}: {}", path, std::strerror(errno));
+  }
+  return status;
+}
+
+}  // namespace recur::modelgen

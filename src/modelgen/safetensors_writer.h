@@ -1,0 +1,68 @@
+// Writes safetensors files the way Hugging Face's writer lays them out: 8-byte little-endian
+// header length, a JSON header padded with spaces to a multiple of 8, then the tensors' data in
+// (dtype size descending, name) order. Data is produced block by block by a callback on a thread
+// pool and written with pwrite, so no tensor is ever held whole in memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "modelgen/generator.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace recur::modelgen {
+
+struct TensorEntry {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::kBF16;
+  std::int64_t n_elems() const;
+  std::int64_t n_bytes() const;
+};
+
+int dtype_size(DType dtype);
+const char* safetensors_dtype(DType dtype);  // "BF16", "F16", "F32"
+
+// IEEE conversions, round to nearest even; NaN stays NaN, overflow becomes infinity.
+std::uint16_t f32_to_bf16(float x);
+std::uint16_t f32_to_f16(float x);
+float bf16_to_f32(std::uint16_t h);
+float f16_to_f32(std::uint16_t h);
+// Converts src into dst (little-endian, dtype_size(dtype) bytes per element).
+void convert_from_f32(std::span<const float> src, DType dtype, std::byte* dst);
+
+// One safetensors file: which tensors it holds, where their data starts, its header.
+struct ShardLayout {
+  std::string file_name;
+  std::vector<std::size_t> tensors;        // indices into the entries, in data order
+  std::vector<std::int64_t> data_offsets;  // start of each tensor's data, after the header
+  std::string header;                      // JSON, already padded to a multiple of 8
+  std::int64_t data_bytes = 0;
+  std::int64_t file_bytes() const {
+    return 8 + static_cast<std::int64_t>(header.size()) + data_bytes;
+  }
+};
+
+// Splits the entries (kept in their given order) into n_shards files of about equal size, named
+// model.safetensors (one shard) or model-0000i-of-0000n.safetensors.
+Result<std::vector<ShardLayout>> plan_shards(std::span<const TensorEntry> entries, int n_shards);
+
+// model.safetensors.index.json: metadata.total_size and the sorted weight_map.
+std::string index_json(std::span<const TensorEntry> entries, std::span<const ShardLayout> shards);
+
+// Elements are produced in blocks of kBlockElems (the last block of a tensor may be shorter):
+// fill(tensor_idx, block_idx, out) writes elements [block_idx * kBlockElems, ... + out.size()).
+// Each block must depend only on its arguments, so the file is the same for any thread count.
+inline constexpr std::int64_t kBlockElems = 1 << 18;
+using FillFn =
+    std::function<void(std::size_t tensor_idx, std::int64_t block_idx, std::span<float>)>;
+
+Status write_shard(const std::string& path, const ShardLayout& shard,
+                   std::span<const TensorEntry> entries, const FillFn& fill, ThreadPool& pool);
+
+}  // namespace recur::modelgen

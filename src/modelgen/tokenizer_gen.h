@@ -1,0 +1,45 @@
+// The generated tokenizer: a byte-level BPE learned deterministically from a built-in corpus,
+// plus Qwen's added tokens, written as tokenizer.json and tokenizer_config.json in the shape of
+// the real Qwen3 / Qwen3.5 files so the Hugging Face tokenizers library loads them unchanged.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "modelgen/families.h"
+
+namespace recur::modelgen {
+
+extern const char* const kTrainingCorpus;
+extern const char* const kQwen3_5ChatTemplate;
+extern const char* const kQwen3ChatTemplate;
+
+struct AddedToken {
+  std::string content;
+  bool special = true;
+};
+
+struct BpeTokenizer {
+  std::vector<std::string> vocab;  // id -> token, in the GPT-2 byte-to-unicode alphabet
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::vector<AddedToken> added;  // ids vocab.size(), vocab.size() + 1, ...
+  SpecialIds ids;
+  int n_tokens() const { return static_cast<int>(vocab.size() + added.size()); }
+};
+
+// GPT-2's bytes_to_unicode: byte b -> the code point that stands for it in vocab and merges.
+char32_t byte_to_unicode(unsigned char b);
+
+// Learns merges over the corpus until the BPE vocabulary (256 byte tokens + merges) has
+// bpe_vocab_size tokens or no pair is left. Deterministic.
+BpeTokenizer train_bpe(std::string_view corpus, int bpe_vocab_size);
+
+// The tokenizer every generated checkpoint uses (1000 BPE tokens), trained once per process.
+const BpeTokenizer& generated_tokenizer();
+
+// Qwen3.5's file (its pre-tokenizer regex) for qwen3_5 and mamba2; Qwen3's regex for qwen3.
+std::string tokenizer_json(const BpeTokenizer& tok, Family family);
+std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int max_position);
+
+}  // namespace recur::modelgen
