@@ -1,7 +1,10 @@
 // Per-ISA selection for the kernels with vector paths: matmul, attention and the recurrences.
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "kernels/matmul_impl.h"
+#include "kernels/matmul_isa.h"
 #include "kernels/reference.h"
 
 namespace recur::kernels::detail {
@@ -19,14 +22,79 @@ void matmul_scalar(ThreadPool& pool, const float* x, std::int64_t n_rows, const 
   });
 }
 
+// Output blocks: multiples of the AMX tile grid (32) and of every micro-tile. Tasks walk M blocks
+// fastest so consecutive tasks share a block of W while it is hot in cache.
+constexpr std::int64_t kBlockN = 64;
+constexpr std::int64_t kBlockM = 64;
+
+using BlockFn = void (*)(const MatmulOperands&, const MatmulBlock&);
+
+void run_blocks(ThreadPool& pool, const MatmulOperands& op, BlockFn fn) {
+  const std::int64_t m_blocks = (op.n_rows + kBlockM - 1) / kBlockM;
+  const std::int64_t n_blocks = (op.w.rows + kBlockN - 1) / kBlockN;
+  pool.run(static_cast<std::size_t>(m_blocks * n_blocks), [&](std::size_t t) {
+    const auto mb = static_cast<std::int64_t>(t) % m_blocks;
+    const auto nb = static_cast<std::int64_t>(t) / m_blocks;
+    MatmulBlock b{.m0 = mb * kBlockM,
+                  .m1 = std::min(op.n_rows, (mb + 1) * kBlockM),
+                  .n0 = nb * kBlockN,
+                  .n1 = std::min(op.w.rows, (nb + 1) * kBlockN)};
+    fn(op, b);
+  });
+}
+
+// Activation scratch of the calling (engine) thread: grows to the largest call, then is reused.
+template <typename T>
+T* scratch(std::int64_t n) {
+  thread_local std::vector<T> buf;
+  if (static_cast<std::int64_t>(buf.size()) < n) buf.resize(static_cast<std::size_t>(n));
+  return buf.data();
+}
+
+// bf16(x) in rows of ld (>= K) elements, zero-padded.
+const std::uint16_t* to_bf16_padded(const float* x, std::int64_t n_rows, std::int64_t k_dim,
+                                    std::int64_t ld) {
+  std::uint16_t* out = scratch<std::uint16_t>(n_rows * ld);
+  for (std::int64_t r = 0; r < n_rows; ++r) {
+    for (std::int64_t k = 0; k < k_dim; ++k) out[r * ld + k] = f32_to_bf16(x[r * k_dim + k]);
+    std::memset(out + r * ld + k_dim, 0, static_cast<std::size_t>(ld - k_dim) * 2);
+  }
+  return out;
+}
+
+const float* to_bf16_rounded(const float* x, std::int64_t n) {
+  float* out = scratch<float>(n);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to_bf16(x[i]);
+  return out;
+}
+
 }  // namespace
 
 void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w,
                      float* y, Isa isa) {
+  MatmulOperands op{.x = x, .w = w, .y = y, .n_rows = n_rows};
+  const bool bf16 = w.dtype == DType::kBF16;
   switch (isa) {
-    default:
-      matmul_scalar(pool, x, n_rows, w, y);
-      return;
+    case Isa::kAmx:
+      if (bf16) {
+        std::uint16_t* packed = scratch<std::uint16_t>(amx_vnni_elements(n_rows, w.cols));
+        amx_pack_x(x, n_rows, w.cols, packed);
+        op.x_vnni = packed;
+        return run_blocks(pool, op, matmul_block_amx);
+      }
+      return run_blocks(pool, op, matmul_block_avx512);
+    case Isa::kAvx512:
+      if (bf16) {
+        op.ld_bf16 = (w.cols + 31) / 32 * 32;
+        op.x_bf16 = to_bf16_padded(x, n_rows, w.cols, op.ld_bf16);
+      }
+      return run_blocks(pool, op, matmul_block_avx512);
+    case Isa::kAvx2:
+      if (bf16) op.x_rounded = to_bf16_rounded(x, n_rows * w.cols);
+      return run_blocks(pool, op, matmul_block_avx2);
+    case Isa::kScalar:
+    case Isa::kAuto:
+      return matmul_scalar(pool, x, n_rows, w, y);
   }
 }
 

@@ -1,0 +1,100 @@
+// AMX-BF16 matmul blocks: amx_kernel.h on real tile registers (compiled with -mamx-tile
+// -mamx-bf16; only run when isa_supported(kAmx), which also obtained the tile permission).
+#include <immintrin.h>
+
+#include "kernels/amx_kernel.h"
+
+namespace recur::kernels::detail {
+namespace {
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// Eight 16x64-byte tiles; set per task because tile configuration is per thread.
+void configure_tiles() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// GCC's tile intrinsics paste the register number into the assembly text, so each register is
+// spelled out as a literal.
+#define RECUR_TILE_SWITCH(T, OP) \
+  if constexpr (T == 0)          \
+    OP(0);                       \
+  else if constexpr (T == 1)     \
+    OP(1);                       \
+  else if constexpr (T == 2)     \
+    OP(2);                       \
+  else if constexpr (T == 3)     \
+    OP(3);                       \
+  else if constexpr (T == 4)     \
+    OP(4);                       \
+  else if constexpr (T == 5)     \
+    OP(5);                       \
+  else if constexpr (T == 6)     \
+    OP(6);                       \
+  else                           \
+    OP(7)
+
+struct TileOps {
+  template <int T>
+  static void zero() {
+#define RECUR_OP(t) _tile_zero(t)
+    RECUR_TILE_SWITCH(T, RECUR_OP);
+#undef RECUR_OP
+  }
+  template <int T>
+  static void load(const void* p, std::int64_t stride) {
+#define RECUR_OP(t) _tile_loadd(t, p, stride)
+    RECUR_TILE_SWITCH(T, RECUR_OP);
+#undef RECUR_OP
+  }
+  template <int T>
+  static void store(void* p, std::int64_t stride) {
+#define RECUR_OP(t) _tile_stored(t, p, stride)
+    RECUR_TILE_SWITCH(T, RECUR_OP);
+#undef RECUR_OP
+  }
+  // The four products amx_kernel.h issues: C0 = A0 B0, C1 = A0 B1, C2 = A1 B0, C3 = A1 B1.
+  template <int C, int A, int B>
+  static void dot() {
+    static_assert(A == 4 + C / 2 && B == 6 + C % 2);
+    if constexpr (C == 0)
+      _tile_dpbf16ps(0, 4, 6);
+    else if constexpr (C == 1)
+      _tile_dpbf16ps(1, 4, 7);
+    else if constexpr (C == 2)
+      _tile_dpbf16ps(2, 5, 6);
+    else
+      _tile_dpbf16ps(3, 5, 7);
+  }
+};
+
+#undef RECUR_TILE_SWITCH
+
+}  // namespace
+
+std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim) {
+  return amx::padded_m(n_rows) * amx::padded_k(k_dim);
+}
+
+void amx_pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out) {
+  amx::pack_x(x, n_rows, k_dim, out);
+}
+
+void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b) {
+  configure_tiles();
+  amx::block<TileOps>(op, b);
+  _tile_release();
+}
+
+}  // namespace recur::kernels::detail

@@ -1,0 +1,123 @@
+// AVX2+FMA matmul blocks (compiled with -mavx2 -mfma -mf16c; only run when detected). bf16
+// weights are widened to f32 and multiplied with bf16-rounded activations (products are exact, so
+// FMA matches multiply-then-add); f32 / f16 weights use f32 activations. One accumulator per
+// output element, lanes over K, one horizontal sum: batch invariant like the AVX-512 path.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/matmul_isa.h"
+
+namespace recur::kernels::detail {
+namespace {
+
+constexpr int kMr = 2;
+constexpr int kNr = 4;
+
+__m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+__m256 load8_bf16(const std::uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+__m256 load8_f16(const std::uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+template <DType WT>
+__m256 load_w(const void* row, std::int64_t k) {
+  if constexpr (WT == DType::kF32) return load8(static_cast<const float*>(row) + k);
+  if constexpr (WT == DType::kBF16) return load8_bf16(static_cast<const std::uint16_t*>(row) + k);
+  if constexpr (WT == DType::kF16) return load8_f16(static_cast<const std::uint16_t*>(row) + k);
+}
+
+float hsum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Copies the last n < 8 elements of a row into a zero-padded buffer of 8.
+template <DType WT>
+void tail_copy(const void* row, std::int64_t k, std::int64_t n, void* buf) {
+  const std::int64_t bytes = dtype_bytes(WT);
+  std::memset(buf, 0, 8 * static_cast<std::size_t>(bytes));
+  std::memcpy(buf, static_cast<const char*>(row) + k * bytes, static_cast<std::size_t>(n * bytes));
+}
+
+template <int RM, int RN, DType WT>
+void tile(const float* x, std::int64_t ldx, const char* w, std::int64_t w_row_bytes,
+          std::int64_t k_dim, float* y, std::int64_t ldy) {
+  __m256 acc[RM][RN];
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 8 <= k_dim; k += 8) {
+    __m256 wv[RN];
+    for (int j = 0; j < RN; ++j) wv[j] = load_w<WT>(w + j * w_row_bytes, k);
+    for (int i = 0; i < RM; ++i) {
+      const __m256 xv = _mm256_loadu_ps(x + i * ldx + k);
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (k < k_dim) {
+    const std::int64_t n = k_dim - k;
+    alignas(32) float xb[8];
+    alignas(32) float wb[8];
+    __m256 wv[RN];
+    for (int j = 0; j < RN; ++j) {
+      tail_copy<WT>(w + j * w_row_bytes, k, n, wb);
+      wv[j] = load_w<WT>(wb, 0);
+    }
+    for (int i = 0; i < RM; ++i) {
+      tail_copy<DType::kF32>(x + i * ldx, k, n, xb);
+      const __m256 xv = _mm256_load_ps(xb);
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) y[i * ldy + j] = hsum(acc[i][j]);
+}
+
+template <DType WT>
+void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float* y) {
+  const std::int64_t k_dim = w.cols;
+  const std::int64_t rb = k_dim * dtype_bytes(WT);
+  const char* wd = static_cast<const char*>(w.data);
+  for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
+    const bool full_m = b.m1 - m >= kMr;
+    for (std::int64_t n = b.n0; n < b.n1; n += kNr) {
+      const float* xm = x + m * k_dim;
+      float* ym = y + m * w.rows + n;
+      const std::int64_t rn = std::min<std::int64_t>(kNr, b.n1 - n);
+      const char* wn = wd + n * rb;
+      if (full_m && rn == kNr) {
+        tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows);
+        continue;
+      }
+      // Edges: one output element at a time; same accumulation as the full tile.
+      for (std::int64_t i = 0; i < std::min<std::int64_t>(kMr, b.m1 - m); ++i)
+        for (std::int64_t j = 0; j < rn; ++j)
+          tile<1, 1, WT>(xm + i * k_dim, k_dim, wn + j * rb, rb, k_dim, ym + i * w.rows + j,
+                         w.rows);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b) {
+  switch (op.w.dtype) {
+    case DType::kBF16:
+      return run_block<DType::kBF16>(op.x_rounded, op.w, b, op.y);
+    case DType::kF32:
+      return run_block<DType::kF32>(op.x, op.w, b, op.y);
+    case DType::kF16:
+      return run_block<DType::kF16>(op.x, op.w, b, op.y);
+  }
+}
+
+}  // namespace recur::kernels::detail

@@ -1,0 +1,156 @@
+// AVX-512 matmul blocks (compiled with -mavx512f/bw/vl/bf16; only run when isa_supported(kAvx512)).
+// bf16 weights: vdpbf16ps on bf16 activations; f32 / f16 weights: f32 FMA. Every output element
+// is one accumulator whose lanes walk K in the same order, reduced by the same horizontal sum,
+// whatever the micro-tile it sits in, so a row's bytes never depend on the batch around it.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/matmul_isa.h"
+
+namespace recur::kernels::detail {
+namespace {
+
+constexpr int kMr = 4;  // activation rows per micro-tile
+constexpr int kNr = 4;  // weight rows (output columns) per micro-tile
+
+// x: bf16 [rows, ldx] zero-padded to a multiple of 32; w: bf16 rows of k_dim at stride ldw.
+template <int RM, int RN>
+void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w, std::int64_t ldw,
+               std::int64_t k_dim, float* y, std::int64_t ldy) {
+  __m512 acc[RM][RN];
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 32 <= k_dim; k += 32) {
+    __m512i wv[RN];
+    for (int j = 0; j < RN; ++j) wv[j] = _mm512_loadu_si512(w + j * ldw + k);
+    for (int i = 0; i < RM; ++i) {
+      const __m512i xv = _mm512_loadu_si512(x + i * ldx + k);
+      for (int j = 0; j < RN; ++j)
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)xv, (__m512bh)wv[j]);
+    }
+  }
+  if (k < k_dim) {
+    const __mmask32 mask = _cvtu32_mask32((1u << (k_dim - k)) - 1u);
+    __m512i wv[RN];
+    for (int j = 0; j < RN; ++j) wv[j] = _mm512_maskz_loadu_epi16(mask, w + j * ldw + k);
+    for (int i = 0; i < RM; ++i) {
+      const __m512i xv = _mm512_loadu_si512(x + i * ldx + k);
+      for (int j = 0; j < RN; ++j)
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)xv, (__m512bh)wv[j]);
+    }
+  }
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
+__m512 load16_as_f32(const float* p) { return _mm512_loadu_ps(p); }
+__m512 load16_as_f32(const std::uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+__m512 load16_masked(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+__m512 load16_masked(const std::uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+// x f32 [rows, ldx]; w f32 or f16 rows of k_dim at stride ldw; f32 FMA, lanes over K.
+template <int RM, int RN, typename W>
+void tile_f32(const float* x, std::int64_t ldx, const W* w, std::int64_t ldw, std::int64_t k_dim,
+              float* y, std::int64_t ldy) {
+  __m512 acc[RM][RN];
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 16 <= k_dim; k += 16) {
+    __m512 wv[RN];
+    for (int j = 0; j < RN; ++j) wv[j] = load16_as_f32(w + j * ldw + k);
+    for (int i = 0; i < RM; ++i) {
+      const __m512 xv = _mm512_loadu_ps(x + i * ldx + k);
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (k < k_dim) {
+    const __mmask16 mask = _cvtu32_mask16((1u << (k_dim - k)) - 1u);
+    __m512 wv[RN];
+    for (int j = 0; j < RN; ++j) wv[j] = load16_masked(w + j * ldw + k, mask);
+    for (int i = 0; i < RM; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + i * ldx + k);
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
+// Calls Tile<rm, rn>::run for the remainder shapes 1..kMr x 1..kNr.
+template <template <int, int> class Tile, typename... Args>
+void tile_any(int rm, int rn, Args... args) {
+  switch (rm * 8 + rn) {
+#define RECUR_TILE_CASE(a, b) \
+  case a * 8 + b:             \
+    return Tile<a, b>::run(args...);
+    RECUR_TILE_CASE(1, 1)
+    RECUR_TILE_CASE(1, 2) RECUR_TILE_CASE(1, 3) RECUR_TILE_CASE(1, 4) RECUR_TILE_CASE(2, 1)
+        RECUR_TILE_CASE(2, 2) RECUR_TILE_CASE(2, 3) RECUR_TILE_CASE(2, 4) RECUR_TILE_CASE(3, 1)
+            RECUR_TILE_CASE(3, 2) RECUR_TILE_CASE(3, 3) RECUR_TILE_CASE(3, 4) RECUR_TILE_CASE(4, 1)
+                RECUR_TILE_CASE(4, 2) RECUR_TILE_CASE(4, 3) RECUR_TILE_CASE(4, 4)
+#undef RECUR_TILE_CASE
+                    default : return;
+  }
+}
+
+template <int RM, int RN>
+struct Bf16Tile {
+  static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
+                  std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
+    tile_bf16<RM, RN>(x, ldx, w, ldw, k_dim, y, ldy);
+  }
+};
+template <int RM, int RN>
+struct F32Tile {
+  static void run(const float* x, std::int64_t ldx, const float* w, std::int64_t ldw,
+                  std::int64_t k_dim, float* y, std::int64_t ldy) {
+    tile_f32<RM, RN>(x, ldx, w, ldw, k_dim, y, ldy);
+  }
+};
+template <int RM, int RN>
+struct F16Tile {
+  static void run(const float* x, std::int64_t ldx, const std::uint16_t* w, std::int64_t ldw,
+                  std::int64_t k_dim, float* y, std::int64_t ldy) {
+    tile_f32<RM, RN>(x, ldx, w, ldw, k_dim, y, ldy);
+  }
+};
+
+template <template <int, int> class Tile, typename X, typename W>
+void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, std::int64_t k_dim,
+               float* y, std::int64_t ldy) {
+  for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
+    const int rm = static_cast<int>(std::min<std::int64_t>(kMr, b.m1 - m));
+    for (std::int64_t n = b.n0; n < b.n1; n += kNr) {
+      const int rn = static_cast<int>(std::min<std::int64_t>(kNr, b.n1 - n));
+      tile_any<Tile>(rm, rn, x + m * ldx, ldx, w + n * k_dim, k_dim, k_dim, y + m * ldy + n, ldy);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
+  const WeightView& w = op.w;
+  switch (w.dtype) {
+    case DType::kBF16:
+      run_block<Bf16Tile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data), b,
+                          w.cols, op.y, w.rows);
+      return;
+    case DType::kF32:
+      run_block<F32Tile>(op.x, w.cols, static_cast<const float*>(w.data), b, w.cols, op.y, w.rows);
+      return;
+    case DType::kF16:
+      run_block<F16Tile>(op.x, w.cols, static_cast<const std::uint16_t*>(w.data), b, w.cols, op.y,
+                         w.rows);
+      return;
+  }
+}
+
+}  // namespace recur::kernels::detail

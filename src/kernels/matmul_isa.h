@@ -1,0 +1,35 @@
+// Internal to kernels/: the operands every per-ISA matmul block function reads, prepared once per
+// call by the dispatcher (activation conversion), and the block of output it computes.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace recur::kernels::detail {
+
+struct MatmulOperands {
+  const float* x = nullptr;               // [n_rows, K] f32 as the caller gave it
+  const std::uint16_t* x_bf16 = nullptr;  // avx512: bf16(x) [n_rows, ld_bf16], zero-padded
+  std::int64_t ld_bf16 = 0;               // K rounded up to 32
+  const float* x_rounded = nullptr;       // avx2: f32(bf16(x)) [n_rows, K]
+  const std::uint16_t* x_vnni = nullptr;  // amx: x packed as tdpbf16ps B tiles (matmul_amx.cc)
+  WeightView w;
+  float* y = nullptr;  // [n_rows, w.rows]
+  std::int64_t n_rows = 0;
+};
+
+// Output rows [m0, m1) x columns [n0, n1).
+struct MatmulBlock {
+  std::int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
+};
+
+void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
+void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
+
+// AMX: x_vnni layout and block granularity are described in matmul_amx.cc.
+std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim);
+void amx_pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out);
+void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b);
+
+}  // namespace recur::kernels::detail

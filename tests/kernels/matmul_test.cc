@@ -1,0 +1,106 @@
+// matmul on every runnable ISA against the scalar reference (odd shapes, misaligned pointers, K
+// not a multiple of any tile) and the batch/thread invariance of invariant 1, compared as bytes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "kernels/kernels.h"
+#include "kernels/reference.h"
+#include "test_util.h"
+
+namespace recur::kernels {
+namespace {
+
+using testing::make_weight;
+using testing::random_floats;
+using testing::runnable_isas;
+using testing::ScopedIsa;
+
+// |a - b| within twice the classic bound of recursive f32 summation over k_dim terms.
+void expect_close_dot(const float* got, const float* want, const float* x, const WeightView& w,
+                      std::int64_t n_rows, const char* what) {
+  for (std::int64_t r = 0; r < n_rows; ++r) {
+    for (std::int64_t n = 0; n < w.rows; ++n) {
+      double mag = 0;
+      const WeightView row = w.slice_rows(n, 1);
+      for (std::int64_t k = 0; k < w.cols; ++k)
+        mag += std::fabs(double(x[r * w.cols + k]) * load_as_f32(row.data, w.dtype, k));
+      const double tol = 2.0 * double(w.cols + 2) * 6e-8 * mag + 1e-30;
+      const float g = got[r * w.rows + n], e = want[r * w.rows + n];
+      ASSERT_LE(std::fabs(double(g) - e), tol)
+          << what << " row " << r << " col " << n << " K " << w.cols << ": " << g << " vs " << e;
+    }
+  }
+}
+
+TEST(Matmul, MatchesReferenceOnOddShapes) {
+  ThreadPool pool(2);
+  int case_id = 0;
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (DType dt : {DType::kBF16, DType::kF32, DType::kF16}) {
+      for (std::int64_t k_dim : {0, 1, 15, 31, 32, 33, 64, 100, 257}) {
+        for (std::int64_t n_out : {1, 3, 5, 16, 33, 65, 130}) {
+          for (std::int64_t n_rows : {1, 2, 3, 5, 17, 70}) {
+            ++case_id;
+            const std::int64_t pad = case_id % 3;  // misaligned weight, activation and output
+            auto w = make_weight(dt, n_out, k_dim, static_cast<std::uint32_t>(case_id), pad);
+            auto xs = random_floats(static_cast<std::size_t>(n_rows * k_dim + pad), case_id + 1);
+            const float* x = xs.data() + pad;
+            std::vector<float> got(static_cast<std::size_t>(n_rows * n_out + pad), -7.0f);
+            std::vector<float> want(static_cast<std::size_t>(n_rows * n_out));
+            matmul(pool, x, n_rows, w.view, got.data() + pad);
+            ref::matmul(x, n_rows, w.view, want.data(), n_out);
+            const std::string what = std::string(isa_name(isa)) + "/" + dtype_name(dt);
+            if (isa == Isa::kScalar) {
+              ASSERT_TRUE(testing::same_bytes(got.data() + pad, want.data(), want.size())) << what;
+            } else {
+              expect_close_dot(got.data() + pad, want.data(), x, w.view, n_rows, what.c_str());
+            }
+            for (std::int64_t i = 0; i < pad; ++i) ASSERT_EQ(got[i], -7.0f) << "wrote before y";
+          }
+        }
+      }
+    }
+  }
+}
+
+// Row r of a batch equals row r computed in any smaller batch, alone at another offset, and with
+// any thread count: memcmp, per ISA.
+TEST(Matmul, RowsAreBatchAndThreadInvariant) {
+  constexpr std::int64_t kRows = 37;
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t = 1; t <= 4; ++t) pools.push_back(std::make_unique<ThreadPool>(t));
+  struct Shape {
+    std::int64_t n_out, k_dim;
+  };
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (DType dt : {DType::kBF16, DType::kF32, DType::kF16}) {
+      for (Shape s : {Shape{70, 100}, Shape{200, 1024}, Shape{33, 33}}) {
+        auto w = make_weight(dt, s.n_out, s.k_dim, 11);
+        auto x = random_floats(static_cast<std::size_t>(kRows * s.k_dim), 12);
+        std::vector<float> full(static_cast<std::size_t>(kRows * s.n_out));
+        matmul(*pools[0], x.data(), kRows, w.view, full.data());
+        std::vector<float> part(full.size());
+        for (std::int64_t n = 1; n <= kRows; ++n) {
+          ThreadPool& pool = *pools[static_cast<std::size_t>(n % 4)];
+          // the first n rows
+          matmul(pool, x.data(), n, w.view, part.data());
+          ASSERT_TRUE(
+              testing::same_bytes(part.data(), full.data(), static_cast<std::size_t>(n * s.n_out)))
+              << isa_name(isa) << "/" << dtype_name(dt) << " n_rows " << n;
+          // row n-1 alone
+          matmul(pool, x.data() + (n - 1) * s.k_dim, 1, w.view, part.data());
+          ASSERT_TRUE(testing::same_bytes(part.data(), full.data() + (n - 1) * s.n_out,
+                                          static_cast<std::size_t>(s.n_out)))
+              << isa_name(isa) << "/" << dtype_name(dt) << " row " << n - 1 << " alone";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace recur::kernels

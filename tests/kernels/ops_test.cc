@@ -1,0 +1,192 @@
+// Norms, RoPE, activations, softmax, embedding gather and conv1d on every runnable ISA against the
+// scalar reference, on widths 0..2x16+3 with strided (misaligned) rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "kernels/reference.h"
+#include "test_util.h"
+
+namespace recur::kernels {
+namespace {
+
+using testing::random_floats;
+using testing::runnable_isas;
+using testing::ScopedIsa;
+
+constexpr std::int64_t kMaxWidth = 2 * 16 + 3;
+
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float rel,
+                     const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rel * (1.0f + std::fabs(want[i]))) << what << " at " << i;
+}
+
+TEST(Ops, RmsNormVariantsMatchReference) {
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t width = 1; width <= kMaxWidth; ++width) {
+      const RowsShape shape{
+          .n_rows = 3, .width = width, .x_stride = width + 1, .y_stride = width + 2};
+      auto x = random_floats(static_cast<std::size_t>(3 * (width + 1) + 1), 1, -3, 3);
+      auto z = random_floats(x.size(), 2, -3, 3);
+      auto w = random_floats(static_cast<std::size_t>(width), 3);
+      const std::size_t ny = static_cast<std::size_t>(3 * (width + 2));
+      for (NormWeight kind : {NormWeight::kPlain, NormWeight::kZeroCentred}) {
+        std::vector<float> got(ny), want(ny);
+        rms_norm(x.data() + 1, w.data(), got.data(), shape, 1e-6f, kind);
+        ref::rms_norm(x.data() + 1, w.data(), want.data(), shape, 1e-6f, kind);
+        expect_near_all(got, want, 2e-6f, std::string("rms_norm ") + isa_name(isa));
+      }
+      std::vector<float> got(ny), want(ny);
+      rms_norm_gated(x.data() + 1, z.data() + 1, w.data(), got.data(), shape, 1e-6f);
+      ref::rms_norm_gated(x.data() + 1, z.data() + 1, w.data(), want.data(), shape, 1e-6f);
+      expect_near_all(got, want, 2e-6f, "rms_norm_gated");
+      for (std::int64_t groups : {1, 2}) {
+        if (width % groups != 0) continue;
+        rms_norm_gate_first(x.data() + 1, z.data() + 1, w.data(), got.data(), shape, width / groups,
+                            1e-5f);
+        ref::rms_norm_gate_first(x.data() + 1, z.data() + 1, w.data(), want.data(), shape,
+                                 width / groups, 1e-5f);
+        expect_near_all(got, want, 2e-6f, "rms_norm_gate_first");
+      }
+      auto a = x, b = x;
+      l2_norm(a.data() + 1, {.n_rows = 3, .width = width, .x_stride = width + 1}, 1e-6f, 0.5f);
+      ref::l2_norm(b.data() + 1, {.n_rows = 3, .width = width, .x_stride = width + 1}, 1e-6f, 0.5f);
+      expect_near_all(a, b, 2e-6f, "l2_norm");
+    }
+  }
+}
+
+TEST(Ops, RmsNormFormulas) {
+  // x = [3, 4]: mean(x²) = 12.5
+  const float x[2] = {3, 4}, w[2] = {2, -1};
+  float y[2];
+  const float inv = 1.0f / std::sqrt(12.5f + 1e-6f);
+  ref::rms_norm(x, w, y, {.n_rows = 1, .width = 2}, 1e-6f, NormWeight::kPlain);
+  EXPECT_FLOAT_EQ(y[0], 3 * inv * 2);
+  EXPECT_FLOAT_EQ(y[1], 4 * inv * -1);
+  ref::rms_norm(x, w, y, {.n_rows = 1, .width = 2}, 1e-6f, NormWeight::kZeroCentred);
+  EXPECT_FLOAT_EQ(y[0], 3 * inv * 3);
+  EXPECT_FLOAT_EQ(y[1], 0.0f);
+}
+
+TEST(Ops, RopeMatchesReferenceAndFormula) {
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t rot : {2, 4, 8, 16}) {
+      const RopeShape shape{.n_tokens = 5,
+                            .n_heads = 3,
+                            .head_dim = 20,
+                            .rotary_dim = rot,
+                            .head_stride = 40,
+                            .token_stride = 130};
+      auto x = random_floats(5 * 130, 4);
+      const std::int32_t pos[5] = {0, 1, 7, 1000, 262143};
+      auto a = x, b = x;
+      rope(a.data(), pos, shape, 1e7f);
+      ref::rope(b.data(), pos, shape, 1e7f);
+      expect_near_all(a, b, 1e-6f, std::string("rope ") + isa_name(isa));
+      // Features past rotary_dim and between heads are untouched.
+      for (std::int64_t t = 0; t < 5; ++t)
+        for (std::int64_t h = 0; h < 3; ++h)
+          for (std::int64_t d = rot; d < 40; ++d) {
+            const std::size_t i = static_cast<std::size_t>(t * 130 + h * 40 + d);
+            ASSERT_EQ(a[i], x[i]);
+          }
+    }
+  }
+  // Position 1, rotary_dim 2: angle = 1 rad on the pair (0, 1).
+  float v[2] = {1, 0};
+  const std::int32_t p1 = 1;
+  ref::rope(v, &p1, {.n_tokens = 1, .n_heads = 1, .head_dim = 2, .rotary_dim = 2}, 10000.0f);
+  EXPECT_FLOAT_EQ(v[0], std::cos(1.0f));
+  EXPECT_FLOAT_EQ(v[1], std::sin(1.0f));
+}
+
+TEST(Ops, ActivationsMatchReference) {
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t n = 0; n <= kMaxWidth; ++n) {
+      auto x = random_floats(static_cast<std::size_t>(n + 1), 9, -30, 30);
+      auto g = random_floats(static_cast<std::size_t>(n + 1), 10, -30, 30);
+      const auto sn = static_cast<std::size_t>(n);
+      using Fn = void (*)(float*, std::int64_t);
+      const std::pair<Fn, Fn> unary[] = {{silu, ref::silu},
+                                         {sigmoid, ref::sigmoid},
+                                         {softplus, ref::softplus},
+                                         {softmax, ref::softmax}};
+      for (auto [fast, slow] : unary) {
+        auto a = x, b = x;
+        fast(a.data() + 1, n);
+        slow(b.data() + 1, n);
+        expect_near_all(a, b, 2e-6f, std::string("unary ") + isa_name(isa));
+      }
+      std::vector<float> a(sn), b(sn);
+      swiglu(g.data() + 1, x.data() + 1, a.data(), n);
+      ref::swiglu(g.data() + 1, x.data() + 1, b.data(), n);
+      expect_near_all(a, b, 2e-6f, "swiglu");
+      auto c = x, d = x;
+      mul_sigmoid(c.data() + 1, g.data() + 1, n);
+      ref::mul_sigmoid(d.data() + 1, g.data() + 1, n);
+      expect_near_all(c, d, 2e-6f, "mul_sigmoid");
+      c = x, d = x;
+      add(c.data() + 1, g.data() + 1, n);
+      ref::add(d.data() + 1, g.data() + 1, n);
+      ASSERT_TRUE(testing::same_bytes(c.data(), d.data(), c.size()));
+    }
+  }
+  EXPECT_EQ(ref::softplus(25.0f), 25.0f);  // torch threshold 20
+  EXPECT_FLOAT_EQ(ref::softplus(0.0f), std::log(2.0f));
+}
+
+TEST(Ops, EmbeddingRowsConvertExactly) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    auto table = testing::make_weight(dt, 10, 7, 3, 1);
+    const std::int32_t ids[4] = {9, 0, 3, 9};
+    std::vector<float> out(28);
+    embedding_rows(table.view, ids, 4, out.data());
+    for (int i = 0; i < 4; ++i)
+      for (int c = 0; c < 7; ++c)
+        ASSERT_EQ(out[static_cast<std::size_t>(i * 7 + c)],
+                  load_as_f32(table.view.slice_rows(ids[i], 1).data, dt, c));
+  }
+}
+
+// Conv over a sequence in one call equals the same sequence in chunks (state carried), and the
+// dispatch matches the reference.
+TEST(Ops, Conv1dIsSplitInvariant) {
+  const std::int64_t ch = kMaxWidth, kk = 4, n_tok = 23;
+  auto w = random_floats(static_cast<std::size_t>(ch * kk), 1);
+  auto bias = random_floats(static_cast<std::size_t>(ch), 2);
+  auto x = random_floats(static_cast<std::size_t>(n_tok * (ch + 3)), 3, -2, 2);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    const float* biases[2] = {nullptr, bias.data()};
+    for (const float* b : biases) {
+      std::vector<float> state(static_cast<std::size_t>((kk - 1) * ch), 0.0f);
+      std::vector<float> whole(static_cast<std::size_t>(n_tok * ch));
+      const Conv1dShape base{.n_tokens = n_tok, .channels = ch, .kernel = kk, .x_stride = ch + 3};
+      causal_conv1d(x.data(), w.data(), b, state.data(), whole.data(), base);
+      std::vector<float> state_ref((kk - 1) * ch, 0.0f), want(whole.size());
+      ref::causal_conv1d(x.data(), w.data(), b, state_ref.data(), want.data(), base);
+      expect_near_all(whole, want, 2e-6f, std::string("conv ") + isa_name(isa));
+      std::vector<float> s2((kk - 1) * ch, 0.0f), parts(whole.size());
+      std::int64_t t0 = 0;
+      for (std::int64_t len : {1, 2, 7, 13}) {
+        Conv1dShape sh = base;
+        sh.n_tokens = len;
+        causal_conv1d(x.data() + t0 * (ch + 3), w.data(), b, s2.data(), parts.data() + t0 * ch, sh);
+        t0 += len;
+      }
+      ASSERT_EQ(t0, n_tok);
+      ASSERT_TRUE(testing::same_bytes(parts.data(), whole.data(), whole.size()));
+      ASSERT_TRUE(testing::same_bytes(s2.data(), state.data(), s2.size()));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace recur::kernels
