@@ -1,0 +1,168 @@
+#include "server/tool_calls.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace recur::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The JSON-schema type of a tool's parameter, or "" when unknown.
+std::string param_type(const json& tools, std::string_view fn, std::string_view param) {
+  if (!tools.is_array()) return "";
+  for (const auto& t : tools) {
+    if (!t.is_object() || !t.contains("function")) continue;
+    const auto& f = t["function"];
+    if (!f.is_object() || !f.contains("name") || f["name"] != fn) continue;
+    if (!f.contains("parameters") || !f["parameters"].is_object()) return "";
+    const auto& props = f["parameters"].value("properties", json::object());
+    if (!props.is_object() || !props.contains(std::string(param))) return "";
+    const auto& p = props[std::string(param)];
+    if (p.is_object() && p.contains("type") && p["type"].is_string()) return p["type"];
+    return "";
+  }
+  return "";
+}
+
+// {"name": ..., "arguments": {...}}
+std::optional<chat::ToolCall> parse_json_call(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+    return std::nullopt;
+  }
+  chat::ToolCall call;
+  call.name = j["name"];
+  if (!j.contains("arguments") || j["arguments"].is_null()) {
+    call.arguments_json = "{}";
+  } else if (j["arguments"].is_string()) {
+    call.arguments_json = j["arguments"].get<std::string>();
+  } else {
+    call.arguments_json = j["arguments"].dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return call;
+}
+
+// <function=NAME>\n<parameter=P>\nVALUE\n</parameter>...\n</function>
+std::optional<chat::ToolCall> parse_xml_call(std::string_view body, const json& tools) {
+  constexpr std::string_view kFn = "<function=";
+  if (body.substr(0, kFn.size()) != kFn) return std::nullopt;
+  size_t name_end = body.find('>');
+  if (name_end == std::string_view::npos) return std::nullopt;
+  chat::ToolCall call;
+  call.name = std::string(trim(body.substr(kFn.size(), name_end - kFn.size())));
+  if (call.name.empty()) return std::nullopt;
+  std::string_view rest = body.substr(name_end + 1);
+  size_t fn_end = rest.rfind("</function>");
+  if (fn_end == std::string_view::npos) return std::nullopt;
+  if (!trim(rest.substr(fn_end + 11)).empty()) return std::nullopt;
+  rest = rest.substr(0, fn_end);
+  json args = json::object();
+  constexpr std::string_view kParam = "<parameter=";
+  constexpr std::string_view kParamEnd = "</parameter>";
+  for (;;) {
+    rest = trim(rest);
+    if (rest.empty()) break;
+    if (rest.substr(0, kParam.size()) != kParam) return std::nullopt;
+    size_t pname_end = rest.find('>');
+    if (pname_end == std::string_view::npos) return std::nullopt;
+    std::string pname(trim(rest.substr(kParam.size(), pname_end - kParam.size())));
+    std::string_view after = rest.substr(pname_end + 1);
+    size_t vend = after.find(kParamEnd);
+    if (pname.empty() || vend == std::string_view::npos) return std::nullopt;
+    std::string_view value = after.substr(0, vend);
+    // The template writes "\n" + value + "\n" around a value.
+    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
+    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+    std::string type = param_type(tools, call.name, pname);
+    json parsed = type == "string" ? json() : json::parse(value, nullptr, false);
+    if (type == "string" || parsed.is_discarded()) {
+      args[pname] = std::string(value);
+    } else {
+      args[pname] = std::move(parsed);
+    }
+    rest = after.substr(vend + kParamEnd.size());
+  }
+  call.arguments_json = args.dump(-1, ' ', false, json::error_handler_t::replace);
+  return call;
+}
+
+}  // namespace
+
+ParsedToolCalls parse_tool_calls(std::string_view text, std::string_view tools_json,
+                                 std::string_view id_prefix) {
+  ParsedToolCalls out;
+  json tools = tools_json.empty() ? json() : json::parse(tools_json, nullptr, false);
+  size_t first = text.find(kOpen);
+  if (first == std::string_view::npos) {
+    out.content = std::string(text);
+    return out;
+  }
+  std::string_view rest = text.substr(first);
+  std::vector<chat::ToolCall> calls;
+  while (!rest.empty()) {
+    rest = trim(rest);
+    if (rest.empty()) break;
+    if (rest.substr(0, kOpen.size()) != kOpen) break;
+    size_t close = rest.find(kClose);
+    if (close == std::string_view::npos) break;
+    std::string_view body = trim(rest.substr(kOpen.size(), close - kOpen.size()));
+    auto call =
+        body.starts_with("<function=") ? parse_xml_call(body, tools) : parse_json_call(body);
+    if (!call) break;
+    call->id = fmt::format("{}{}", id_prefix, calls.size());
+    calls.push_back(std::move(*call));
+    rest = rest.substr(close + kClose.size());
+  }
+  if (calls.empty() || !trim(rest).empty()) {
+    // Malformed or followed by more text: keep everything as text rather than lose any of it.
+    out.content = std::string(text);
+    return out;
+  }
+  std::string_view before = text.substr(0, first);
+  while (!before.empty() && std::isspace(static_cast<unsigned char>(before.back()))) {
+    before.remove_suffix(1);
+  }
+  out.content = std::string(before);
+  out.calls = std::move(calls);
+  return out;
+}
+
+std::string ToolCallStreamFilter::push(std::string_view delta) {
+  all_.append(delta);
+  if (in_call_) {
+    held_.append(delta);
+    return "";
+  }
+  held_.append(delta);
+  size_t open = held_.find(kOpen);
+  if (open != std::string::npos) {
+    in_call_ = true;
+    std::string out = held_.substr(0, open);
+    held_.erase(0, open);
+    return out;
+  }
+  // Hold back the longest suffix that could be the start of "<tool_call>".
+  size_t keep = 0;
+  for (size_t n = std::min(held_.size(), kOpen.size() - 1); n > 0; --n) {
+    if (std::string_view(held_).substr(held_.size() - n) == kOpen.substr(0, n)) {
+      keep = n;
+      break;
+    }
+  }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+}  // namespace recur::server

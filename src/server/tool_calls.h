@@ -1,0 +1,47 @@
+// Tool calls in generated text, both forms Qwen models emit:
+//   Qwen3:   <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
+//   Qwen3.5:
+//   <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>
+// parsed into OpenAI tool calls. Anything malformed stays text: a tool call is never lost.
+// Also the streaming side: text before the first <tool_call> flows out as content, the rest is
+// held until the end.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/message.h"
+
+namespace recur::server {
+
+struct ParsedToolCalls {
+  std::string content;  // text outside the tool calls (trailing whitespace before them trimmed)
+  std::vector<chat::ToolCall> calls;
+};
+
+// tools_json: the request's tool definitions; parameter types from their JSON schemas decide
+// whether an XML parameter value is a string or JSON ("42" for an integer parameter is 42).
+// id_prefix: call ids are id_prefix + index.
+ParsedToolCalls parse_tool_calls(std::string_view text, std::string_view tools_json,
+                                 std::string_view id_prefix);
+
+// Feeds content deltas; returns what can be sent as content now. Once "<tool_call>" starts, the
+// rest is held for parse_tool_calls at the end; a possible start of it is held back meanwhile.
+class ToolCallStreamFilter {
+ public:
+  std::string push(std::string_view delta);
+  // Everything held back (the tool-call part, or a partial tag that never completed).
+  std::string held() const { return held_; }
+  bool in_tool_call() const { return in_call_; }
+  // All content text seen so far, streamed or held.
+  const std::string& all_text() const { return all_; }
+
+ private:
+  std::string held_;
+  std::string all_;
+  bool in_call_ = false;
+};
+
+}  // namespace recur::server
