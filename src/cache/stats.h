@@ -61,7 +61,9 @@ struct ClearResult {
 
 // Counters of one store, all read under one lock: consistent with each other at any instant.
 // Counters only grow (clear() does not reset them); entries/bytes are the current contents.
-// lookups == hits + sum(misses_*); inserts counts admissions (replaces included).
+// lookups == hits + sum(misses_*); inserts counts admissions (replaces included);
+// entries == inserts - replaces - supersedes - evictions_lru - self_evictions - evictions_ttl
+//            - cleared_entries.
 struct StoreStats {
   bool enabled = false;
   std::int64_t entries = 0;
@@ -78,7 +80,8 @@ struct StoreStats {
   std::int64_t supersedes = 0;
   std::int64_t evictions_lru = 0;
   std::int64_t evictions_ttl = 0;
-  std::int64_t self_evictions = 0;  // LRU victims of the conversation being admitted, not in lru
+  std::int64_t self_evictions = 0;   // LRU victims of the conversation being admitted, not in lru
+  std::int64_t cleared_entries = 0;  // removed by clear()
   std::int64_t rejections_oversized = 0;
   std::int64_t rejections_too_short = 0;
   std::int64_t rejections_disabled = 0;

@@ -187,6 +187,7 @@ std::int64_t Store::sweep() {
 ClearResult Store::clear() {
   MutexLock lock(mu_);
   ClearResult freed{.freed_entries = static_cast<std::int64_t>(lru_.size()), .freed_bytes = bytes_};
+  stats_.cleared_entries += freed.freed_entries;
   partitions_.clear();
   lru_.clear();
   bytes_ = 0;

@@ -291,17 +291,21 @@ void stress_worker(Store& store, SharedClock& clock, std::uint64_t seed, int n_s
       }
     } else if (op < 99) {
       clock.advance_ns(1 + w.pick(5));
-    } else {
+    } else if (w.pick(20) != 0) {
       store.sweep();
+    } else {
+      store.clear();
     }
   }
 }
 
-TEST(StressTest, ConcurrentLookupsAndInsertsKeepBudgetsAndStatsConsistent) {
+class StressTest : public ::testing::TestWithParam<MatchMode> {};
+
+TEST_P(StressTest, ConcurrentLookupsAndInsertsKeepBudgetsAndStatsConsistent) {
   SharedClock clock;
   const StorePolicy policy{
       .capacity_bytes = 2000, .max_entries = 24, .ttl_ns = 40, .min_prefix_tokens = 1};
-  Store store(MatchMode::kExactPrefix, policy, clock);
+  Store store(GetParam(), policy, clock);
   constexpr int kThreads = 4;
   constexpr int kSteps = 20000;
   std::vector<Tally> tallies(kThreads);
@@ -315,7 +319,7 @@ TEST(StressTest, ConcurrentLookupsAndInsertsKeepBudgetsAndStatsConsistent) {
       ASSERT_EQ(s.lookups, s.hits + s.misses_no_candidate + s.misses_different_session +
                                s.misses_diverged + s.misses_too_short + s.misses_whole_prompt);
       ASSERT_EQ(s.entries, s.inserts - s.replaces - s.supersedes - s.evictions_lru -
-                               s.self_evictions - s.evictions_ttl);
+                               s.self_evictions - s.evictions_ttl - s.cleared_entries);
     }
   });
   std::vector<std::thread> workers;
@@ -351,8 +355,17 @@ TEST(StressTest, ConcurrentLookupsAndInsertsKeepBudgetsAndStatsConsistent) {
   EXPECT_EQ(s.rejections_too_short + s.rejections_oversized + s.rejections_disabled,
             sum.rejections);
   EXPECT_EQ(s.entries, s.inserts - s.replaces - s.supersedes - s.evictions_lru - s.self_evictions -
-                           s.evictions_ttl);
+                           s.evictions_ttl - s.cleared_entries);
+  EXPECT_GT(s.cleared_entries, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(BothStores, StressTest,
+                         ::testing::Values(MatchMode::kExactPrefix, MatchMode::kCommonPrefix),
+                         [](const auto& param_info) {
+                           return param_info.param == MatchMode::kExactPrefix
+                                      ? std::string("snapshot_store")
+                                      : std::string("prefix_store");
+                         });
 
 }  // namespace
 }  // namespace recur::cache

@@ -90,6 +90,7 @@ class ReferenceStore {
 
   ClearResult clear() {
     ClearResult c{static_cast<std::int64_t>(items_.size()), total_bytes()};
+    s_.cleared_entries += c.freed_entries;
     items_.clear();
     return c;
   }
