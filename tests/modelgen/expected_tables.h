@@ -1,0 +1,128 @@
+// Expected tensor tables, written from ../shared/reference/model-families.md (sections 1.2, 2.3,
+// 4.2) with each preset's sizes filled in by hand, independently of modelgen's own table.
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace recur::modelgen::testing {
+
+struct Expected {
+  std::vector<std::int64_t> shape;
+  std::string dtype;
+  bool operator==(const Expected&) const = default;
+};
+using Table = std::map<std::string, Expected>;
+using Shape = std::vector<std::int64_t>;
+
+// Lists every difference instead of printing two whole tables.
+inline std::string table_diff(const Table& got, const Table& want) {
+  std::string out;
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) {
+      out += "missing " + name + "\n";
+    } else if (!(it->second == w)) {
+      out += fmt::format("{}: got {} [{}], want {} [{}]\n", name, it->second.dtype,
+                         fmt::join(it->second.shape, ","), w.dtype, fmt::join(w.shape, ","));
+    }
+  }
+  for (const auto& [name, g] : got) {
+    if (!want.contains(name)) out += "unexpected " + name + "\n";
+  }
+  return out;
+}
+
+// Qwen3: d, n_heads * head_dim = q, n_kv * head_dim = kv, head_dim, d_ff, vocab.
+inline Table qwen3_table(int layers, std::int64_t d, std::int64_t q, std::int64_t kv,
+                         std::int64_t hd, std::int64_t ff, std::int64_t vocab, std::string dt) {
+  Table t;
+  t["model.embed_tokens.weight"] = {{vocab, d}, dt};
+  t["lm_head.weight"] = {{vocab, d}, dt};  // present although tied (1.2)
+  t["model.norm.weight"] = {{d}, dt};
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t[p + "input_layernorm.weight"] = {{d}, dt};
+    t[p + "self_attn.q_proj.weight"] = {{q, d}, dt};
+    t[p + "self_attn.k_proj.weight"] = {{kv, d}, dt};
+    t[p + "self_attn.v_proj.weight"] = {{kv, d}, dt};
+    t[p + "self_attn.o_proj.weight"] = {{d, q}, dt};
+    t[p + "self_attn.q_norm.weight"] = {{hd}, dt};
+    t[p + "self_attn.k_norm.weight"] = {{hd}, dt};
+    t[p + "post_attention_layernorm.weight"] = {{d}, dt};
+    t[p + "mlp.gate_proj.weight"] = {{ff, d}, dt};
+    t[p + "mlp.up_proj.weight"] = {{ff, d}, dt};
+    t[p + "mlp.down_proj.weight"] = {{d, ff}, dt};
+  }
+  return t;
+}
+
+struct Qwen35Sizes {
+  int layers;
+  std::int64_t d, heads, kv_heads, hd, ff, vocab, hk, hv, dk, dv, kernel;
+};
+
+// Qwen3.5 (2.3): every 4th layer full attention, the others Gated DeltaNet; A_log and the GDN
+// norm are F32 whatever the checkpoint dtype; no lm_head (tied).
+inline Table qwen3_5_table(const Qwen35Sizes& s, std::string dt) {
+  Table t;
+  const std::string r = "model.language_model.";
+  const std::int64_t d = s.d, conv = 2 * s.hk * s.dk + s.hv * s.dv;
+  t[r + "embed_tokens.weight"] = {{s.vocab, d}, dt};
+  t[r + "norm.weight"] = {{d}, dt};
+  for (int i = 0; i < s.layers; ++i) {
+    const std::string p = fmt::format("{}layers.{}.", r, i);
+    t[p + "input_layernorm.weight"] = {{d}, dt};
+    t[p + "post_attention_layernorm.weight"] = {{d}, dt};
+    t[p + "mlp.gate_proj.weight"] = {{s.ff, d}, dt};
+    t[p + "mlp.up_proj.weight"] = {{s.ff, d}, dt};
+    t[p + "mlp.down_proj.weight"] = {{d, s.ff}, dt};
+    if ((i + 1) % 4 == 0) {
+      t[p + "self_attn.q_proj.weight"] = {{2 * s.heads * s.hd, d}, dt};
+      t[p + "self_attn.k_proj.weight"] = {{s.kv_heads * s.hd, d}, dt};
+      t[p + "self_attn.v_proj.weight"] = {{s.kv_heads * s.hd, d}, dt};
+      t[p + "self_attn.o_proj.weight"] = {{d, s.heads * s.hd}, dt};
+      t[p + "self_attn.q_norm.weight"] = {{s.hd}, dt};
+      t[p + "self_attn.k_norm.weight"] = {{s.hd}, dt};
+    } else {
+      t[p + "linear_attn.in_proj_qkv.weight"] = {{conv, d}, dt};
+      t[p + "linear_attn.in_proj_z.weight"] = {{s.hv * s.dv, d}, dt};
+      t[p + "linear_attn.in_proj_b.weight"] = {{s.hv, d}, dt};
+      t[p + "linear_attn.in_proj_a.weight"] = {{s.hv, d}, dt};
+      t[p + "linear_attn.conv1d.weight"] = {{conv, 1, s.kernel}, dt};
+      t[p + "linear_attn.dt_bias"] = {{s.hv}, dt};
+      t[p + "linear_attn.A_log"] = {{s.hv}, "F32"};
+      t[p + "linear_attn.norm.weight"] = {{s.dv}, "F32"};
+      t[p + "linear_attn.out_proj.weight"] = {{d, s.hv * s.dv}, dt};
+    }
+  }
+  return t;
+}
+
+// Mamba2 (4.2): in_proj rows = d_inner + conv_dim + heads, conv_dim = d_inner + 2 * state.
+inline Table mamba2_table(int layers, std::int64_t d, std::int64_t heads, std::int64_t d_inner,
+                          std::int64_t conv_dim, std::int64_t vocab, std::string dt) {
+  Table t;
+  t["backbone.embeddings.weight"] = {{vocab, d}, dt};
+  t["backbone.norm_f.weight"] = {{d}, dt};
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = fmt::format("backbone.layers.{}.", i);
+    t[p + "norm.weight"] = {{d}, dt};
+    t[p + "mixer.in_proj.weight"] = {{d_inner + conv_dim + heads, d}, dt};
+    t[p + "mixer.conv1d.weight"] = {{conv_dim, 1, 4}, dt};
+    t[p + "mixer.conv1d.bias"] = {{conv_dim}, dt};
+    t[p + "mixer.dt_bias"] = {{heads}, dt};
+    t[p + "mixer.A_log"] = {{heads}, dt};
+    t[p + "mixer.D"] = {{heads}, dt};
+    t[p + "mixer.norm.weight"] = {{d_inner}, dt};
+    t[p + "mixer.out_proj.weight"] = {{d, d_inner}, dt};
+  }
+  return t;
+}
+
+}  // namespace recur::modelgen::testing

@@ -1,0 +1,268 @@
+// The real-geometry presets (Qwen3-0.6B, Qwen3.5-0.8B, mamba2-130m) checked by table and config
+// without writing hundreds of MB; the scale of generated weights; and thread-count independence.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "expected_tables.h"
+#include "modelgen/families.h"
+#include "modelgen/tokenizer_gen.h"
+#include "st_reader.h"
+#include "util/thread_pool.h"
+
+namespace recur::modelgen {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using testing::Table;
+
+Table table_of(const std::vector<GenTensor>& gen) {
+  Table t;
+  for (const auto& g : gen) t[g.entry.name] = {g.entry.shape, safetensors_dtype(g.entry.dtype)};
+  return t;
+}
+
+std::int64_t n_params(const std::vector<GenTensor>& gen) {
+  std::int64_t n = 0;
+  for (const auto& g : gen) n += g.entry.n_elems();
+  return n;
+}
+
+Geometry geometry(Family family, const std::string& preset) {
+  auto g = resolve_geometry({.family = family, .preset = preset}, generated_tokenizer().n_tokens());
+  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+  return g.is_ok() ? *g : Geometry{};
+}
+
+// Every key of the reference config (model-families.md) must be present with the same value,
+// except the token ids, which name tokens of our own tokenizer.
+void expect_superset(const Json& got, const Json& reference, const std::vector<std::string>& skip) {
+  for (const auto& [key, value] : reference.items()) {
+    if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+    ASSERT_TRUE(got.contains(key)) << key;
+    EXPECT_EQ(got[key], value) << key;
+  }
+}
+
+TEST(RealPresets, Qwen3_0_6B) {
+  const Geometry g = geometry(Family::kQwen3, "qwen3-0.6b");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 311u);
+  EXPECT_EQ(n_params(gen), 751632384);
+  EXPECT_EQ(testing::table_diff(table_of(gen), testing::qwen3_table(28, 1024, 2048, 1024, 128, 3072,
+                                                                    151936, "BF16")),
+            "");
+  const Json reference = Json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+    "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+    "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})");
+  const Json got = Json::parse(config_json(g, DType::kBF16, generated_tokenizer().ids));
+  expect_superset(got, reference, {"bos_token_id", "eos_token_id"});
+  EXPECT_EQ(got.size(), reference.size());
+}
+
+TEST(RealPresets, Qwen3_5_0_8B) {
+  const Geometry g = geometry(Family::kQwen3_5, "qwen3.5-0.8b");
+  const auto gen = tensor_table(g, DType::kBF16);
+  // 488 in the real file, less 15 mtp.* and 153 vision tensors that are not generated.
+  EXPECT_EQ(gen.size(), 320u);
+  EXPECT_EQ(testing::table_diff(table_of(gen), testing::qwen3_5_table({.layers = 24,
+                                                                       .d = 1024,
+                                                                       .heads = 8,
+                                                                       .kv_heads = 2,
+                                                                       .hd = 256,
+                                                                       .ff = 3584,
+                                                                       .vocab = 248320,
+                                                                       .hk = 16,
+                                                                       .hv = 16,
+                                                                       .dk = 128,
+                                                                       .dv = 128,
+                                                                       .kernel = 4},
+                                                                      "BF16")),
+            "");
+  // Spot checks straight from the table in section 2.3.
+  const Table t = table_of(gen);
+  EXPECT_EQ(t.at("model.language_model.layers.0.linear_attn.in_proj_qkv.weight").shape,
+            (testing::Shape{6144, 1024}));
+  EXPECT_EQ(t.at("model.language_model.layers.3.self_attn.q_proj.weight").shape,
+            (testing::Shape{4096, 1024}));
+  EXPECT_EQ(t.at("model.language_model.layers.22.linear_attn.conv1d.weight").shape,
+            (testing::Shape{6144, 1, 4}));
+  const Json reference = Json::parse(R"({
+    "attention_bias": false, "attention_dropout": 0.0, "attn_output_gate": true,
+    "bos_token_id": null, "dtype": "bfloat16", "eos_token_id": 248044,
+    "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu", "hidden_size": 1024,
+    "initializer_range": 0.02, "intermediate_size": 3584,
+    "layer_types": [
+      "linear_attention","linear_attention","linear_attention","full_attention",
+      "linear_attention","linear_attention","linear_attention","full_attention",
+      "linear_attention","linear_attention","linear_attention","full_attention",
+      "linear_attention","linear_attention","linear_attention","full_attention",
+      "linear_attention","linear_attention","linear_attention","full_attention",
+      "linear_attention","linear_attention","linear_attention","full_attention"],
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 16, "linear_value_head_dim": 128, "mamba_ssm_dtype": "float32",
+    "max_position_embeddings": 262144, "mlp_only_layers": [], "model_type": "qwen3_5_text",
+    "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": false,
+    "num_attention_heads": 8, "num_hidden_layers": 24, "num_key_value_heads": 2,
+    "pad_token_id": null, "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-06,
+    "rope_parameters": {"mrope_interleaved": true, "mrope_section": [11, 11, 10],
+                        "partial_rotary_factor": 0.25, "rope_theta": 10000000,
+                        "rope_type": "default"},
+    "tie_word_embeddings": true, "use_cache": true, "vocab_size": 248320})");
+  const Json got = Json::parse(config_json(g, DType::kBF16, generated_tokenizer().ids));
+  EXPECT_EQ(got["model_type"], "qwen3_5");
+  EXPECT_EQ(got["tie_word_embeddings"], true);
+  // mtp_num_hidden_layers is 0: the generator writes no mtp.* tensors.
+  expect_superset(got["text_config"], reference, {"eos_token_id", "mtp_num_hidden_layers"});
+  EXPECT_EQ(got["text_config"]["mtp_num_hidden_layers"], 0);
+}
+
+TEST(RealPresets, Mamba2_130m) {
+  const Geometry g = geometry(Family::kMamba2, "mamba2-130m");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 218u);
+  EXPECT_EQ(n_params(gen), 128989632);
+  // d_inner 1536, conv_dim 1792, in_proj 3352 rows (section 4.1).
+  EXPECT_EQ(testing::table_diff(table_of(gen),
+                                testing::mamba2_table(24, 768, 24, 1536, 1792, 50288, "BF16")),
+            "");
+  std::string text = config_json(g, DType::kBF16, generated_tokenizer().ids);
+  ASSERT_NE(text.find("Infinity"), std::string::npos);
+  text.replace(text.find("Infinity"), 8, "1e300");
+  const Json got = Json::parse(text);
+  const Json reference = Json::parse(R"({
+    "architectures": ["Mamba2ForCausalLM"], "model_type": "mamba2",
+    "hidden_size": 768, "num_hidden_layers": 24, "vocab_size": 50288,
+    "num_heads": 24, "head_dim": 64, "expand": 2, "state_size": 128, "n_groups": 1,
+    "conv_kernel": 4, "chunk_size": 256, "use_bias": false, "use_conv_bias": true,
+    "hidden_act": "silu", "layer_norm_epsilon": 1e-05, "rms_norm": true, "residual_in_fp32": true,
+    "time_step_rank": 48, "time_step_min": 0.001, "time_step_max": 0.1, "time_step_floor": 0.0001,
+    "time_step_limit": [0.0, 1e300], "tie_word_embeddings": true,
+    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0})");
+  expect_superset(got, reference, {"bos_token_id", "eos_token_id", "pad_token_id"});
+}
+
+TEST(RealPresets, FamilyIsDerivedNeverMixed) {
+  auto g = resolve_geometry({.family = Family::kQwen3_5, .preset = "qwen3-0.6b"}, 1009);
+  EXPECT_FALSE(g.is_ok());
+  EXPECT_NE(g.status().message().find("does not fit"), std::string::npos);
+}
+
+// ---- weight scales: read a generated f32 tiny checkpoint back
+
+struct Stats {
+  double mean = 0, std = 0, min = 1e30, max = -1e30;
+};
+
+Stats stats(const testing::StFile& f, const std::string& name) {
+  const auto& t = f.tensors.at(name);
+  const std::int64_t n = (t.end - t.begin) / (t.dtype == "F32" ? 4 : 2);
+  Stats s;
+  double sum = 0, sq = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = f.value(name, i);
+    sum += v, sq += v * v;
+    s.min = std::min(s.min, v), s.max = std::max(s.max, v);
+  }
+  s.mean = sum / n;
+  s.std = std::sqrt(std::max(0.0, sq / n - s.mean * s.mean));
+  return s;
+}
+
+class WeightScale : public ::testing::Test {
+ protected:
+  testing::StFile write(const GenSpec& spec) {
+    dir_ = fs::temp_directory_path() / fmt::format("recur-modelgen-w-{}", ::getpid());
+    EXPECT_TRUE(write_checkpoint(spec, dir_.string()).is_ok());
+    return testing::read_safetensors(dir_ / "model.safetensors");
+  }
+  ~WeightScale() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+TEST_F(WeightScale, Qwen3_5) {
+  const auto f =
+      write({.family = Family::kQwen3_5, .dtype = DType::kF32, .layers = 8, .hidden_size = 256});
+  const std::string p = "model.language_model.layers.";
+  const Stats q = stats(f, p + "3.self_attn.q_proj.weight");
+  EXPECT_NEAR(q.std, 1.0 / 16, 0.003);  // N(0, 1/sqrt(d)), d = 256
+  EXPECT_NEAR(q.mean, 0.0, 0.003);
+  const Stats o = stats(f, p + "3.self_attn.o_proj.weight");  // fan_in 16*32, 8 layers
+  EXPECT_NEAR(o.std, 1.0 / std::sqrt(512.0) / 4.0, 0.001);
+  const Stats zc = stats(f, p + "0.input_layernorm.weight");  // zero-centred: (1 + w)
+  EXPECT_NEAR(zc.mean, 0.0, 0.01);
+  EXPECT_LT(std::max(-zc.min, zc.max), 0.15);
+  const Stats gn = stats(f, p + "0.linear_attn.norm.weight");  // plain: near 1
+  EXPECT_NEAR(gn.mean, 1.0, 0.02);
+  const Stats a_log = stats(f, p + "0.linear_attn.A_log");
+  EXPECT_GE(a_log.min, std::log(0.02));
+  EXPECT_LE(a_log.max, 0.0);
+  // Decay exp(-exp(A_log) * softplus(dt_bias)) at a = 0 is inside (0, 1) for every head.
+  const auto& dt = f.tensors.at(p + "0.linear_attn.dt_bias");
+  for (std::int64_t h = 0; h < dt.shape[0]; ++h) {
+    const double decay = std::exp(-std::exp(f.value(p + "0.linear_attn.A_log", h)) *
+                                  std::log1p(std::exp(f.value(p + "0.linear_attn.dt_bias", h))));
+    EXPECT_GT(decay, 0.5);
+    EXPECT_LT(decay, 1.0);
+  }
+}
+
+TEST_F(WeightScale, Mamba2) {
+  const auto f = write({.family = Family::kMamba2, .dtype = DType::kF32});
+  const std::string p = "backbone.layers.1.mixer.";
+  const Stats a_log = stats(f, p + "A_log");
+  EXPECT_GE(a_log.min, 0.0);
+  EXPECT_LE(a_log.max, std::log(16.0));
+  const Stats d = stats(f, p + "D");
+  EXPECT_EQ(d.min, 1.0);
+  EXPECT_EQ(d.max, 1.0);
+  for (std::int64_t h = 0; h < 8; ++h) {
+    const double dt = std::log1p(std::exp(f.value(p + "dt_bias", h)));  // softplus
+    EXPECT_GE(dt, 0.001 * 0.999);
+    EXPECT_LE(dt, 0.1 * 1.001);
+  }
+  EXPECT_NEAR(stats(f, "backbone.norm_f.weight").mean, 1.0, 0.02);
+  EXPECT_NEAR(stats(f, "backbone.embeddings.weight").std, 2.0 / 8, 0.01);
+}
+
+TEST(WriteShard, BytesDoNotDependOnTheThreadCount) {
+  const std::vector<TensorEntry> entries = {
+      {.name = "big", .shape = {3, kBlockElems / 2 + 17}, .dtype = DType::kBF16},
+      {.name = "f32", .shape = {5}, .dtype = DType::kF32},
+      {.name = "another", .shape = {kBlockElems + 1}, .dtype = DType::kF16}};
+  auto shards = plan_shards(entries, 1);
+  ASSERT_TRUE(shards.is_ok());
+  const FillFn fill = [](std::size_t t, std::int64_t block, std::span<float> out) {
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = float(t) + float(block) * 0.5f + float(i % 97) * 0.01f;
+  };
+  std::string bytes[2];
+  for (int k = 0; k < 2; ++k) {
+    ThreadPool pool(k == 0 ? 1 : 4);
+    const fs::path p = fs::temp_directory_path() / fmt::format("recur-st-{}-{}", ::getpid(), k);
+    ASSERT_TRUE(write_shard(p.string(), (*shards)[0], entries, fill, pool).is_ok());
+    bytes[k] = testing::slurp(p);
+    fs::remove(p);
+  }
+  EXPECT_EQ(bytes[0], bytes[1]);
+  const std::int64_t data = 5 * 4 + (3 * (kBlockElems / 2 + 17) + kBlockElems + 1) * 2;
+  EXPECT_EQ(static_cast<std::int64_t>(bytes[0].size()),
+            8 + static_cast<std::int64_t>((*shards)[0].header.size()) + data);
+}
+
+}  // namespace
+}  // namespace recur::modelgen
