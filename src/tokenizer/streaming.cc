@@ -1,0 +1,76 @@
+// StreamingDetokenizer: incremental decode by differences of a small window (so decoders that
+// treat the first token specially still agree with a full decode), held back at unfinished
+// characters and at text that may be the start of a stop string.
+#include <algorithm>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
+
+namespace recur::tokenizer {
+
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer,
+                                           std::vector<std::string> stop_strings, bool skip_special)
+    : tokenizer_(&tokenizer), skip_special_(skip_special) {
+  for (std::string& s : stop_strings) {
+    if (!s.empty()) stops_.push_back(std::move(s));
+  }
+}
+
+std::string StreamingDetokenizer::push(TokenId id) {
+  if (stopped() || finished_) return {};
+  ids_.push_back(id);
+  std::span<const TokenId> all(ids_);
+  std::string prefix = tokenizer_->decode_bytes(all.first(prefix_n_), skip_special_);
+  std::string full = tokenizer_->decode_bytes(all, skip_special_);
+  if (full.size() <= prefix.size() || detail::utf8_incomplete_tail(full) > 0) return {};
+  std::string fresh = detail::utf8_repair(std::string_view(full).substr(prefix.size()));
+  // The last token stays in the window: the next decode sees it as context.
+  ids_.erase(ids_.begin(), ids_.end() - 1);
+  prefix_n_ = 1;
+  return release(std::move(fresh), /*final=*/false);
+}
+
+std::string StreamingDetokenizer::finish() {
+  if (stopped() || finished_) return {};
+  finished_ = true;
+  std::span<const TokenId> all(ids_);
+  std::string prefix = tokenizer_->decode_bytes(all.first(prefix_n_), skip_special_);
+  std::string full = tokenizer_->decode(all, skip_special_);
+  std::string fresh;
+  if (full.size() > prefix.size()) fresh = full.substr(prefix.size());
+  return release(std::move(fresh), /*final=*/true);
+}
+
+std::string StreamingDetokenizer::release(std::string text, bool final) {
+  held_ += text;
+  std::size_t best = std::string::npos;
+  for (std::size_t i = 0; i < stops_.size(); ++i) {
+    std::size_t pos = held_.find(stops_[i]);
+    if (pos < best) {
+      best = pos;
+      stop_index_ = i;
+    }
+  }
+  if (best != std::string::npos) {
+    std::string out = held_.substr(0, best);
+    held_.clear();
+    return out;
+  }
+  std::size_t keep = 0;
+  if (!final) {
+    // The longest end of the text that a stop string starts with stays held.
+    for (const std::string& s : stops_) {
+      for (std::size_t k = std::min(s.size() - 1, held_.size()); k > keep; --k) {
+        if (std::string_view(held_).substr(held_.size() - k) == std::string_view(s).substr(0, k)) {
+          keep = k;
+          break;
+        }
+      }
+    }
+  }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+}  // namespace recur::tokenizer
