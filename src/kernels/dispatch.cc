@@ -6,6 +6,7 @@
 #include "kernels/matmul_impl.h"
 #include "kernels/matmul_isa.h"
 #include "kernels/reference.h"
+#include "kernels/vec_isa.h"
 
 namespace recur::kernels::detail {
 namespace {
@@ -99,18 +100,59 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows, cons
 }
 
 void attention_query(const float* q, const void* k_cache, const void* v_cache, float* out,
-                     const AttentionShape& shape, std::int64_t i, std::int64_t h, Isa) {
-  ref::attention_query(q, k_cache, v_cache, out, shape, i, h);
+                     const AttentionShape& shape, std::int64_t i, std::int64_t h, Isa isa) {
+  switch (isa) {
+    case Isa::kAmx:
+    case Isa::kAvx512:
+      return attention_query_avx512(q, k_cache, v_cache, out, shape, i, h);
+    case Isa::kAvx2:
+      return attention_query_avx2(q, k_cache, v_cache, out, shape, i, h);
+    case Isa::kScalar:
+    case Isa::kAuto:
+      return ref::attention_query(q, k_cache, v_cache, out, shape, i, h);
+  }
 }
 
 void gated_delta_head(const GatedDeltaInputs& in, float* state_j, float* out,
-                      const GatedDeltaShape& shape, std::int64_t j, Isa) {
-  ref::gated_delta_head(in, state_j, out, shape, j);
+                      const GatedDeltaShape& shape, std::int64_t j, Isa isa) {
+  switch (isa) {
+    case Isa::kAmx:
+    case Isa::kAvx512:
+      return gated_delta_head_avx512(in, state_j, out, shape, j);
+    case Isa::kAvx2:
+      return gated_delta_head_avx2(in, state_j, out, shape, j);
+    case Isa::kScalar:
+    case Isa::kAuto:
+      return ref::gated_delta_head(in, state_j, out, shape, j);
+  }
 }
 
 void mamba2_head(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2Shape& shape,
-                 std::int64_t h, Isa) {
-  ref::mamba2_head(in, state_h, y, shape, h);
+                 std::int64_t h, Isa isa) {
+  switch (isa) {
+    case Isa::kAmx:
+    case Isa::kAvx512:
+      return mamba2_head_avx512(in, state_h, y, shape, h);
+    case Isa::kAvx2:
+      return mamba2_head_avx2(in, state_h, y, shape, h);
+    case Isa::kScalar:
+    case Isa::kAuto:
+      return ref::mamba2_head(in, state_h, y, shape, h);
+  }
+}
+
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
+              NormWeight kind, Isa isa) {
+  switch (isa) {
+    case Isa::kAmx:
+    case Isa::kAvx512:
+      return rms_norm_avx512(x, w, y, shape, eps, kind);
+    case Isa::kAvx2:
+      return rms_norm_avx2(x, w, y, shape, eps, kind);
+    case Isa::kScalar:
+    case Isa::kAuto:
+      return ref::rms_norm(x, w, y, shape, eps, kind);
+  }
 }
 
 }  // namespace recur::kernels::detail

@@ -22,7 +22,7 @@ void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64
 
 void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
               NormWeight kind) {
-  ref::rms_norm(x, w, y, shape, eps, kind);
+  detail::rms_norm(x, w, y, shape, eps, kind, active_isa());
 }
 
 void rms_norm_gated(const float* x, const float* z, const float* w, float* y,

@@ -91,10 +91,12 @@ void tile_any(int rm, int rn, Args... args) {
   case a * 8 + b:             \
     return Tile<a, b>::run(args...);
     RECUR_TILE_CASE(1, 1)
-    RECUR_TILE_CASE(1, 2) RECUR_TILE_CASE(1, 3) RECUR_TILE_CASE(1, 4) RECUR_TILE_CASE(2, 1)
-        RECUR_TILE_CASE(2, 2) RECUR_TILE_CASE(2, 3) RECUR_TILE_CASE(2, 4) RECUR_TILE_CASE(3, 1)
-            RECUR_TILE_CASE(3, 2) RECUR_TILE_CASE(3, 3) RECUR_TILE_CASE(3, 4) RECUR_TILE_CASE(4, 1)
-                RECUR_TILE_CASE(4, 2) RECUR_TILE_CASE(4, 3) RECUR_TILE_CASE(4, 4)
+    RECUR_TILE_CASE(1, 2)
+    RECUR_TILE_CASE(1, 3)
+    RECUR_TILE_CASE(1, 4) RECUR_TILE_CASE(2, 1) RECUR_TILE_CASE(2, 2) RECUR_TILE_CASE(2, 3)
+        RECUR_TILE_CASE(2, 4) RECUR_TILE_CASE(3, 1) RECUR_TILE_CASE(3, 2) RECUR_TILE_CASE(3, 3)
+            RECUR_TILE_CASE(3, 4) RECUR_TILE_CASE(4, 1) RECUR_TILE_CASE(4, 2) RECUR_TILE_CASE(4, 3)
+                RECUR_TILE_CASE(4, 4)
 #undef RECUR_TILE_CASE
                     default : return;
   }

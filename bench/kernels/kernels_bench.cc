@@ -1,0 +1,119 @@
+// kernels_bench: measures this machine's bf16 compute peak and read bandwidth, then our matmul on
+// the Qwen3.5-0.8B layer shapes (and oneDNN's on the same shapes) as fractions of them. Prints
+// markdown (docs/performance.md quotes it).
+//   kernels_bench [--threads N] [--seconds S] [--rows 1,4,128,512] [--isa NAME] [--only TEXT]
+//                 [--no-onednn]
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/bench.h"
+#include "kernels/isa.h"
+#ifdef RECUR_HAVE_DNNL
+#include "onednn_matmul.h"
+#endif
+
+namespace {
+
+struct Args {
+  int threads = 0;
+  double seconds = 0.3;
+  std::vector<std::int64_t> rows = {1, 4, 128, 512};
+  std::string isa = "auto";
+  std::string only;
+  bool onednn = true;
+};
+
+std::vector<std::int64_t> parse_list(const char* s) {
+  std::vector<std::int64_t> out;
+  for (const char* p = s; *p != '\0';) {
+    out.push_back(std::strtoll(p, nullptr, 10));
+    const char* comma = std::strchr(p, ',');
+    if (comma == nullptr) break;
+    p = comma + 1;
+  }
+  return out;
+}
+
+bool parse_args(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (k == "--threads" && has_value) {
+      a.threads = std::atoi(argv[++i]);
+    } else if (k == "--seconds" && has_value) {
+      a.seconds = std::atof(argv[++i]);
+    } else if (k == "--rows" && has_value) {
+      a.rows = parse_list(argv[++i]);
+    } else if (k == "--isa" && has_value) {
+      a.isa = argv[++i];
+    } else if (k == "--only" && has_value) {
+      a.only = argv[++i];
+    } else if (k == "--no-onednn") {
+      a.onednn = false;
+    } else {
+      fmt::print(stderr, "kernels_bench: unknown or incomplete argument '{}'\n", k);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace recur;
+  Args args;
+  if (!parse_args(argc, argv, args)) return 2;
+  auto isa = kernels::parse_isa(args.isa);
+  if (isa.is_ok()) isa = kernels::select_isa(*isa);
+  if (!isa.is_ok()) {
+    fmt::print(stderr, "kernels_bench: {}\n", isa.status().to_string());
+    return 2;
+  }
+  ThreadPool pool(args.threads > 0 ? args.threads : available_cores());
+  const kernels::Ceilings c = kernels::measure_ceilings(pool, args.seconds);
+  fmt::print("## Ceilings ({} threads, ISA {})\n\n", c.n_threads, kernels::isa_name(*isa));
+  fmt::print("| probe | measured |\n|---|---|\n");
+  fmt::print("| AVX-512 BF16 vdpbf16ps register loop | {:.1f} GFLOP/s |\n",
+             c.avx512_bf16_flops / 1e9);
+  fmt::print("| AMX-BF16 tdpbf16ps register loop | {} |\n",
+             c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
+                                  : std::string("n/a (no AMX)"));
+  fmt::print("| read bandwidth, {} MiB buffer | {:.1f} GB/s |\n\n", c.buffer_bytes >> 20,
+             c.read_bytes_per_s / 1e9);
+  const double peak = c.peak_flops();
+  fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");
+  fmt::print(
+      "Fractions: of the compute peak ({:.1f} GFLOP/s) and of the read bandwidth ({:.1f} GB/s, "
+      "weight bytes per call).\n\n",
+      peak / 1e9, c.read_bytes_per_s / 1e9);
+  fmt::print("| shape | N x K | rows | recur GFLOP/s | of peak | of bandwidth |{}\n",
+             args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
+  fmt::print("|---|---|---|---|---|---|{}\n", args.onednn ? "---|---|---|" : "");
+  std::string onednn_impl;
+  for (const auto& shape : kernels::qwen35_08b_shapes()) {
+    if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
+    for (std::int64_t rows : args.rows) {
+      const auto t = kernels::time_matmul_bf16(pool, shape, rows, args.seconds);
+      fmt::print("| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% |", shape.name, shape.n_out,
+                 shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
+                 100 * t.bytes_per_s / c.read_bytes_per_s);
+#ifdef RECUR_HAVE_DNNL
+      if (args.onednn) {
+        const auto o = bench::time_onednn_matmul_bf16(shape, rows, args.seconds);
+        onednn_impl = o.impl;
+        fmt::print(" {:.1f} | {:.0f}% | {:.2f} |", o.timing.flops_per_s / 1e9,
+                   100 * o.timing.flops_per_s / peak, t.flops_per_s / o.timing.flops_per_s);
+      }
+#endif
+      fmt::print("\n");
+      std::fflush(stdout);
+    }
+  }
+  if (!onednn_impl.empty()) fmt::print("\noneDNN implementation (last shape): {}\n", onednn_impl);
+  return 0;
+}

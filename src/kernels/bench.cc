@@ -1,0 +1,158 @@
+// Machine ceilings and matmul timings (bench.h). Probes run on every pool thread at once.
+#include "kernels/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
+#include "kernels/peak_loops.h"
+
+namespace recur::kernels {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// FLOP/s of `loop` on all threads: calibrated on one thread to last about `seconds`, best of 3.
+double measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds) {
+  std::int64_t iters = 1 << 16;
+  for (;;) {
+    const auto t0 = Clock::now();
+    loop(iters);
+    const double dt = seconds_since(t0);
+    if (dt > 0.05) {
+      iters = static_cast<std::int64_t>(static_cast<double>(iters) * seconds / dt) + 1;
+      break;
+    }
+    iters *= 4;
+  }
+  // Many short repetitions, best kept: on a shared machine some of them run undisturbed.
+  iters = iters / 5 + 1;
+  const auto n = static_cast<std::size_t>(pool.n_threads());
+  double best = 0;
+  for (int rep = 0; rep < 15; ++rep) {
+    std::vector<double> flops(n, 0.0);
+    const auto t0 = Clock::now();
+    pool.run(n, [&](std::size_t i) { flops[i] = loop(iters); });
+    const double dt = seconds_since(t0);
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / dt);
+  }
+  return best;
+}
+
+// Bytes/s reading a `bytes` buffer: windows of 64 MiB (each > LLC, comparable to one large
+// matmul call) taken in turn and timed one by one across the pool, the best window kept. Best-of
+// over short windows is the same statistic time_matmul_bf16 uses, so the ratios compare like
+// with like on a shared machine.
+double measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds) {
+  const std::int64_t n_words = bytes / 8;
+  constexpr std::int64_t kWindowWords = (std::int64_t{64} << 20) / 8;
+  std::vector<std::uint64_t> buf(static_cast<std::size_t>(n_words));
+  for (std::int64_t i = 0; i < n_words; ++i)
+    buf[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i);
+  constexpr std::int64_t kSlices = 64;
+  std::vector<std::uint64_t> sinks(kSlices);
+  double best = 0;
+  const auto start = Clock::now();
+  for (std::int64_t rep = 0; rep < 16 || seconds_since(start) < 3 * seconds; ++rep) {
+    const std::uint64_t* window = buf.data() + (rep * kWindowWords) % (n_words - kWindowWords + 1);
+    const auto t0 = Clock::now();
+    pool.run(kSlices, [&](std::size_t s) {
+      const std::int64_t begin = kWindowWords * static_cast<std::int64_t>(s) / kSlices;
+      const std::int64_t end = kWindowWords * static_cast<std::int64_t>(s + 1) / kSlices;
+      std::uint64_t a = 0, b = 0, c = 0, d = 0;
+      for (std::int64_t i = begin; i + 4 <= end; i += 4) {
+        a += window[i];
+        b += window[i + 1];
+        c += window[i + 2];
+        d += window[i + 3];
+      }
+      sinks[s] += a + b + c + d;
+    });
+    best = std::max(best, static_cast<double>(kWindowWords * 8) / seconds_since(t0));
+  }
+  __asm__ volatile("" : : "r"(sinks.data()) : "memory");
+  return best;
+}
+
+// Deterministic pseudo-random bf16 in [-1, 1) without a slow engine (weights are up to 500 MB).
+void fill_bf16(std::uint16_t* p, std::int64_t n, std::uint64_t seed) {
+  std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const float f = static_cast<float>(static_cast<std::int64_t>(s >> 40) - (1 << 23)) / (1 << 23);
+    p[i] = f32_to_bf16(f);
+  }
+}
+
+}  // namespace
+
+Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
+  Ceilings c;
+  c.n_threads = pool.n_threads();
+  if (isa_supported(Isa::kAvx512))
+    c.avx512_bf16_flops = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
+  if (isa_supported(Isa::kAmx))
+    c.amx_bf16_flops = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
+  c.buffer_bytes = std::int64_t{512} << 20;  // well past any LLC of a 2-64 core part
+  c.read_bytes_per_s = measure_read_bandwidth(pool, c.buffer_bytes, seconds);
+  return c;
+}
+
+std::vector<MatmulShape> qwen35_08b_shapes() {
+  return {
+      {"attn q_proj (q+gate)", 4096, 1024},
+      {"attn k_proj / v_proj", 512, 1024},
+      {"attn o_proj", 1024, 2048},
+      {"gdn in_proj_qkv", 6144, 1024},
+      {"gdn in_proj_z", 2048, 1024},
+      {"gdn in_proj_a / b", 16, 1024},
+      {"gdn out_proj", 1024, 2048},
+      {"mlp gate / up", 3584, 1024},
+      {"mlp down", 1024, 3584},
+      {"lm_head (tied)", 248320, 1024},
+  };
+}
+
+MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
+                              double seconds) {
+  const std::int64_t w_elems = shape.n_out * shape.k_dim;
+  // Rotate over copies totalling >= 128 MiB so the weights come from memory as in a real
+  // decode step (a 2 MB matrix would otherwise sit in the LLC).
+  const std::int64_t copies = std::max<std::int64_t>(1, (std::int64_t{128} << 20) / (w_elems * 2));
+  std::vector<std::uint16_t> w(static_cast<std::size_t>(w_elems * copies));
+  fill_bf16(w.data(), w_elems, 1);
+  for (std::int64_t c = 1; c < copies; ++c)
+    std::memcpy(w.data() + c * w_elems, w.data(), static_cast<std::size_t>(w_elems) * 2);
+  std::vector<float> x(static_cast<std::size_t>(n_rows * shape.k_dim));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) / 97.0f - 0.5f;
+  std::vector<float> y(static_cast<std::size_t>(n_rows * shape.n_out));
+  auto view = [&](std::int64_t c) {
+    return WeightView{w.data() + c * w_elems, DType::kBF16, shape.n_out, shape.k_dim};
+  };
+  matmul(pool, x.data(), n_rows, view(0), y.data());  // warm-up (scratch, page faults)
+  double best = 1e30;
+  std::int64_t calls = 0;
+  const auto t0 = Clock::now();
+  do {
+    const auto t1 = Clock::now();
+    matmul(pool, x.data(), n_rows, view(calls % copies), y.data());
+    best = std::min(best, seconds_since(t1));
+    ++calls;
+  } while (seconds_since(t0) < seconds || calls < 3);
+  MatmulTiming t;
+  t.seconds = best;
+  t.flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) / best;
+  t.bytes_per_s = 2.0 * static_cast<double>(w_elems) / best;
+  return t;
+}
+
+}  // namespace recur::kernels

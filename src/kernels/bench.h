@@ -1,0 +1,47 @@
+// Measurements of this machine's ceilings (bf16 compute peak of register-only AMX / AVX-512 loops,
+// read bandwidth of a buffer larger than the LLC) and of matmul throughput on given shapes, for
+// bench/kernels and `recur bench`. Not used by inference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/thread_pool.h"
+
+namespace recur::kernels {
+
+struct Ceilings {
+  int n_threads = 0;
+  double avx512_bf16_flops = 0;  // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
+  double amx_bf16_flops = 0;     // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
+  double read_bytes_per_s = 0;   // all threads reading a buffer of buffer_bytes
+  std::int64_t buffer_bytes = 0;
+  double peak_flops() const {
+    return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
+  }
+};
+
+// Each probe runs for about `seconds` and the best of three is kept.
+Ceilings measure_ceilings(ThreadPool& pool, double seconds);
+
+struct MatmulShape {
+  std::string name;
+  std::int64_t n_out = 0;  // N, weight rows
+  std::int64_t k_dim = 0;  // K, weight columns
+};
+
+// The Linear shapes of one Qwen3.5-0.8B layer of each kind, and the tied lm_head.
+std::vector<MatmulShape> qwen35_08b_shapes();
+
+struct MatmulTiming {
+  double seconds = 0;      // best time of one call
+  double flops_per_s = 0;  // 2 · n_rows · N · K / seconds
+  double bytes_per_s = 0;  // weight bytes / seconds (the decode-bound quantity)
+};
+
+// Times matmul(x [n_rows, K], bf16 W [N, K]) on the active ISA; runs for about `seconds`.
+MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
+                              double seconds);
+
+}  // namespace recur::kernels

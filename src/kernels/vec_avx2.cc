@@ -1,0 +1,28 @@
+// The vector kernels of vec_impl.h built for avx2 (per-file flags in CMakeLists.txt).
+#define RECUR_VEC_NS avx2
+#include "kernels/vec_impl.h"
+#include "kernels/vec_isa.h"
+
+namespace recur::kernels::detail {
+
+void attention_query_avx2(const float* q, const void* k_cache, const void* v_cache, float* out,
+                          const AttentionShape& shape, std::int64_t i, std::int64_t h) {
+  avx2::attention_query(q, k_cache, v_cache, out, shape, i, h);
+}
+
+void gated_delta_head_avx2(const GatedDeltaInputs& in, float* state_j, float* out,
+                           const GatedDeltaShape& shape, std::int64_t j) {
+  avx2::gated_delta_head(in, state_j, out, shape, j);
+}
+
+void mamba2_head_avx2(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2Shape& shape,
+                      std::int64_t h) {
+  avx2::mamba2_head(in, state_h, y, shape, h);
+}
+
+void rms_norm_avx2(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
+                   NormWeight kind) {
+  avx2::rms_norm(x, w, y, shape, eps, kind);
+}
+
+}  // namespace recur::kernels::detail

@@ -1,0 +1,23 @@
+// Internal to kernels/: entry points of the vector kernels (vec_impl.h) per ISA file.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace recur::kernels::detail {
+
+#define RECUR_DECLARE_VEC(isa)                                                                     \
+  void attention_query_##isa(const float* q, const void* k_cache, const void* v_cache, float* out, \
+                             const AttentionShape& shape, std::int64_t i, std::int64_t h);         \
+  void gated_delta_head_##isa(const GatedDeltaInputs& in, float* state_j, float* out,              \
+                              const GatedDeltaShape& shape, std::int64_t j);                       \
+  void mamba2_head_##isa(const Mamba2Inputs& in, float* state_h, float* y,                         \
+                         const Mamba2Shape& shape, std::int64_t h);                                \
+  void rms_norm_##isa(const float* x, const float* w, float* y, const RowsShape& shape, float eps, \
+                      NormWeight kind);
+RECUR_DECLARE_VEC(avx2)
+RECUR_DECLARE_VEC(avx512)
+#undef RECUR_DECLARE_VEC
+
+}  // namespace recur::kernels::detail
