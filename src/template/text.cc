@@ -1,0 +1,214 @@
+// Python str semantics over UTF-8 for the template engine.
+#include "template/text.h"
+
+#include <algorithm>
+
+namespace recur::tmpl {
+
+std::string_view rstrip_ws(std::string_view s) {
+  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
+  return s;
+}
+std::string_view lstrip_ws(std::string_view s) {
+  while (!s.empty() && is_ws(s.front())) s.remove_prefix(1);
+  return s;
+}
+
+std::vector<char32_t> decode_utf8(std::string_view s) {
+  std::vector<char32_t> out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) {
+      out.push_back(0xDC00 + c);  // lone byte: Python's surrogateescape-like marker
+      ++i;
+      continue;
+    }
+    char32_t cp = len == 1 ? c : c & (0x7f >> len);
+    for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp >= 0xDC80 && cp <= 0xDCFF) {
+    out += static_cast<char>(cp - 0xDC00);
+  } else if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+std::string encode_utf8(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end) {
+  std::string out;
+  for (std::size_t i = begin; i < end; ++i) append_utf8(out, cps[i]);
+  return out;
+}
+
+std::size_t count_code_points(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+namespace {
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+Result<std::string> unescape_python(std::string_view body) {
+  std::string out;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '\\' || i + 1 >= body.size()) {
+      out += body[i];
+      continue;
+    }
+    char e = body[++i];
+    switch (e) {
+      case 'n':
+        out += '\n';
+        continue;
+      case 't':
+        out += '\t';
+        continue;
+      case 'r':
+        out += '\r';
+        continue;
+      case '\\':
+        out += '\\';
+        continue;
+      case '\'':
+        out += '\'';
+        continue;
+      case '"':
+        out += '"';
+        continue;
+      case 'a':
+        out += '\a';
+        continue;
+      case 'b':
+        out += '\b';
+        continue;
+      case 'f':
+        out += '\f';
+        continue;
+      case 'v':
+        out += '\v';
+        continue;
+      case '\n':
+        continue;
+      default:
+        break;
+    }
+    int n_hex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+    if (n_hex > 0) {
+      char32_t cp = 0;
+      for (int k = 0; k < n_hex; ++k) {
+        int h = i + 1 + k < body.size() ? hex_value(body[i + 1 + k]) : -1;
+        if (h < 0) {
+          return Error(StatusCode::kInvalidArgument, "truncated \\{} escape in string literal", e);
+        }
+        cp = cp * 16 + static_cast<char32_t>(h);
+      }
+      i += n_hex;
+      append_utf8(out, cp);
+    } else if (e >= '0' && e <= '7') {
+      char32_t cp = 0;
+      std::size_t k = 0;
+      for (; k < 3 && i + k < body.size() && body[i + k] >= '0' && body[i + k] <= '7'; ++k) {
+        cp = cp * 8 + static_cast<char32_t>(body[i + k] - '0');
+      }
+      i += k - 1;
+      append_utf8(out, cp);
+    } else {
+      out += '\\';
+      out += e;
+    }
+  }
+  return out;
+}
+
+std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
+  if (!chars) {
+    if (left) s = lstrip_ws(s);
+    if (right) s = rstrip_ws(s);
+    return std::string(s);
+  }
+  std::vector<char32_t> cps = decode_utf8(s);
+  std::vector<char32_t> set = decode_utf8(*chars);
+  auto in_set = [&](char32_t c) { return std::find(set.begin(), set.end(), c) != set.end(); };
+  std::size_t b = 0, e = cps.size();
+  if (left) {
+    while (b < e && in_set(cps[b])) ++b;
+  }
+  if (right) {
+    while (e > b && in_set(cps[e - 1])) --e;
+  }
+  return encode_utf8(cps, b, e);
+}
+
+char32_t upper_cp(char32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+      c != 0x17F) {
+    bool odd_is_lower = !((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E));
+    if (odd_is_lower ? (c & 1) : !(c & 1)) return c - 1;
+    return c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  return c;
+}
+
+char32_t lower_cp(char32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xC0 && c <= 0xDE && c != 0xD7)) return c + 32;
+  if (c == 0x178) return 0xFF;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+      c != 0x17F) {
+    bool odd_is_lower = !((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E));
+    if (odd_is_lower ? !(c & 1) : (c & 1)) return c + 1;
+    return c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  return c;
+}
+
+namespace {
+std::string map_case(std::string_view s, char32_t (*f)(char32_t)) {
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : decode_utf8(s)) append_utf8(out, f(c));
+  return out;
+}
+}  // namespace
+
+std::string py_upper(std::string_view s) { return map_case(s, upper_cp); }
+std::string py_lower(std::string_view s) { return map_case(s, lower_cp); }
+
+}  // namespace recur::tmpl
