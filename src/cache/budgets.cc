@@ -109,6 +109,20 @@ CacheBudgets choose_budgets(const ModelFootprint& model, const CacheSettings& se
   return b;
 }
 
+namespace {
+std::string describe_store(const char* name, const StorePolicy& p) {
+  if (!p.enabled) return fmt::format("{} off", name);
+  return fmt::format("{} {}, {} entries, ttl {}s, min prefix {} tokens", name,
+                     format_bytes(p.capacity_bytes), p.max_entries, p.ttl_ns / kNanosPerSecond,
+                     p.min_prefix_tokens);
+}
+}  // namespace
+
+std::string describe_budgets(const CacheBudgets& budgets) {
+  return describe_store("prefix store", budgets.prefix) + "; " +
+         describe_store("snapshot store", budgets.snapshot);
+}
+
 Result<std::int64_t> parse_mem_available(std::string_view meminfo) {
   constexpr std::string_view kKey = "MemAvailable:";
   std::size_t line_start = 0;

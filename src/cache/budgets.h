@@ -62,6 +62,9 @@ inline constexpr std::int64_t kMaxAutoEntries = 4096;
 CacheBudgets choose_budgets(const ModelFootprint& model, const CacheSettings& settings,
                             std::int64_t available_memory_bytes);
 
+// One line for the startup summary: "prefix store off; snapshot store 2.95 GiB, 63 entries, ...".
+std::string describe_budgets(const CacheBudgets& budgets);
+
 // MemAvailable from the text of /proc/meminfo, in bytes.
 Result<std::int64_t> parse_mem_available(std::string_view meminfo);
 Result<std::int64_t> read_mem_available(const std::string& path = "/proc/meminfo");

@@ -119,6 +119,44 @@ InsertResult Store::record_reject(InsertOutcome outcome, std::int64_t n_tokens,
   return {.outcome = outcome};
 }
 
+std::optional<InsertOutcome> Store::rejection(Origin origin, std::int64_t n_tokens,
+                                              std::int64_t n_bytes) const {
+  if (!policy_.enabled || policy_.max_entries == 0 || policy_.capacity_bytes == 0 ||
+      !policy_.origin_enabled[static_cast<std::size_t>(origin)]) {
+    return InsertOutcome::kRejectedDisabled;
+  }
+  if (n_tokens == 0 || n_tokens < policy_.min_prefix_tokens)
+    return InsertOutcome::kRejectedTooShort;
+  if (n_bytes > policy_.capacity_bytes) return InsertOutcome::kRejectedOversized;
+  return std::nullopt;
+}
+
+Entry* Store::find_or_create(PartitionKey pkey, const SessionKey& session, Origin origin,
+                             TokenSpan tokens) {
+  auto& slot = partitions_[pkey];
+  if (slot == nullptr) {
+    slot = std::make_unique<Partition>();
+    slot->key = std::move(pkey);
+  }
+  Partition* part = slot.get();
+  RadixTree::Node* node = part->tree.insert(tokens);
+  for (Entry* e : node->entries) {
+    if (e->origin == origin && e->session == session) return e;
+  }
+  Entry* entry = &lru_.emplace_front();
+  entry->lru_pos = lru_.begin();
+  entry->partition = part;
+  entry->session = session;
+  entry->origin = origin;
+  entry->node = node;
+  entry->n_tokens = static_cast<std::int64_t>(tokens.size());
+  node->entries.push_back(entry);
+  auto& recent = part->sessions[session];
+  recent.push_front(entry);
+  entry->session_pos = recent.begin();
+  return entry;
+}
+
 InsertResult Store::insert(const CacheKey& key, Origin origin, TokenSpan tokens,
                            std::shared_ptr<const Snapshot> snapshot) {
   RECUR_CHECK(snapshot != nullptr);
@@ -127,48 +165,18 @@ InsertResult Store::insert(const CacheKey& key, Origin origin, TokenSpan tokens,
   const auto n_bytes = static_cast<std::int64_t>(snapshot->byte_size());
   MutexLock lock(mu_);
   expire_idle();
-  if (!policy_.enabled || policy_.max_entries == 0 || policy_.capacity_bytes == 0 ||
-      !policy_.origin_enabled[static_cast<std::size_t>(origin)]) {
-    return record_reject(InsertOutcome::kRejectedDisabled, n_tokens, n_bytes);
-  }
-  if (n_tokens == 0 || n_tokens < policy_.min_prefix_tokens) {
-    return record_reject(InsertOutcome::kRejectedTooShort, n_tokens, n_bytes);
-  }
-  if (n_bytes > policy_.capacity_bytes) {
-    return record_reject(InsertOutcome::kRejectedOversized, n_tokens, n_bytes);
+  if (auto reject = rejection(origin, n_tokens, n_bytes)) {
+    return record_reject(*reject, n_tokens, n_bytes);
   }
   InsertResult result;
   PartitionKey pkey{key.tenant, key.bucket};
   // Before the newcomer's bytes count, so an extension fits where it would not beside its ancestor.
   result.superseded = supersede(pkey, key.session, origin, tokens);
-
-  auto& slot = partitions_[pkey];
-  if (slot == nullptr) {
-    slot = std::make_unique<Partition>();
-    slot->key = std::move(pkey);
-  }
-  Partition* part = slot.get();
-  RadixTree::Node* node = part->tree.insert(tokens);
-  Entry* entry = nullptr;
-  for (Entry* e : node->entries) {
-    if (e->origin == origin && e->session == key.session) entry = e;
-  }
-  if (entry != nullptr) {
+  Entry* entry = find_or_create(std::move(pkey), key.session, origin, tokens);
+  if (entry->snapshot != nullptr) {
     result.outcome = InsertOutcome::kReplaced;
     ++stats_.replaces;
     bytes_ -= entry->bytes;
-  } else {
-    entry = &lru_.emplace_front();
-    entry->lru_pos = lru_.begin();
-    entry->partition = part;
-    entry->session = key.session;
-    entry->origin = origin;
-    entry->node = node;
-    entry->n_tokens = n_tokens;
-    node->entries.push_back(entry);
-    auto& recent = part->sessions[key.session];
-    recent.push_front(entry);
-    entry->session_pos = recent.begin();
   }
   entry->snapshot = std::move(snapshot);
   entry->bytes = n_bytes;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -120,6 +121,12 @@ class Store {
   InsertResult record_reject(InsertOutcome outcome, std::int64_t n_tokens, std::int64_t bytes)
       RECUR_REQUIRES(mu_);
 
+  std::optional<InsertOutcome> rejection(Origin origin, std::int64_t n_tokens,
+                                         std::int64_t n_bytes) const;
+  // The entry for exactly this key and tokens: the existing one (to replace; it has a snapshot)
+  // or a new one at the LRU front (no snapshot yet).
+  Entry* find_or_create(PartitionKey pkey, const SessionKey& session, Origin origin,
+                        TokenSpan tokens) RECUR_REQUIRES(mu_);
   std::int64_t supersede(const PartitionKey& pkey, const SessionKey& session, Origin origin,
                          TokenSpan tokens) RECUR_REQUIRES(mu_);
   void evict_for(const Entry* newcomer, InsertResult& result) RECUR_REQUIRES(mu_);

@@ -43,6 +43,9 @@ TEST(Budgets, HybridModelSizesTheSnapshotStoreForSeveralConversations) {
   EXPECT_FALSE(b.prefix.enabled);  // a hybrid model never fills the prefix store
   EXPECT_EQ(b.prefix.capacity_bytes, 0);
   EXPECT_TRUE(b.warnings.empty());
+  EXPECT_EQ(
+      describe_budgets(b),
+      "prefix store off; snapshot store 2.95 GiB, 63 entries, ttl 3600s, min prefix 16 tokens");
 }
 
 TEST(Budgets, MemoryShareCapsTheBudgetAndOneWarningNamesTheFlag) {
