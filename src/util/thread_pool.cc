@@ -21,12 +21,14 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain(const std::function<void(std::size_t)>& fn) {
+// A worker that woke for job `gen` may only get here after that job finished and a new one began;
+// it must not run the new job's indices with the old (destroyed) function.
+void ThreadPool::drain(const std::function<void(std::size_t)>& fn, std::size_t gen) {
   for (;;) {
     std::size_t i;
     {
       std::lock_guard lock(mu_);
-      if (next_ >= n_tasks_) return;
+      if (generation_ != gen || next_ >= n_tasks_) return;
       i = next_++;
     }
     fn(i);
@@ -41,16 +43,17 @@ void ThreadPool::run(std::size_t n_tasks, const std::function<void(std::size_t)>
     for (std::size_t i = 0; i < n_tasks; ++i) fn(i);
     return;
   }
+  std::size_t gen;
   {
     std::lock_guard lock(mu_);
     job_ = &fn;
     n_tasks_ = n_tasks;
     next_ = 0;
     finished_ = 0;
-    ++generation_;
+    gen = ++generation_;
   }
   wake_.notify_all();
-  drain(fn);
+  drain(fn, gen);
   std::unique_lock lock(mu_);
   done_.wait(lock, [&] { return finished_ == n_tasks_; });
   job_ = nullptr;
@@ -68,7 +71,7 @@ void ThreadPool::worker_loop() {
       seen = generation_;
       job = job_;
     }
-    drain(*job);
+    drain(*job, seen);
   }
 }
 

@@ -27,7 +27,8 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void drain(const std::function<void(std::size_t)>& fn);
+  // Runs tasks of generation `gen` until none are left or a newer job has started.
+  void drain(const std::function<void(std::size_t)>& fn, std::size_t gen);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
