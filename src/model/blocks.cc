@@ -1,0 +1,279 @@
+// Block implementations over the kernels. Row-wise work (projections, norms, gates) runs on the
+// whole batch at once; work that carries state (K/V append, attention, conv, recurrences) runs per
+// sequence chunk. Every step is per row or per sequence, so a row's bytes never depend on the
+// batch.
+#include "model/blocks.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "util/check.h"
+
+namespace recur::model {
+
+namespace k = recur::kernels;
+
+void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width) {
+  k::rms_norm(x, n.w.data(), y, {.n_rows = n_rows, .width = width}, n.eps, n.kind);
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+
+namespace {
+std::int64_t q_head_width(const AttentionW& w) {
+  return w.output_gate ? 2 * w.head_dim : w.head_dim;
+}
+
+// Appends the chunk's K/V rows [n, n_kv, hd] (f32) at positions pos0.. of the layer cache.
+void append_kv(const AttentionW& w, const ChunkRows& c, const float* k_rows, const float* v_rows) {
+  const std::int64_t width = w.n_kv_heads * w.head_dim;
+  const std::int64_t n = c.n_rows * width;
+  std::uint8_t* kc = c.seq->k_data(w.layer);
+  std::uint8_t* vc = c.seq->v_data(w.layer);
+  if (w.kv_dtype == k::DType::kF32) {
+    std::memcpy(reinterpret_cast<float*>(kc) + c.pos0 * width, k_rows, n * sizeof(float));
+    std::memcpy(reinterpret_cast<float*>(vc) + c.pos0 * width, v_rows, n * sizeof(float));
+    return;
+  }
+  RECUR_CHECK(w.kv_dtype == k::DType::kBF16);
+  auto* kb = reinterpret_cast<std::uint16_t*>(kc) + c.pos0 * width;
+  auto* vb = reinterpret_cast<std::uint16_t*>(vc) + c.pos0 * width;
+  for (std::int64_t i = 0; i < n; ++i) {
+    kb[i] = k::f32_to_bf16(k_rows[i]);
+    vb[i] = k::f32_to_bf16(v_rows[i]);
+  }
+}
+}  // namespace
+
+void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_model, AttentionW* w) {
+  const std::int64_t hd = w->head_dim;
+  v.matrix(p + "self_attn.q_proj.weight", w->n_heads * q_head_width(*w), d_model, &w->q);
+  v.matrix(p + "self_attn.k_proj.weight", w->n_kv_heads * hd, d_model, &w->k);
+  v.matrix(p + "self_attn.v_proj.weight", w->n_kv_heads * hd, d_model, &w->v);
+  v.matrix(p + "self_attn.o_proj.weight", d_model, w->n_heads * hd, &w->o);
+  v.vector(p + "self_attn.q_norm.weight", {hd}, &w->q_norm.w);
+  v.vector(p + "self_attn.k_norm.weight", {hd}, &w->k_norm.w);
+}
+
+std::int64_t attention_scratch_per_row(const AttentionW& w) {
+  return w.n_heads * q_head_width(w) + 2 * w.n_kv_heads * w.head_dim + w.n_heads * w.head_dim;
+}
+
+LayerStateSpec attention_state(const AttentionW& w) {
+  return {.kind = LayerStateSpec::Kind::kAttention,
+          .n_kv_heads = w.n_kv_heads,
+          .head_dim = w.head_dim,
+          .kv_dtype = w.kv_dtype};
+}
+
+// Spec 0.3 / 2.4: q,k = RoPE(norm(proj(x))); a = softmax(q kᵀ·hd^-½) v; out = o(a [⊙ σ(gate)]).
+void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float* out) {
+  const std::int64_t n = ctx.n_rows, hd = w.head_dim, qw = q_head_width(w);
+  const std::int64_t kv_width = w.n_kv_heads * hd;
+  float* q = ctx.scratch->take(n * w.n_heads * qw);    // [n, n_heads, qw]
+  float* kr = ctx.scratch->take(n * kv_width);         // [n, n_kv, hd]
+  float* vr = ctx.scratch->take(n * kv_width);         // [n, n_kv, hd]
+  float* att = ctx.scratch->take(n * w.n_heads * hd);  // [n, n_heads, hd]
+  k::matmul(*ctx.pool, x, n, w.q, q);
+  k::matmul(*ctx.pool, x, n, w.k, kr);
+  k::matmul(*ctx.pool, x, n, w.v, vr);
+  k::rms_norm(q, w.q_norm.w.data(), q,
+              {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw}, w.q_norm.eps,
+              w.q_norm.kind);
+  k::rms_norm(kr, w.k_norm.w.data(), kr, {.n_rows = n * w.n_kv_heads, .width = hd}, w.k_norm.eps,
+              w.k_norm.kind);
+  k::rope(q, ctx.positions,
+          {.n_tokens = n,
+           .n_heads = w.n_heads,
+           .head_dim = hd,
+           .rotary_dim = w.rotary_dim,
+           .head_stride = qw},
+          w.rope_theta);
+  k::rope(kr, ctx.positions,
+          {.n_tokens = n, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim},
+          w.rope_theta);
+  for (const ChunkRows& c : ctx.chunks) {
+    append_kv(w, c, kr + c.row0 * kv_width, vr + c.row0 * kv_width);
+    k::attention(*ctx.pool, q + c.row0 * w.n_heads * qw, c.seq->k_data(w.layer),
+                 c.seq->v_data(w.layer), att + c.row0 * w.n_heads * hd,
+                 {.n_q = c.n_rows,
+                  .pos0 = c.pos0,
+                  .n_kv = c.pos0 + c.n_rows,
+                  .n_heads = w.n_heads,
+                  .n_kv_heads = w.n_kv_heads,
+                  .head_dim = hd,
+                  .q_head_stride = qw,
+                  .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
+                  .kv_dtype = w.kv_dtype});
+  }
+  if (w.output_gate) {
+    for (std::int64_t r = 0; r < n * w.n_heads; ++r)
+      k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);
+  }
+  k::matmul(*ctx.pool, att, n, w.o, out);
+}
+
+// ---- SwiGLU MLP --------------------------------------------------------------------------------
+
+void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
+               MlpW* w) {
+  v.matrix(p + "mlp.gate_proj.weight", d_ff, d_model, &w->gate);
+  v.matrix(p + "mlp.up_proj.weight", d_ff, d_model, &w->up);
+  v.matrix(p + "mlp.down_proj.weight", d_model, d_ff, &w->down);
+}
+
+std::int64_t mlp_scratch_per_row(const MlpW& w) { return 2 * w.gate.rows; }
+
+void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
+  const std::int64_t n = ctx.n_rows, d_ff = w.gate.rows;
+  float* g = ctx.scratch->take(n * d_ff);  // [n, d_ff]
+  float* u = ctx.scratch->take(n * d_ff);  // [n, d_ff]
+  k::matmul(*ctx.pool, x, n, w.gate, g);
+  k::matmul(*ctx.pool, x, n, w.up, u);
+  k::swiglu(g, u, g, n * d_ff);
+  k::matmul(*ctx.pool, g, n, w.down, out);
+}
+
+// ---- Gated DeltaNet (spec 2.5)
+// -------------------------------------------------------------------
+
+void visit_gated_delta(TensorVisitor& v, const std::string& p, std::int64_t d_model,
+                       GatedDeltaW* w) {
+  const std::int64_t hv = w->n_v_heads, vd = w->v_dim;
+  v.matrix(p + "linear_attn.in_proj_qkv.weight", w->conv_dim(), d_model, &w->in_qkv);
+  v.matrix(p + "linear_attn.in_proj_z.weight", hv * vd, d_model, &w->in_z);
+  v.matrix(p + "linear_attn.in_proj_b.weight", hv, d_model, &w->in_b);
+  v.matrix(p + "linear_attn.in_proj_a.weight", hv, d_model, &w->in_a);
+  v.vector(p + "linear_attn.conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
+  v.vector(p + "linear_attn.dt_bias", {hv}, &w->dt_bias);
+  v.vector(p + "linear_attn.A_log", {hv}, &w->a_log);
+  v.vector(p + "linear_attn.norm.weight", {vd}, &w->norm.w);
+  v.matrix(p + "linear_attn.out_proj.weight", d_model, hv * vd, &w->out);
+}
+
+std::int64_t gated_delta_scratch_per_row(const GatedDeltaW& w) {
+  return 2 * w.conv_dim() + 2 * w.n_v_heads * w.v_dim + 4 * w.n_v_heads;
+}
+
+LayerStateSpec gated_delta_state(const GatedDeltaW& w) {
+  return {.kind = LayerStateSpec::Kind::kRecurrent,
+          .state_floats = w.n_v_heads * w.k_dim * w.v_dim,
+          .conv_floats = (w.conv_kernel - 1) * w.conv_dim()};
+}
+
+void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, float* out) {
+  const std::int64_t n = ctx.n_rows, cd = w.conv_dim(), hv = w.n_v_heads, hk = w.n_k_heads;
+  const std::int64_t qk_width = hk * w.k_dim, o_width = hv * w.v_dim;
+  float* mixed = ctx.scratch->take(n * cd);   // [n, q | k | v] before the conv
+  float* qkv = ctx.scratch->take(n * cd);     // after conv + silu
+  float* z = ctx.scratch->take(n * o_width);  // [n, Hv, Dv]
+  float* o = ctx.scratch->take(n * o_width);  // [n, Hv, Dv]
+  float* b = ctx.scratch->take(n * hv);       // [n, Hv] → beta
+  float* a = ctx.scratch->take(n * hv);       // [n, Hv] → g
+  float* g = ctx.scratch->take(n * hv);
+  float* beta = ctx.scratch->take(n * hv);
+  k::matmul(*ctx.pool, x, n, w.in_qkv, mixed);
+  k::matmul(*ctx.pool, x, n, w.in_z, z);
+  k::matmul(*ctx.pool, x, n, w.in_b, b);
+  k::matmul(*ctx.pool, x, n, w.in_a, a);
+  for (const ChunkRows& c : ctx.chunks) {
+    k::causal_conv1d(mixed + c.row0 * cd, w.conv.data(), nullptr, c.seq->conv_window(w.layer),
+                     qkv + c.row0 * cd,
+                     {.n_tokens = c.n_rows, .channels = cd, .kernel = w.conv_kernel});
+  }
+  // q ← l2norm(q)·Dk^-½, k ← l2norm(k), per head (FLA l2norm, eps 1e-6).
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(w.k_dim));
+  for (std::int64_t t = 0; t < n; ++t) {
+    k::l2_norm(qkv + t * cd, {.n_rows = hk, .width = w.k_dim}, 1e-6f, q_scale);
+    k::l2_norm(qkv + t * cd + qk_width, {.n_rows = hk, .width = w.k_dim}, 1e-6f, 1.0f);
+  }
+  k::gated_delta_gates(a, b, w.a_log.data(), w.dt_bias.data(), g, beta, n, hv);
+  for (const ChunkRows& c : ctx.chunks) {
+    const float* row = qkv + c.row0 * cd;
+    k::gated_delta_rule(*ctx.pool,
+                        {.q = row,
+                         .k = row + qk_width,
+                         .v = row + 2 * qk_width,
+                         .g = g + c.row0 * hv,
+                         .beta = beta + c.row0 * hv},
+                        c.seq->recurrent(w.layer), o + c.row0 * o_width,
+                        {.n_tokens = c.n_rows,
+                         .n_k_heads = hk,
+                         .n_v_heads = hv,
+                         .k_dim = w.k_dim,
+                         .v_dim = w.v_dim,
+                         .qkv_stride = cd});
+  }
+  k::rms_norm_gated(o, z, w.norm.w.data(), o, {.n_rows = n * hv, .width = w.v_dim}, w.norm.eps);
+  k::matmul(*ctx.pool, o, n, w.out, out);
+}
+
+// ---- Mamba2 mixer (spec 4.3)
+// ---------------------------------------------------------------------
+
+void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, Mamba2W* w) {
+  v.matrix(p + "mixer.in_proj.weight", w->in_width(), d_model, &w->in);
+  v.vector(p + "mixer.conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
+  if (w->conv_bias_present) v.vector(p + "mixer.conv1d.bias", {w->conv_dim()}, &w->conv_bias);
+  v.vector(p + "mixer.dt_bias", {w->n_heads}, &w->dt_bias);
+  v.vector(p + "mixer.A_log", {w->n_heads}, &w->a_log);
+  v.vector(p + "mixer.D", {w->n_heads}, &w->d);
+  v.vector(p + "mixer.norm.weight", {w->d_inner()}, &w->norm.w);
+  v.matrix(p + "mixer.out_proj.weight", d_model, w->d_inner(), &w->out);
+}
+
+std::int64_t mamba2_scratch_per_row(const Mamba2W& w) {
+  return w.in_width() + w.conv_dim() + 2 * w.d_inner();
+}
+
+LayerStateSpec mamba2_state(const Mamba2W& w) {
+  return {.kind = LayerStateSpec::Kind::kRecurrent,
+          .state_floats = w.n_heads * w.head_dim * w.d_state,
+          .conv_floats = (w.conv_kernel - 1) * w.conv_dim()};
+}
+
+void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out) {
+  const std::int64_t n = ctx.n_rows, iw = w.in_width(), cd = w.conv_dim(), di = w.d_inner();
+  const std::int64_t gn = w.n_groups * w.d_state;
+  float* zx = ctx.scratch->take(n * iw);   // [n, z | xBC | dt]
+  float* xbc = ctx.scratch->take(n * cd);  // [n, x | B | C] after conv + silu
+  float* y = ctx.scratch->take(n * di);    // [n, H, P]
+  float* z = ctx.scratch->take(n * di);    // [n, d_inner], z made contiguous for the gated norm
+  k::matmul(*ctx.pool, x, n, w.in, zx);
+  const float* bias = w.conv_bias.empty() ? nullptr : w.conv_bias.data();
+  for (const ChunkRows& c : ctx.chunks) {
+    k::causal_conv1d(zx + c.row0 * iw + di, w.conv.data(), bias, c.seq->conv_window(w.layer),
+                     xbc + c.row0 * cd,
+                     {.n_tokens = c.n_rows,
+                      .channels = cd,
+                      .kernel = w.conv_kernel,
+                      .x_stride = iw,
+                      .y_stride = cd});
+    const float* row = xbc + c.row0 * cd;
+    k::mamba2_scan(*ctx.pool,
+                   {.x = row,
+                    .b = row + di,
+                    .c = row + di + gn,
+                    .dt_raw = zx + c.row0 * iw + di + cd,
+                    .dt_bias = w.dt_bias.data(),
+                    .a_log = w.a_log.data(),
+                    .d = w.d.data()},
+                   c.seq->recurrent(w.layer), y + c.row0 * di,
+                   {.n_tokens = c.n_rows,
+                    .n_heads = w.n_heads,
+                    .head_dim = w.head_dim,
+                    .d_state = w.d_state,
+                    .n_groups = w.n_groups,
+                    .x_stride = cd,
+                    .dt_stride = iw,
+                    .dt_min = w.dt_min,
+                    .dt_max = w.dt_max});
+  }
+  for (std::int64_t r = 0; r < n; ++r) std::memcpy(z + r * di, zx + r * iw, di * sizeof(float));
+  // Per-group normalisation (mamba_ssm / llama.cpp); equals HF's whole-row form when G = 1.
+  k::rms_norm_gate_first(y, z, w.norm.w.data(), y, {.n_rows = n, .width = di}, di / w.n_groups,
+                         w.norm.eps);
+  k::matmul(*ctx.pool, y, n, w.out, out);
+}
+
+}  // namespace recur::model

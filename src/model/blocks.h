@@ -1,0 +1,85 @@
+// Shared building blocks the families compose their layers from, each a spec section of
+// ../shared/reference/model-families.md: norms (0.1), (gated) attention with RoPE (0.2-0.4, 2.4),
+// SwiGLU MLP (0.4), Gated DeltaNet mixer (2.5), Mamba2 mixer (4.3). Each block reads x
+// [n_rows, d_model] and writes its output [n_rows, d_model]; per-sequence state is reached through
+// ForwardCtx chunks. Blocks know no family and no checkpoint quirk.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "model/family.h"
+
+namespace recur::model {
+
+struct NormW {
+  std::vector<float> w;  // [width] f32
+  float eps = 1e-6f;
+  kernels::NormWeight kind = kernels::NormWeight::kPlain;
+};
+// y = norm(x) over rows of `width`; x may equal y.
+void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width);
+
+// Causal GQA self-attention with q/k norm and (partial) NeoX RoPE; optional per-head output gate
+// (q_proj rows per head [q | gate], spec 0.3).
+struct AttentionW {
+  kernels::WeightView q, k, v, o;
+  NormW q_norm, k_norm;
+  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, rotary_dim = 0;
+  float rope_theta = 1e6f;
+  bool output_gate = false;
+  kernels::DType kv_dtype = kernels::DType::kF32;
+  std::size_t layer = 0;  // index into SequenceState layers
+};
+void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_model, AttentionW* w);
+std::int64_t attention_scratch_per_row(const AttentionW& w);
+LayerStateSpec attention_state(const AttentionW& w);
+void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float* out);
+
+// down(silu(gate(x)) ⊙ up(x)).
+struct MlpW {
+  kernels::WeightView gate, up, down;
+};
+void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
+               MlpW* w);
+std::int64_t mlp_scratch_per_row(const MlpW& w);
+void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out);
+
+// Gated DeltaNet token mixer (Qwen3.5 linear_attn), per-token recurrence.
+struct GatedDeltaW {
+  kernels::WeightView in_qkv, in_z, in_b, in_a, out;
+  std::vector<float> conv;            // [conv_dim, K]
+  std::vector<float> a_log, dt_bias;  // [Hv]
+  NormW norm;                         // gated norm weight [Dv]
+  std::int64_t n_k_heads = 0, n_v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 0;
+  std::size_t layer = 0;
+  std::int64_t conv_dim() const { return 2 * n_k_heads * k_dim + n_v_heads * v_dim; }
+};
+void visit_gated_delta(TensorVisitor& v, const std::string& p, std::int64_t d_model,
+                       GatedDeltaW* w);
+std::int64_t gated_delta_scratch_per_row(const GatedDeltaW& w);
+LayerStateSpec gated_delta_state(const GatedDeltaW& w);
+void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, float* out);
+
+// Mamba2 mixer: in_proj → conv → SSM scan → gate-then-norm → out_proj.
+struct Mamba2W {
+  kernels::WeightView in, out;
+  std::vector<float> conv, conv_bias;    // [conv_dim, K], [conv_dim] (empty: no bias)
+  std::vector<float> a_log, dt_bias, d;  // [H]
+  NormW norm;                            // [d_inner], gate-then-norm
+  std::int64_t n_heads = 0, head_dim = 0, d_state = 0, n_groups = 0, conv_kernel = 0;
+  float dt_min = 0.0f, dt_max = 0.0f;
+  bool conv_bias_present = true;
+  std::size_t layer = 0;
+  std::int64_t d_inner() const { return n_heads * head_dim; }
+  std::int64_t conv_dim() const { return d_inner() + 2 * n_groups * d_state; }
+  std::int64_t in_width() const { return d_inner() + conv_dim() + n_heads; }
+};
+void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, Mamba2W* w);
+std::int64_t mamba2_scratch_per_row(const Mamba2W& w);
+LayerStateSpec mamba2_state(const Mamba2W& w);
+void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out);
+
+}  // namespace recur::model

@@ -1,0 +1,111 @@
+// The contract between the generic model driver (model.cc) and a model family (qwen3.cc,
+// qwen3_5.cc, mamba2.cc): a family parses its typed config, lists its tensors through one visitor,
+// declares its per-layer state, and runs its layers over a batch. Families register in
+// registry.cc, the only place that knows them all. Internal to model/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "model/config_json.h"
+#include "model/state.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace recur::model {
+
+enum class Need : std::uint8_t { kRequired, kOptional };
+
+// One tensor visitor per family lists every tensor it reads and drives loading: the loader binds
+// each slot to the checkpoint (matrices as views into the mapping, small vectors converted to f32),
+// the docs/tests visitor just records names and shapes.
+class TensorVisitor {
+ public:
+  virtual ~TensorVisitor() = default;
+  // A 2-D weight read in place: shape [rows, cols].
+  virtual void matrix(const std::string& name, std::int64_t rows, std::int64_t cols,
+                      kernels::WeightView* slot, Need need = Need::kRequired) = 0;
+  // A small parameter of any shape, copied to f32 (norm weights, conv kernels, A_log, ...).
+  // An optional vector that is absent is left empty.
+  virtual void vector(const std::string& name, std::vector<std::int64_t> shape,
+                      std::vector<float>* slot, Need need = Need::kRequired) = 0;
+};
+
+// One sequence's part of a batch: rows [row0, row0 + n_rows) of every activation buffer.
+struct ChunkRows {
+  SequenceState* seq = nullptr;
+  std::int64_t row0 = 0;
+  std::int64_t n_rows = 0;
+  std::int64_t pos0 = 0;  // absolute position of the first row (tokens already in the state)
+};
+
+// A bump allocator over scratch sized once at load for the largest batch: no allocation per step.
+class Scratch {
+ public:
+  void reserve_floats(std::int64_t n) { buf_.resize(static_cast<std::size_t>(n)); }
+  float* take(std::int64_t n);  // RECUR_CHECKs capacity
+  void reset() { used_ = 0; }
+
+ private:
+  std::vector<float> buf_;
+  std::int64_t used_ = 0;
+};
+
+// What a layer's forward sees.
+struct ForwardCtx {
+  ThreadPool* pool = nullptr;
+  std::int64_t n_rows = 0;                  // rows of the batch (all chunks)
+  std::span<const ChunkRows> chunks;        // in row order
+  const std::int32_t* positions = nullptr;  // [n_rows] absolute positions
+  Scratch* scratch = nullptr;
+};
+
+class FamilyModel {
+ public:
+  virtual ~FamilyModel() = default;
+  virtual std::int64_t d_model() const = 0;
+  virtual std::int64_t vocab_size() const = 0;
+  virtual StateLayout state_layout() const = 0;
+  // Every tensor, bound through `v` (also the list for docs and tests).
+  virtual void visit_tensors(TensorVisitor& v) = 0;
+  // Scratch floats per batch row the layers need at most (beyond the driver's own buffers).
+  virtual std::int64_t scratch_floats_per_row() const = 0;
+  // h [n_rows, d_model] f32, the residual stream after embedding; leaves it after the last layer.
+  virtual void forward_layers(ForwardCtx& ctx, float* h) = 0;
+  // Final norm in place over rows of h [n, d_model].
+  virtual void final_norm(float* h, std::int64_t n_rows) const = 0;
+  virtual const kernels::WeightView& embedding() const = 0;
+  virtual const kernels::WeightView& lm_head() const = 0;
+};
+
+// Registry entry: one per family (registry.cc).
+struct FamilyInfo {
+  std::string_view name;                          // canonical model_type
+  std::vector<std::string_view> model_types;      // accepted model_type values (name first)
+  std::vector<std::string_view> tensor_prefixes;  // tried in order with probe_tensor
+  std::string_view probe_tensor;                  // a tensor every checkpoint of the family has
+  // Typed config from config.json; `prefix` is the resolved tensor-name prefix.
+  std::function<Result<std::unique_ptr<FamilyModel>>(const ConfigJson&, const std::string& prefix)>
+      create;
+};
+
+std::span<const FamilyInfo> families();
+// The family for config.json's model_type, or an error listing the supported ones.
+Result<const FamilyInfo*> find_family(const ConfigJson& config);
+
+// Entry points defined in each family file.
+Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
+
+// KV dtype shared by the loader and the from-config size function: f32 for f32 checkpoints
+// (exact reference tests), bf16 otherwise (half the memory; design section 6).
+Result<kernels::DType> kv_dtype_from_config(const ConfigJson& c);
+
+}  // namespace recur::model

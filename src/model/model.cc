@@ -1,0 +1,262 @@
+// Load: config → family (registry) → tensor visitor binds views / f32 copies → state layout and
+// fingerprint → scratch sized for the largest batch. Forward: validate, embed, family layers,
+// final norm + head on the rows that want logits, advance the sequences.
+#include "model/model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "model/checkpoint.h"
+#include "model/family.h"
+#include "util/check.h"
+#include "util/hash.h"
+
+namespace recur::model {
+
+namespace k = recur::kernels;
+
+float* Scratch::take(std::int64_t n) {
+  RECUR_CHECK_MSG(used_ + n <= static_cast<std::int64_t>(buf_.size()), "scratch too small");
+  float* p = buf_.data() + used_;
+  used_ += n;
+  return p;
+}
+
+namespace {
+
+// Binds a family's tensors to the checkpoint; the first error is kept and later calls are no-ops.
+class BindingVisitor final : public TensorVisitor {
+ public:
+  BindingVisitor(const Checkpoint& ck, std::vector<TensorEntry>* list) : ck_(ck), list_(list) {}
+  Status status() const { return status_; }
+
+  void matrix(const std::string& name, std::int64_t rows, std::int64_t cols, k::WeightView* slot,
+              Need need) override {
+    list_->push_back({name, {rows, cols}, need == Need::kRequired});
+    const TensorInfo* t = lookup(name, {rows, cols}, need);
+    if (t == nullptr) return;
+    *slot = {.data = t->data, .dtype = to_kernel_dtype(t->dtype), .rows = rows, .cols = cols};
+  }
+
+  void vector(const std::string& name, std::vector<std::int64_t> shape, std::vector<float>* slot,
+              Need need) override {
+    list_->push_back({name, shape, need == Need::kRequired});
+    const TensorInfo* t = lookup(name, shape, need);
+    if (t == nullptr) return;
+    const k::DType dt = to_kernel_dtype(t->dtype);
+    const auto n = static_cast<std::int64_t>(t->n_bytes) / k::dtype_bytes(dt);
+    slot->resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      (*slot)[static_cast<std::size_t>(i)] = load_unaligned(t->data, dt, i);
+    }
+  }
+
+ private:
+  static k::DType to_kernel_dtype(DType d) {
+    return d == DType::kBF16 ? k::DType::kBF16 : d == DType::kF16 ? k::DType::kF16 : k::DType::kF32;
+  }
+  static float load_unaligned(const std::uint8_t* p, k::DType dt, std::int64_t i) {
+    const auto size = static_cast<std::size_t>(k::dtype_bytes(dt));
+    alignas(4) std::uint8_t tmp[4] = {};
+    std::memcpy(tmp, p + static_cast<std::size_t>(i) * size, size);
+    return k::load_as_f32(tmp, dt, 0);
+  }
+
+  const TensorInfo* lookup(const std::string& name, const std::vector<std::int64_t>& shape,
+                           Need need) {
+    if (!status_.is_ok()) return nullptr;
+    const TensorInfo* t = ck_.find(name);
+    if (t == nullptr) {
+      if (need == Need::kRequired) {
+        status_ = Error(StatusCode::kNotFound, "{}: missing tensor '{}' (expected shape {})",
+                        ck_.dir(), name, shape_to_string(shape));
+      }
+      return nullptr;
+    }
+    if (t->shape != shape) {
+      status_ = Error(StatusCode::kInvalidArgument, "{}: tensor '{}' has shape {}, expected {}",
+                      t->file, name, shape_to_string(t->shape), shape_to_string(shape));
+      return nullptr;
+    }
+    if (t->dtype == DType::kOther) {
+      status_ = Error(StatusCode::kInvalidArgument,
+                      "{}: tensor '{}' has dtype {}; supported: BF16, F16, F32", t->file, name,
+                      t->dtype_text);
+      return nullptr;
+    }
+    // Kernels read weights in place, so elements must sit at their natural alignment.
+    const auto align = static_cast<std::uintptr_t>(k::dtype_bytes(to_kernel_dtype(t->dtype)));
+    if (reinterpret_cast<std::uintptr_t>(t->data) % align != 0) {
+      status_ = Error(StatusCode::kDataLoss, "{}: tensor '{}' data is not {}-byte aligned", t->file,
+                      name, align);
+      return nullptr;
+    }
+    return t;
+  }
+
+  const Checkpoint& ck_;
+  std::vector<TensorEntry>* list_;
+  Status status_;
+};
+
+std::string resolve_prefix(const FamilyInfo& f, const Checkpoint& ck) {
+  for (std::string_view p : f.tensor_prefixes) {
+    if (ck.find(std::string(p) + std::string(f.probe_tensor)) != nullptr) return std::string(p);
+  }
+  return std::string(f.tensor_prefixes.front());  // the missing-tensor error will name it
+}
+
+std::uint64_t layout_hash(const StateLayout& s) {
+  Hasher h;
+  for (const auto& l : s.layers) {
+    const std::int64_t fields[] = {
+        static_cast<std::int64_t>(l.kind),     l.n_kv_heads,   l.head_dim,
+        static_cast<std::int64_t>(l.kv_dtype), l.state_floats, l.conv_floats};
+    h.update(fields, sizeof(fields));
+  }
+  return h.digest();
+}
+
+}  // namespace
+
+struct Model::ChunkBuf {
+  std::vector<ChunkRows> rows;
+};
+
+Model::Model() = default;
+Model::~Model() = default;
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOptions& opts) {
+  if (opts.max_batch_tokens < 1 || opts.max_logit_rows < 1) {
+    return Error(StatusCode::kInvalidArgument, "max_batch_tokens and max_logit_rows must be >= 1");
+  }
+  RECUR_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
+  RECUR_ASSIGN_OR_RETURN(const FamilyInfo* family, find_family(ck.config()));
+  std::unique_ptr<Model> m(new Model());
+  m->checkpoint_ = std::make_unique<Checkpoint>(std::move(ck));
+  m->family_ = std::string(family->name);
+  m->opts_ = opts;
+  RECUR_ASSIGN_OR_RETURN(
+      m->impl_, family->create(m->checkpoint_->config(), resolve_prefix(*family, *m->checkpoint_)));
+  BindingVisitor binder(*m->checkpoint_, &m->tensors_);
+  m->impl_->visit_tensors(binder);
+  RECUR_RETURN_IF_ERROR(binder.status());
+  m->layout_ = m->impl_->state_layout();
+  m->fingerprint_ = hash_combine(hash_combine(hash64(m->family_), layout_hash(m->layout_)),
+                                 m->checkpoint_->content_hash());
+  const std::int64_t rows = opts.max_batch_tokens, d = m->impl_->d_model();
+  m->scratch_ = std::make_unique<Scratch>();
+  m->scratch_->reserve_floats(rows * m->impl_->scratch_floats_per_row());
+  m->h_.resize(static_cast<std::size_t>(rows * d));
+  m->h_logit_.resize(static_cast<std::size_t>(opts.max_logit_rows * d));
+  m->logits_.resize(static_cast<std::size_t>(opts.max_logit_rows * m->impl_->vocab_size()));
+  m->ids_.resize(static_cast<std::size_t>(rows));
+  m->positions_.resize(static_cast<std::size_t>(rows));
+  m->logit_src_rows_.resize(static_cast<std::size_t>(opts.max_logit_rows));
+  m->chunks_ = std::make_unique<ChunkBuf>();
+  m->chunks_->rows.reserve(static_cast<std::size_t>(rows));
+  return m;
+}
+
+std::int64_t Model::vocab_size() const { return impl_->vocab_size(); }
+std::int64_t Model::d_model() const { return impl_->d_model(); }
+const std::vector<std::int64_t>& Model::eos_ids() const { return checkpoint_->eos_ids(); }
+std::size_t Model::weight_bytes() const { return checkpoint_->n_weight_bytes(); }
+
+std::unique_ptr<SequenceState> Model::new_sequence() const {
+  return std::make_unique<SequenceState>(&layout_, fingerprint_);
+}
+
+Status Model::validate(std::span<const SeqChunk> batch, std::int64_t* n_rows,
+                       std::int64_t* n_logit_rows) const {
+  *n_rows = 0;
+  *n_logit_rows = 0;
+  if (batch.empty()) return Error(StatusCode::kInvalidArgument, "forward of an empty batch");
+  const std::int64_t vocab = impl_->vocab_size();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const SeqChunk& c = batch[i];
+    if (c.seq == nullptr || c.tokens.empty()) {
+      return Error(StatusCode::kInvalidArgument, "chunk {} has no sequence or no tokens", i);
+    }
+    if (c.seq->fingerprint() != fingerprint_) {
+      return Error(StatusCode::kInvalidArgument, "chunk {}: sequence belongs to another model", i);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (batch[j].seq == c.seq) {
+        return Error(StatusCode::kInvalidArgument, "chunks {} and {} share one sequence", j, i);
+      }
+    }
+    for (std::int32_t t : c.tokens) {
+      if (t < 0 || t >= vocab) {
+        return Error(StatusCode::kInvalidArgument, "chunk {}: token id {} outside [0, {})", i, t,
+                     vocab);
+      }
+    }
+    const auto n = static_cast<std::int64_t>(c.tokens.size());
+    *n_rows += n;
+    *n_logit_rows += c.logits == LogitsWanted::kAll ? n : c.logits == LogitsWanted::kLast ? 1 : 0;
+  }
+  if (*n_rows > opts_.max_batch_tokens || *n_logit_rows > opts_.max_logit_rows) {
+    return Error(StatusCode::kOutOfRange,
+                 "batch of {} tokens / {} logit rows exceeds the limits {} / {}", *n_rows,
+                 *n_logit_rows, opts_.max_batch_tokens, opts_.max_logit_rows);
+  }
+  return Status::ok();
+}
+
+Result<Logits> Model::forward(ThreadPool& pool, std::span<const SeqChunk> batch) {
+  std::int64_t n_rows = 0, n_logit = 0;
+  RECUR_RETURN_IF_ERROR(validate(batch, &n_rows, &n_logit));
+  auto& chunks = chunks_->rows;
+  chunks.clear();
+  std::int64_t row = 0, li = 0;
+  for (const SeqChunk& c : batch) {
+    const auto n = static_cast<std::int64_t>(c.tokens.size());
+    const std::int64_t pos0 = c.seq->n_tokens();
+    chunks.push_back({.seq = c.seq, .row0 = row, .n_rows = n, .pos0 = pos0});
+    c.seq->reserve_tokens(pos0 + n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      ids_[static_cast<std::size_t>(row + i)] = c.tokens[static_cast<std::size_t>(i)];
+      positions_[static_cast<std::size_t>(row + i)] = static_cast<std::int32_t>(pos0 + i);
+      const bool want =
+          c.logits == LogitsWanted::kAll || (c.logits == LogitsWanted::kLast && i == n - 1);
+      if (want) logit_src_rows_[static_cast<std::size_t>(li++)] = row + i;
+    }
+    row += n;
+  }
+  const std::int64_t d = impl_->d_model();
+  k::embedding_rows(impl_->embedding(), ids_.data(), n_rows, h_.data());
+  ForwardCtx ctx{.pool = &pool,
+                 .n_rows = n_rows,
+                 .chunks = chunks,
+                 .positions = positions_.data(),
+                 .scratch = scratch_.get()};
+  impl_->forward_layers(ctx, h_.data());
+  for (std::int64_t i = 0; i < n_logit; ++i) {
+    std::memcpy(h_logit_.data() + i * d,
+                h_.data() + logit_src_rows_[static_cast<std::size_t>(i)] * d,
+                static_cast<std::size_t>(d) * sizeof(float));
+  }
+  if (n_logit > 0) {
+    impl_->final_norm(h_logit_.data(), n_logit);
+    k::matmul(pool, h_logit_.data(), n_logit, impl_->lm_head(), logits_.data());
+  }
+  for (const ChunkRows& c : chunks) c.seq->advance(c.n_rows);
+  return Logits{.data = logits_.data(), .n_rows = n_logit, .vocab_size = impl_->vocab_size()};
+}
+
+Result<StateLayout> state_layout_from_config(const std::string& config_json_text) {
+  RECUR_ASSIGN_OR_RETURN(ConfigJson c, ConfigJson::parse(config_json_text, "config.json"));
+  RECUR_ASSIGN_OR_RETURN(const FamilyInfo* family, find_family(c));
+  RECUR_ASSIGN_OR_RETURN(auto impl, family->create(c, std::string(family->tensor_prefixes[0])));
+  return impl->state_layout();
+}
+
+Result<std::int64_t> snapshot_bytes_from_config(const std::string& config_json_text,
+                                                std::int64_t n_tokens) {
+  RECUR_ASSIGN_OR_RETURN(StateLayout s, state_layout_from_config(config_json_text));
+  return s.snapshot_bytes(n_tokens);
+}
+
+}  // namespace recur::model

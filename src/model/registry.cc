@@ -1,0 +1,57 @@
+// The one place that knows every family: model_type → family. Adding a family is one entry here
+// plus its file (see README.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/family.h"
+
+namespace recur::model {
+
+std::span<const FamilyInfo> families() {
+  static const std::vector<FamilyInfo> kFamilies = {
+      {.name = "qwen3",
+       .model_types = {"qwen3"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_qwen3},
+      // The wrapper (Qwen3_5ForConditionalGeneration) uses model.language_model.*; the text-only
+      // Qwen3_5ForCausalLM uses model.*.
+      {.name = "qwen3_5",
+       .model_types = {"qwen3_5", "qwen3_5_text"},
+       .tensor_prefixes = {"model.language_model.", "model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_qwen3_5},
+      {.name = "mamba2",
+       .model_types = {"mamba2"},
+       .tensor_prefixes = {"backbone."},
+       .probe_tensor = "embeddings.weight",
+       .create = create_mamba2},
+  };
+  return kFamilies;
+}
+
+Result<const FamilyInfo*> find_family(const ConfigJson& config) {
+  const std::string type = config.model_type();
+  std::vector<std::string> supported;
+  for (const FamilyInfo& f : families()) {
+    for (std::string_view t : f.model_types) {
+      if (t == type) return &f;
+      supported.emplace_back(t);
+    }
+  }
+  return Error(StatusCode::kUnimplemented, "{}: unsupported model_type '{}'; supported: {}",
+               config.file(), type, fmt::join(supported, ", "));
+}
+
+Result<kernels::DType> kv_dtype_from_config(const ConfigJson& c) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (!c.has(key)) continue;
+    RECUR_ASSIGN_OR_RETURN(auto v, c.get_string(key));
+    if (v == "float32") return kernels::DType::kF32;
+    return kernels::DType::kBF16;
+  }
+  return kernels::DType::kBF16;
+}
+
+}  // namespace recur::model

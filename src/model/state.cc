@@ -1,0 +1,145 @@
+// Snapshot payload layout, layer by layer: attention K[n, n_kv, hd] then V[n, n_kv, hd] for the
+// first n tokens only; recurrent state then conv window. No padding, so byte_size() equals
+// StateLayout::snapshot_bytes(n) exactly.
+#include "model/state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/check.h"
+
+namespace recur::model {
+
+namespace {
+// K/V grow in blocks of this many tokens: decode allocates once per block, not per step.
+constexpr std::int64_t kKvGrowTokens = 256;
+}  // namespace
+
+std::int64_t StateLayout::kv_bytes_per_token() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += l.kv_bytes_per_token();
+  return n;
+}
+
+std::int64_t StateLayout::fixed_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += l.fixed_bytes();
+  return n;
+}
+
+std::int64_t StateLayout::snapshot_bytes(std::int64_t n_tokens) const {
+  return fixed_bytes() + n_tokens * kv_bytes_per_token();
+}
+
+bool StateLayout::truncatable() const {
+  return std::all_of(layers.begin(), layers.end(), [](const LayerStateSpec& l) {
+    return l.kind == LayerStateSpec::Kind::kAttention;
+  });
+}
+
+Snapshot::Snapshot(std::uint64_t fingerprint, std::int64_t n_tokens, bool truncatable,
+                   std::vector<std::uint8_t> payload)
+    : fingerprint_(fingerprint),
+      n_tokens_(n_tokens),
+      truncatable_(truncatable),
+      payload_(std::move(payload)) {}
+
+SequenceState::SequenceState(const StateLayout* layout, std::uint64_t fingerprint)
+    : layout_(layout), fingerprint_(fingerprint), layers_(layout->layers.size()) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    layers_[i].state.assign(static_cast<std::size_t>(spec.state_floats), 0.0f);
+    layers_[i].conv.assign(static_cast<std::size_t>(spec.conv_floats), 0.0f);
+  }
+}
+
+void SequenceState::reserve_tokens(std::int64_t n) {
+  if (n <= capacity_tokens_) return;
+  std::int64_t cap = std::max(n, capacity_tokens_ * 2);
+  cap = (cap + kKvGrowTokens - 1) / kKvGrowTokens * kKvGrowTokens;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    if (spec.kind != LayerStateSpec::Kind::kAttention) continue;
+    auto bytes = static_cast<std::size_t>(cap * spec.kv_bytes_per_token() / 2);
+    layers_[i].k.resize(bytes);
+    layers_[i].v.resize(bytes);
+  }
+  capacity_tokens_ = cap;
+}
+
+std::shared_ptr<const Snapshot> SequenceState::snapshot() const {
+  std::vector<std::uint8_t> payload(static_cast<std::size_t>(layout_->snapshot_bytes(n_tokens_)));
+  std::uint8_t* out = payload.data();
+  auto put = [&](const void* src, std::size_t n) {
+    if (n > 0) std::memcpy(out, src, n);
+    out += n;
+  };
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    if (spec.kind == LayerStateSpec::Kind::kAttention) {
+      auto n = static_cast<std::size_t>(n_tokens_ * spec.kv_bytes_per_token() / 2);
+      put(layers_[i].k.data(), n);
+      put(layers_[i].v.data(), n);
+    } else {
+      put(layers_[i].state.data(), layers_[i].state.size() * sizeof(float));
+      put(layers_[i].conv.data(), layers_[i].conv.size() * sizeof(float));
+    }
+  }
+  RECUR_CHECK(out == payload.data() + payload.size());
+  return std::make_shared<const Snapshot>(fingerprint_, n_tokens_, layout_->truncatable(),
+                                          std::move(payload));
+}
+
+Status SequenceState::restore(const Snapshot& snap) {
+  if (snap.fingerprint() != fingerprint_) {
+    return Error(StatusCode::kFailedPrecondition,
+                 "snapshot of model {:016x} cannot be restored into a sequence of model {:016x}",
+                 snap.fingerprint(), fingerprint_);
+  }
+  if (static_cast<std::int64_t>(snap.byte_size()) != layout_->snapshot_bytes(snap.n_tokens())) {
+    return Error(StatusCode::kDataLoss, "snapshot of {} tokens has {} bytes, expected {}",
+                 snap.n_tokens(), snap.byte_size(), layout_->snapshot_bytes(snap.n_tokens()));
+  }
+  reserve_tokens(snap.n_tokens());
+  const std::uint8_t* in = snap.payload().data();
+  auto get = [&](void* dst, std::size_t n) {
+    if (n > 0) std::memcpy(dst, in, n);
+    in += n;
+  };
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    if (spec.kind == LayerStateSpec::Kind::kAttention) {
+      auto n = static_cast<std::size_t>(snap.n_tokens() * spec.kv_bytes_per_token() / 2);
+      get(layers_[i].k.data(), n);
+      get(layers_[i].v.data(), n);
+    } else {
+      get(layers_[i].state.data(), layers_[i].state.size() * sizeof(float));
+      get(layers_[i].conv.data(), layers_[i].conv.size() * sizeof(float));
+    }
+  }
+  n_tokens_ = snap.n_tokens();
+  return Status::ok();
+}
+
+Status SequenceState::truncate(std::int64_t n) {
+  if (!truncatable()) {
+    return Error(StatusCode::kFailedPrecondition,
+                 "this model's state has recurrent layers and cannot be truncated");
+  }
+  if (n < 0 || n > n_tokens_) {
+    return Error(StatusCode::kOutOfRange, "cannot truncate a {}-token state to {} tokens",
+                 n_tokens_, n);
+  }
+  n_tokens_ = n;  // K/V past n are dead bytes, overwritten by the next forward
+  return Status::ok();
+}
+
+void SequenceState::reset() {
+  n_tokens_ = 0;
+  for (auto& l : layers_) {
+    std::fill(l.state.begin(), l.state.end(), 0.0f);
+    std::fill(l.conv.begin(), l.conv.end(), 0.0f);
+  }
+}
+
+}  // namespace recur::model

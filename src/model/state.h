@@ -1,0 +1,107 @@
+// Per-sequence model state and its immutable snapshots (design section 4). A SequenceState holds,
+// per layer, either attention K/V for n tokens (growable, truncatable) or a fixed recurrent state
+// (Gated DeltaNet / Mamba2: f32 state + conv window). A Snapshot is an exact copy of the payload
+// with the model fingerprint and token count; restore copies and never consumes. Thread-compatible.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "util/status.h"
+
+namespace recur::model {
+
+// What one layer keeps between forward calls.
+struct LayerStateSpec {
+  enum class Kind : std::uint8_t { kAttention, kRecurrent };
+  Kind kind = Kind::kAttention;
+  // kAttention: K and V, each [n_tokens, n_kv_heads, head_dim] in kv_dtype.
+  std::int64_t n_kv_heads = 0;
+  std::int64_t head_dim = 0;
+  kernels::DType kv_dtype = kernels::DType::kF32;
+  // kRecurrent: f32 recurrent state and f32 conv window (last K-1 conv inputs).
+  std::int64_t state_floats = 0;
+  std::int64_t conv_floats = 0;
+
+  std::int64_t kv_bytes_per_token() const {
+    return kind == Kind::kAttention ? 2 * n_kv_heads * head_dim * kernels::dtype_bytes(kv_dtype)
+                                    : 0;
+  }
+  std::int64_t fixed_bytes() const {
+    return kind == Kind::kRecurrent ? (state_floats + conv_floats) * 4 : 0;
+  }
+};
+
+struct StateLayout {
+  std::vector<LayerStateSpec> layers;
+
+  // Payload bytes of a snapshot at n_tokens: per-token KV plus fixed recurrent bytes.
+  std::int64_t snapshot_bytes(std::int64_t n_tokens) const;
+  std::int64_t kv_bytes_per_token() const;
+  std::int64_t fixed_bytes() const;
+  // True when every layer is attention: any prefix of the state is a valid state.
+  bool truncatable() const;
+};
+
+// An immutable copy of a sequence state. Usable by the prompt cache as an opaque value.
+class Snapshot {
+ public:
+  Snapshot(std::uint64_t fingerprint, std::int64_t n_tokens, bool truncatable,
+           std::vector<std::uint8_t> payload);
+
+  std::size_t byte_size() const { return payload_.size(); }  // payload only
+  std::int64_t n_tokens() const { return n_tokens_; }
+  bool truncatable() const { return truncatable_; }
+  std::uint64_t fingerprint() const { return fingerprint_; }
+  const std::vector<std::uint8_t>& payload() const { return payload_; }
+
+ private:
+  std::uint64_t fingerprint_;
+  std::int64_t n_tokens_;
+  bool truncatable_;
+  std::vector<std::uint8_t> payload_;
+};
+
+class SequenceState {
+ public:
+  // The layout must outlive the state (it lives in the Model).
+  SequenceState(const StateLayout* layout, std::uint64_t fingerprint);
+
+  std::int64_t n_tokens() const { return n_tokens_; }
+  bool truncatable() const { return layout_->truncatable(); }
+  std::uint64_t fingerprint() const { return fingerprint_; }
+
+  std::shared_ptr<const Snapshot> snapshot() const;
+  // Replaces this state with a copy of `snap`; refuses a snapshot of another model.
+  Status restore(const Snapshot& snap);
+  // Keeps the first n tokens; only for truncatable states, n <= n_tokens().
+  Status truncate(std::int64_t n);
+  // Back to zero tokens (recurrent state zeroed).
+  void reset();
+
+  // --- for model code (forward) ---
+  // Makes room for K/V of n tokens in total; grows in blocks so decode rarely allocates.
+  void reserve_tokens(std::int64_t n);
+  std::uint8_t* k_data(std::size_t layer) { return layers_[layer].k.data(); }
+  std::uint8_t* v_data(std::size_t layer) { return layers_[layer].v.data(); }
+  float* recurrent(std::size_t layer) { return layers_[layer].state.data(); }
+  float* conv_window(std::size_t layer) { return layers_[layer].conv.data(); }
+  void advance(std::int64_t n) { n_tokens_ += n; }
+  std::int64_t capacity_tokens() const { return capacity_tokens_; }
+
+ private:
+  struct LayerData {
+    std::vector<std::uint8_t> k, v;  // capacity_tokens_ rows
+    std::vector<float> state, conv;
+  };
+  const StateLayout* layout_;
+  std::uint64_t fingerprint_;
+  std::int64_t n_tokens_ = 0;
+  std::int64_t capacity_tokens_ = 0;
+  std::vector<LayerData> layers_;
+};
+
+}  // namespace recur::model

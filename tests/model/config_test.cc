@@ -1,0 +1,146 @@
+// config.json reading (nested text_config, Python's Infinity, defaults) and state sizes from
+// config geometry alone, checked against the spec's table (model-families.md section 5).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/config_json.h"
+#include "model/model.h"
+
+namespace recur::model {
+namespace {
+
+TEST(ConfigJson, ReadsTextConfigFirstThenTopLevel) {
+  auto c = ConfigJson::parse(
+      R"({"model_type":"qwen3_5","tie_word_embeddings":true,"vocab_size":7,
+          "text_config":{"vocab_size":9,"rope_parameters":{"rope_theta":5.0}}})",
+      "config.json");
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->model_type(), "qwen3_5");
+  EXPECT_EQ(*c->get_int("vocab_size"), 9);
+  EXPECT_TRUE(*c->get_bool("tie_word_embeddings", false));
+  EXPECT_EQ(*c->get_float("rope_parameters.rope_theta"), 5.0);
+  EXPECT_EQ(*c->get_int("missing", 3), 3);
+  auto missing = c->get_int("missing");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("config.json: missing field 'missing'"),
+            std::string::npos);
+}
+
+TEST(ConfigJson, AcceptsPythonNonFiniteLiterals) {
+  auto c = ConfigJson::parse(
+      R"({"time_step_limit":[0.0, Infinity],"a":-Infinity,"b":NaN,"s":"Infinity and NaN",
+          "f":{"__float__":"Infinity"}})",
+      "config.json");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  auto lim = c->get_floats("time_step_limit");
+  ASSERT_TRUE(lim.is_ok());
+  EXPECT_EQ((*lim)[0], 0.0);
+  EXPECT_TRUE(std::isinf((*lim)[1]) && (*lim)[1] > 0);
+  EXPECT_TRUE(std::isinf(*c->get_float("a")) && *c->get_float("a") < 0);
+  EXPECT_TRUE(std::isnan(*c->get_float("b")));
+  EXPECT_TRUE(std::isinf(*c->get_float("f")));
+  EXPECT_EQ(*c->get_string("s"), "Infinity and NaN");  // strings are left alone
+}
+
+TEST(ConfigJson, RejectsMalformedAndWrongTypes) {
+  EXPECT_FALSE(ConfigJson::parse("{", "config.json").is_ok());
+  EXPECT_FALSE(ConfigJson::parse("[]", "config.json").is_ok());
+  auto c = ConfigJson::parse(R"({"n":"x","eos_token_id":[1,"a"]})", "config.json");
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_FALSE(c->get_int("n").is_ok());
+  EXPECT_FALSE(c->get_int_list("eos_token_id").is_ok());
+}
+
+TEST(ConfigJson, EosIdsIntOrList) {
+  auto c = ConfigJson::parse(R"({"eos_token_id":5,"text_config":{"eos_token_id":[1,2]}})", "c");
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(*c->get_int_list("eos_token_id"), (std::vector<std::int64_t>{1, 2}));
+}
+
+// Real configs (spec sections 1.1, 2.1, 4.1), trimmed to the fields that matter.
+constexpr const char* kQwen3_06b = R"({
+  "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+  "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "eos_token_id": 151645})";
+
+constexpr const char* kQwen35_08b = R"({
+  "model_type": "qwen3_5", "tie_word_embeddings": true,
+  "text_config": {
+    "dtype": "bfloat16", "eos_token_id": 248044, "full_attention_interval": 4, "head_dim": 256,
+    "hidden_size": 1024, "intermediate_size": 3584, "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
+    "linear_value_head_dim": 128, "model_type": "qwen3_5_text", "num_attention_heads": 8,
+    "num_hidden_layers": 24, "num_key_value_heads": 2, "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-06, "vocab_size": 248320,
+    "rope_parameters": {"mrope_interleaved": true, "mrope_section": [11, 11, 10],
+                        "partial_rotary_factor": 0.25, "rope_theta": 10000000,
+                        "rope_type": "default"}}})";
+
+constexpr const char* kMamba2_130m = R"({
+  "architectures": ["Mamba2ForCausalLM"], "model_type": "mamba2",
+  "hidden_size": 768, "num_hidden_layers": 24, "vocab_size": 50288,
+  "num_heads": 24, "head_dim": 64, "expand": 2, "state_size": 128, "n_groups": 1,
+  "conv_kernel": 4, "chunk_size": 256, "use_bias": false, "use_conv_bias": true,
+  "hidden_act": "silu", "layer_norm_epsilon": 1e-05, "rms_norm": true, "residual_in_fp32": true,
+  "time_step_rank": 48, "time_step_min": 0.001, "time_step_max": 0.1, "time_step_floor": 0.0001,
+  "time_step_limit": [0.0, Infinity], "tie_word_embeddings": true,
+  "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0})";
+
+TEST(StateSizes, Qwen3MatchesSpecTable) {
+  auto layout = state_layout_from_config(kQwen3_06b);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->kv_bytes_per_token(), 114688);  // 28·2·8·128·2 (bf16 KV)
+  EXPECT_EQ(layout->fixed_bytes(), 0);
+  EXPECT_TRUE(layout->truncatable());
+  EXPECT_EQ(*snapshot_bytes_from_config(kQwen3_06b, 1000), 114688000);
+}
+
+TEST(StateSizes, Qwen35MatchesSpecTable) {
+  auto layout = state_layout_from_config(kQwen35_08b);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 24u);
+  for (std::size_t i = 0; i < 24; ++i) {
+    EXPECT_EQ(layout->layers[i].kind == LayerStateSpec::Kind::kAttention, i % 4 == 3) << i;
+  }
+  EXPECT_EQ(layout->kv_bytes_per_token(), 12288);  // 6 layers·2·2·256·2
+  EXPECT_EQ(layout->fixed_bytes(), 20201472);      // 18 × (262,144 + 18,432) f32
+  EXPECT_FALSE(layout->truncatable());
+  EXPECT_EQ(*snapshot_bytes_from_config(kQwen35_08b, 100), 20201472 + 1228800);
+}
+
+TEST(StateSizes, Mamba2MatchesSpecTable) {
+  auto layout = state_layout_from_config(kMamba2_130m);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->kv_bytes_per_token(), 0);
+  EXPECT_EQ(layout->fixed_bytes(), 19390464);  // 24 × (196,608 + 5,376) f32
+  EXPECT_EQ(*snapshot_bytes_from_config(kMamba2_130m, 5000), 19390464);
+}
+
+TEST(StateSizes, UnknownModelTypeListsSupported) {
+  auto r = state_layout_from_config(R"({"model_type":"llama"})");
+  ASSERT_FALSE(r.is_ok());
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("unsupported model_type 'llama'"), std::string::npos) << m;
+  EXPECT_NE(m.find("qwen3, qwen3_5, qwen3_5_text, mamba2"), std::string::npos) << m;
+}
+
+TEST(StateSizes, DerivesScheduleFromIntervalWhenLayerTypesAbsent) {
+  auto layout = state_layout_from_config(kQwen35_08b);
+  ASSERT_TRUE(layout.is_ok());
+  // kQwen35_08b has no layer_types: the schedule came from full_attention_interval = 4.
+  EXPECT_EQ(layout->layers[3].kind, LayerStateSpec::Kind::kAttention);
+  EXPECT_EQ(layout->layers[2].kind, LayerStateSpec::Kind::kRecurrent);
+}
+
+TEST(StateSizes, BadGeometryIsAnError) {
+  auto r = state_layout_from_config(
+      R"({"model_type":"mamba2","hidden_size":768,"num_hidden_layers":2,"vocab_size":10,
+          "num_heads":25,"head_dim":64,"n_groups":1})");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("num_heads 25"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace recur::model

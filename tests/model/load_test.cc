@@ -1,0 +1,212 @@
+// Loading generated checkpoints of every family (bf16/f32, one or many shards) and every failure
+// the loader must name: unknown model_type, missing tensor, wrong shape, unsupported dtype,
+// broken index, malformed shard.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "test_util.h"
+
+namespace recur::model {
+namespace {
+
+using testing::kAllFamilies;
+using testing::make_checkpoint;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  auto r = read_file(path);
+  EXPECT_TRUE(r.is_ok());
+  return r.is_ok() ? *r : std::string();
+}
+
+void spit(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Rewrites one shard's header through `edit`, keeping the data block as it was.
+void edit_header(const std::string& shard, const std::function<void(nlohmann::json&)>& edit) {
+  std::string bytes = slurp(shard);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  edit(header);
+  std::string h = header.dump();
+  while ((h.size() % 8) != 0) h += ' ';
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+  spit(shard, out + h + bytes.substr(8 + n));
+}
+
+std::string first_shard(const std::string& dir) {
+  std::vector<std::string> shards;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".safetensors") shards.push_back(e.path().string());
+  }
+  std::sort(shards.begin(), shards.end());
+  return shards.empty() ? std::string() : shards.front();
+}
+
+TEST(Load, EveryFamilyLoadsAndRunsBf16AndF32) {
+  TempDir tmp("load_all");
+  for (auto family : kAllFamilies) {
+    for (auto dtype : {modelgen::DType::kBF16, modelgen::DType::kF32}) {
+      SCOPED_TRACE(std::string(modelgen::family_name(family)) + " " + modelgen::dtype_name(dtype));
+      std::string dir = make_checkpoint(
+          tmp, std::string(modelgen::family_name(family)) + modelgen::dtype_name(dtype), family,
+          dtype);
+      auto m = Model::load(dir);
+      ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+      EXPECT_EQ((*m)->family(), modelgen::family_name(family));
+      EXPECT_FALSE((*m)->eos_ids().empty());
+      EXPECT_GT((*m)->tensors().size(), 5u);
+      auto seq = (*m)->new_sequence();
+      ThreadPool pool(1);
+      std::vector<std::int32_t> tokens = {1, 2, 3, 4, 5};
+      SeqChunk chunk{.seq = seq.get(), .tokens = tokens};
+      auto logits = (*m)->forward(pool, {&chunk, 1});
+      ASSERT_TRUE(logits.is_ok()) << logits.status().to_string();
+      ASSERT_EQ(logits->n_rows, 1);
+      EXPECT_EQ(seq->n_tokens(), 5);
+      for (float v : logits->row(0)) ASSERT_TRUE(std::isfinite(v));
+    }
+  }
+}
+
+TEST(Load, ShardedCheckpointMatchesSingleShard) {
+  TempDir tmp("load_sharded");
+  for (auto family : kAllFamilies) {
+    SCOPED_TRACE(modelgen::family_name(family));
+    std::string one = make_checkpoint(tmp, "one", family, modelgen::DType::kBF16, 7, 1);
+    std::string three = make_checkpoint(tmp, "three", family, modelgen::DType::kBF16, 7, 3);
+    auto a = Model::load(one);
+    auto b = Model::load(three);
+    ASSERT_TRUE(a.is_ok() && b.is_ok()) << a.status().to_string() << b.status().to_string();
+    ThreadPool pool(1);
+    std::vector<std::int32_t> tokens = {3, 1, 4, 1, 5};
+    auto sa = (*a)->new_sequence();
+    auto sb = (*b)->new_sequence();
+    SeqChunk ca{.seq = sa.get(), .tokens = tokens};
+    SeqChunk cb{.seq = sb.get(), .tokens = tokens};
+    auto la = (*a)->forward(pool, {&ca, 1});
+    std::vector<float> first(la->row(0).begin(), la->row(0).end());
+    auto lb = (*b)->forward(pool, {&cb, 1});
+    ASSERT_TRUE(lb.is_ok());
+    EXPECT_EQ(0, std::memcmp(first.data(), lb->row(0).data(), first.size() * sizeof(float)));
+    fs::remove_all(one);
+    fs::remove_all(three);
+  }
+}
+
+TEST(Load, DifferentSeedsGiveDifferentFingerprints) {
+  TempDir tmp("load_fp");
+  auto a =
+      Model::load(make_checkpoint(tmp, "a", modelgen::Family::kQwen3, modelgen::DType::kBF16, 1));
+  auto b =
+      Model::load(make_checkpoint(tmp, "b", modelgen::Family::kQwen3, modelgen::DType::kBF16, 2));
+  auto c = Model::load(tmp.file("a"));
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
+  EXPECT_NE((*a)->fingerprint(), (*b)->fingerprint());
+  EXPECT_EQ((*a)->fingerprint(), (*c)->fingerprint());
+}
+
+TEST(Load, UnknownModelTypeListsSupported) {
+  TempDir tmp("load_unknown");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kQwen3, modelgen::DType::kBF16);
+  auto cfg = nlohmann::json::parse(slurp(dir + "/config.json"));
+  cfg["model_type"] = "llama";
+  spit(dir + "/config.json", cfg.dump());
+  auto m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("unsupported model_type 'llama'; supported: qwen3"),
+            std::string::npos)
+      << m.status().message();
+}
+
+TEST(Load, MissingTensorNamesItselfAndShape) {
+  TempDir tmp("load_missing");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kQwen3, modelgen::DType::kBF16);
+  std::string shard = first_shard(dir);
+  fs::remove(dir + "/model.safetensors.index.json");
+  edit_header(shard, [](nlohmann::json& h) { h.erase("model.layers.0.mlp.up_proj.weight"); });
+  auto m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("missing tensor 'model.layers.0.mlp.up_proj.weight' "
+                                      "(expected shape ["),
+            std::string::npos)
+      << m.status().message();
+}
+
+TEST(Load, WrongShapeAndDtypeAreNamed) {
+  TempDir tmp("load_shape");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kMamba2, modelgen::DType::kF32);
+  std::string shard = first_shard(dir);
+  fs::remove(dir + "/model.safetensors.index.json");
+  edit_header(shard, [](nlohmann::json& h) {
+    auto& t = h["backbone.layers.0.mixer.D"];
+    auto n = t["shape"][0].get<std::int64_t>();
+    t["shape"] = {1, n};
+  });
+  auto m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("tensor 'backbone.layers.0.mixer.D' has shape [1, "),
+            std::string::npos)
+      << m.status().message();
+  edit_header(shard, [](nlohmann::json& h) {
+    auto& t = h["backbone.layers.0.mixer.D"];
+    t["shape"] = {t["shape"][1]};
+    t["dtype"] = "I32";
+  });
+  m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("'backbone.layers.0.mixer.D' has dtype I32"),
+            std::string::npos)
+      << m.status().message();
+}
+
+TEST(Load, TruncatedShardIsDataLoss) {
+  TempDir tmp("load_trunc");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kQwen3_5, modelgen::DType::kBF16);
+  std::string shard = first_shard(dir);
+  fs::resize_file(shard, fs::file_size(shard) - 16);
+  auto m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(m.status().message().find(shard), std::string::npos) << m.status().message();
+}
+
+TEST(Load, IndexPointingAtWrongShardIsAnError) {
+  TempDir tmp("load_index");
+  std::string dir =
+      make_checkpoint(tmp, "m", modelgen::Family::kQwen3_5, modelgen::DType::kBF16, 1, 2);
+  std::string index_path = dir + "/model.safetensors.index.json";
+  ASSERT_TRUE(fs::exists(index_path));
+  auto index = nlohmann::json::parse(slurp(index_path));
+  auto& map = index["weight_map"];
+  std::string a = map.begin().value();
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (it.value() != a) {
+      it.value() = a;
+      break;
+    }
+  }
+  spit(index_path, index.dump());
+  auto m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("the index places tensor"), std::string::npos)
+      << m.status().message();
+}
+
+TEST(Load, NotACheckpoint) {
+  TempDir tmp("load_none");
+  auto m = Model::load(tmp.path());
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace recur::model
