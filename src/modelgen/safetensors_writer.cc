@@ -198,17 +198,38 @@ Status write_all(int fd, const void* data, std::size_t n, std::int64_t offset,
 
 }  // namespace
 
+namespace {
+
+Status write_header(int fd, const std::string& header, const std::string& path) {
+  const std::uint64_t header_len = header.size();
+  unsigned char len_le[8];
+  for (int i = 0; i < 8; ++i) len_le[i] = static_cast<unsigned char>(header_len >> (8 * i));
+  RECUR_RETURN_IF_ERROR(write_all(fd, len_le, 8, 0, path));
+  return write_all(fd, header.data(), header.size(), 8, path);
+}
+
+// Fills, converts and writes one block at its place in the file (offset = the tensor's start).
+Status write_block(int fd, const std::string& path, const TensorEntry& e, std::int64_t offset,
+                   std::int64_t block_idx, const std::function<void(std::span<float>)>& fill) {
+  thread_local std::vector<float> values;  // one block per worker thread, reused
+  thread_local std::vector<std::byte> bytes;
+  const std::int64_t first = block_idx * kBlockElems;
+  const auto n = static_cast<std::size_t>(std::min(kBlockElems, e.n_elems() - first));
+  values.resize(n);
+  bytes.resize(n * static_cast<std::size_t>(dtype_size(e.dtype)));
+  fill(std::span<float>(values.data(), n));
+  convert_from_f32(values, e.dtype, bytes.data());
+  return write_all(fd, bytes.data(), bytes.size(), offset + first * dtype_size(e.dtype), path);
+}
+
+}  // namespace
+
 Status write_shard(const std::string& path, const ShardLayout& shard,
                    std::span<const TensorEntry> entries, const FillFn& fill, ThreadPool& pool) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Error(StatusCode::kIo, "creating {}: {}", path, std::strerror(errno));
-  std::uint64_t header_len = shard.header.size();
-  unsigned char len_le[8];
-  for (int i = 0; i < 8; ++i) len_le[i] = static_cast<unsigned char>(header_len >> (8 * i));
-  Status status = write_all(fd, len_le, 8, 0, path);
-  if (status.is_ok()) status = write_all(fd, shard.header.data(), shard.header.size(), 8, path);
+  Status status = write_header(fd, shard.header, path);
   const std::int64_t data_start = 8 + static_cast<std::int64_t>(shard.header.size());
-
   std::vector<Block> blocks;
   for (std::size_t pos = 0; pos < shard.tensors.size(); ++pos) {
     const std::int64_t n = entries[shard.tensors[pos]].n_elems();
@@ -218,20 +239,11 @@ Status write_shard(const std::string& path, const ShardLayout& shard,
   std::atomic<bool> failed{!status.is_ok()};
   pool.run(blocks.size(), [&](std::size_t i) {
     if (failed.load(std::memory_order_relaxed)) return;
-    thread_local std::vector<float> values;
-    thread_local std::vector<std::byte> bytes;
     const Block& blk = blocks[i];
     const std::size_t t = shard.tensors[blk.pos];
-    const TensorEntry& e = entries[t];
-    const std::int64_t first = blk.block_idx * kBlockElems;
-    const auto n = static_cast<std::size_t>(std::min(kBlockElems, e.n_elems() - first));
-    values.resize(n);
-    bytes.resize(n * static_cast<std::size_t>(dtype_size(e.dtype)));
-    fill(t, blk.block_idx, std::span<float>(values.data(), n));
-    convert_from_f32(values, e.dtype, bytes.data());
-    const std::int64_t offset =
-        data_start + shard.data_offsets[blk.pos] + first * dtype_size(e.dtype);
-    Status s = write_all(fd, bytes.data(), bytes.size(), offset, path);
+    Status s =
+        write_block(fd, path, entries[t], data_start + shard.data_offsets[blk.pos], blk.block_idx,
+                    [&](std::span<float> out) { fill(t, blk.block_idx, out); });
     if (!s.is_ok() && !failed.exchange(true)) {
       std::lock_guard lock(mu);
       status = std::move(s);

@@ -169,53 +169,76 @@ char32_t byte_to_unicode(unsigned char b) {
   return table[b];
 }
 
-BpeTokenizer train_bpe(std::string_view corpus, int bpe_vocab_size) {
+namespace {
+
+// Training state: the corpus as distinct words (symbol ids and counts) and the live pair counts,
+// updated only for the words a merge touches.
+struct Trainer {
   BpeTokenizer tok;
   std::array<int, 256> byte_id{};
   std::unordered_map<std::string, int> id_of;
-  auto add_byte = [&](int b) {
+  std::vector<Word> words;
+  std::unordered_map<std::uint64_t, std::int64_t> counts;
+
+  void add_byte(int b) {
     byte_id[static_cast<std::size_t>(b)] = static_cast<int>(tok.vocab.size());
     std::string s;
     append_utf8(s, byte_to_unicode(static_cast<unsigned char>(b)));
     id_of.emplace(s, static_cast<int>(tok.vocab.size()));
     tok.vocab.push_back(std::move(s));
-  };
-  // Real Qwen/GPT-2 order: the printable bytes first, then the moved ones ("\n" is id 198).
-  for (int b = 0; b < 256; ++b)
-    if (is_printable_byte(b)) add_byte(b);
-  for (int b = 0; b < 256; ++b)
-    if (!is_printable_byte(b)) add_byte(b);
-
-  std::map<std::string, std::int64_t> word_counts;
-  for (auto& piece : pre_split(corpus)) ++word_counts[piece];
-  std::vector<Word> words;
-  std::unordered_map<std::uint64_t, std::int64_t> counts;
-  for (const auto& [text, count] : word_counts) {
-    Word w{.count = count};
-    for (char c : text) w.syms.push_back(byte_id[static_cast<unsigned char>(c)]);
-    count_pairs(w, +1, counts);
-    words.push_back(std::move(w));
   }
-  while (static_cast<int>(tok.vocab.size()) < bpe_vocab_size) {
+
+  void load_words(std::string_view corpus) {
+    std::map<std::string, std::int64_t> word_counts;  // ordered: deterministic word order
+    for (auto& piece : pre_split(corpus)) ++word_counts[piece];
+    for (const auto& [text, count] : word_counts) {
+      Word w{.count = count};
+      for (char c : text) w.syms.push_back(byte_id[static_cast<unsigned char>(c)]);
+      count_pairs(w, +1, counts);
+      words.push_back(std::move(w));
+    }
+  }
+
+  // Merges the most frequent pair everywhere; false when no pair is left.
+  bool merge_once() {
     const std::uint64_t key = best_pair(counts);
-    if (key == ~std::uint64_t{0}) break;
+    if (key == ~std::uint64_t{0}) return false;
     const int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xFFFFFFFFu);
-    std::string merged_text =
-        tok.vocab[static_cast<std::size_t>(a)] + tok.vocab[static_cast<std::size_t>(b)];
-    auto [it, inserted] = id_of.emplace(merged_text, static_cast<int>(tok.vocab.size()));
-    if (inserted) tok.vocab.push_back(merged_text);
-    tok.merges.emplace_back(tok.vocab[static_cast<std::size_t>(a)],
-                            tok.vocab[static_cast<std::size_t>(b)]);
+    const std::string& left = tok.vocab[static_cast<std::size_t>(a)];
+    const std::string& right = tok.vocab[static_cast<std::size_t>(b)];
+    tok.merges.emplace_back(left, right);
+    // Two merge paths can spell the same string ("ab"+"c", "a"+"bc"): the token is reused.
+    auto [it, inserted] = id_of.emplace(left + right, static_cast<int>(tok.vocab.size()));
+    if (inserted) tok.vocab.push_back(it->first);
     for (Word& w : words) {
       bool has = false;
-      for (std::size_t i = 0; i + 1 < w.syms.size() && !has; ++i)
+      for (std::size_t i = 0; i + 1 < w.syms.size() && !has; ++i) {
         has = w.syms[i] == a && w.syms[i + 1] == b;
+      }
       if (!has) continue;
       count_pairs(w, -1, counts);
       merge_in_word(w, a, b, it->second);
       count_pairs(w, +1, counts);
     }
+    return true;
   }
+};
+
+}  // namespace
+
+BpeTokenizer train_bpe(std::string_view corpus, int bpe_vocab_size) {
+  Trainer t;
+  // Real Qwen/GPT-2 order: the printable bytes first, then the moved ones ("\n" is id 198).
+  for (int b = 0; b < 256; ++b) {
+    if (is_printable_byte(b)) t.add_byte(b);
+  }
+  for (int b = 0; b < 256; ++b) {
+    if (!is_printable_byte(b)) t.add_byte(b);
+  }
+  t.load_words(corpus);
+  while (static_cast<int>(t.tok.vocab.size()) < bpe_vocab_size && t.merge_once()) {
+  }
+  BpeTokenizer tok = std::move(t.tok);
   const auto base = static_cast<int>(tok.vocab.size());
   tok.added = {{"<|endoftext|>", true},     {"<|im_start|>", true},  {"<|im_end|>", true},
                {"<tool_call>", false},      {"</tool_call>", false}, {"<tool_response>", false},
