@@ -6,6 +6,7 @@
 
 #include "kernels/matmul_impl.h"
 #include "kernels/reference.h"
+#include "kernels/vec_isa.h"
 #include "util/check.h"
 
 namespace recur::kernels {
@@ -58,13 +59,29 @@ void attention(ThreadPool& pool, const float* q, const void* k_cache, const void
   });
 }
 
-void silu(float* x, std::int64_t n) { ref::silu(x, n); }
+// The vector activations: one switch per kernel, avx512 code also serving amx.
+#define RECUR_VEC_DISPATCH(fn, ...)            \
+  switch (active_isa()) {                      \
+    case Isa::kAmx:                            \
+    case Isa::kAvx512:                         \
+      return detail::fn##_avx512(__VA_ARGS__); \
+    case Isa::kAvx2:                           \
+      return detail::fn##_avx2(__VA_ARGS__);   \
+    case Isa::kScalar:                         \
+    case Isa::kAuto:                           \
+      return ref::fn(__VA_ARGS__);             \
+  }
+
+void silu(float* x, std::int64_t n) { RECUR_VEC_DISPATCH(silu, x, n) }
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
-  ref::swiglu(gate, up, out, n);
+  RECUR_VEC_DISPATCH(swiglu, gate, up, out, n)
 }
-void sigmoid(float* x, std::int64_t n) { ref::sigmoid(x, n); }
+void sigmoid(float* x, std::int64_t n) { RECUR_VEC_DISPATCH(sigmoid, x, n) }
 void softplus(float* x, std::int64_t n) { ref::softplus(x, n); }
-void mul_sigmoid(float* x, const float* gate, std::int64_t n) { ref::mul_sigmoid(x, gate, n); }
+void mul_sigmoid(float* x, const float* gate, std::int64_t n) {
+  RECUR_VEC_DISPATCH(mul_sigmoid, x, gate, n)
+}
+#undef RECUR_VEC_DISPATCH
 void add(float* y, const float* x, std::int64_t n) { ref::add(y, x, n); }
 void softmax(float* x, std::int64_t n) { ref::softmax(x, n); }
 

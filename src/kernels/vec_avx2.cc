@@ -25,4 +25,13 @@ void rms_norm_avx2(const float* x, const float* w, float* y, const RowsShape& sh
   avx2::rms_norm(x, w, y, shape, eps, kind);
 }
 
+void silu_avx2(float* x, std::int64_t n) { avx2::silu(x, n); }
+void sigmoid_avx2(float* x, std::int64_t n) { avx2::sigmoid(x, n); }
+void swiglu_avx2(const float* gate, const float* up, float* out, std::int64_t n) {
+  avx2::swiglu(gate, up, out, n);
+}
+void mul_sigmoid_avx2(float* x, const float* gate, std::int64_t n) {
+  avx2::mul_sigmoid(x, gate, n);
+}
+
 }  // namespace recur::kernels::detail

@@ -25,4 +25,13 @@ void rms_norm_avx512(const float* x, const float* w, float* y, const RowsShape& 
   avx512::rms_norm(x, w, y, shape, eps, kind);
 }
 
+void silu_avx512(float* x, std::int64_t n) { avx512::silu(x, n); }
+void sigmoid_avx512(float* x, std::int64_t n) { avx512::sigmoid(x, n); }
+void swiglu_avx512(const float* gate, const float* up, float* out, std::int64_t n) {
+  avx512::swiglu(gate, up, out, n);
+}
+void mul_sigmoid_avx512(float* x, const float* gate, std::int64_t n) {
+  avx512::mul_sigmoid(x, gate, n);
+}
+
 }  // namespace recur::kernels::detail

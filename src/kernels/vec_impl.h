@@ -171,4 +171,37 @@ inline void rms_norm(const float* x, const float* w, float* y, const RowsShape& 
   }
 }
 
+// exp(x) for the activations, branch-free so loops over it vectorise: x = n·ln2 + r with
+// |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (error < 2 ulp), times 2^n built in the
+// exponent bits. Inputs are clamped to [-87, 88], where exp stays a normal finite float.
+inline float exp_poly(float x) {
+  x = min_f(max_f(x, -87.0f), 88.0f);
+  const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504f + kMagic) - kMagic;
+  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln2 split hi + lo
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  return p * __builtin_bit_cast(float, bits);
+}
+
+inline void silu(float* __restrict x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_poly(-x[i]));
+}
+inline void sigmoid(float* __restrict x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + exp_poly(-x[i]));
+}
+inline void swiglu(const float* __restrict gate, const float* __restrict up, float* __restrict out,
+                   std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
+}
+inline void mul_sigmoid(float* __restrict x, const float* __restrict gate, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_poly(-gate[i]));
+}
+
 }  // namespace recur::kernels::detail::RECUR_VEC_NS

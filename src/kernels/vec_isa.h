@@ -15,7 +15,11 @@ namespace recur::kernels::detail {
   void mamba2_head_##isa(const Mamba2Inputs& in, float* state_h, float* y,                         \
                          const Mamba2Shape& shape, std::int64_t h);                                \
   void rms_norm_##isa(const float* x, const float* w, float* y, const RowsShape& shape, float eps, \
-                      NormWeight kind);
+                      NormWeight kind);                                                            \
+  void silu_##isa(float* x, std::int64_t n);                                                       \
+  void sigmoid_##isa(float* x, std::int64_t n);                                                    \
+  void swiglu_##isa(const float* gate, const float* up, float* out, std::int64_t n);               \
+  void mul_sigmoid_##isa(float* x, const float* gate, std::int64_t n);
 RECUR_DECLARE_VEC(avx2)
 RECUR_DECLARE_VEC(avx512)
 #undef RECUR_DECLARE_VEC

@@ -142,6 +142,31 @@ TEST(Ops, ActivationsMatchReference) {
   EXPECT_FLOAT_EQ(ref::softplus(0.0f), std::log(2.0f));
 }
 
+// AVX2 and AVX-512 build the same loops (vec_impl.h): the same bytes, on values across the
+// whole exp range, including the clamped ends.
+TEST(Ops, VectorIsasAgreeBitForBit) {
+  auto x = random_floats(1000, 21, -100, 100);
+  auto g = random_floats(1000, 22, -100, 100);
+  std::vector<std::vector<float>> outs;
+  for (Isa isa : runnable_isas()) {
+    if (isa == Isa::kScalar) continue;
+    ScopedIsa scoped(isa);
+    std::vector<float> out = x, tmp(x.size());
+    silu(out.data(), 1000);
+    swiglu(g.data(), x.data(), tmp.data(), 1000);
+    out.insert(out.end(), tmp.begin(), tmp.end());
+    tmp = x;
+    mul_sigmoid(tmp.data(), g.data(), 1000);
+    out.insert(out.end(), tmp.begin(), tmp.end());
+    tmp.assign(1000, 0.0f);
+    rms_norm(x.data(), g.data(), tmp.data(), {.n_rows = 10, .width = 100}, 1e-6f,
+             NormWeight::kZeroCentred);
+    out.insert(out.end(), tmp.begin(), tmp.end());
+    outs.push_back(out);
+  }
+  for (const auto& o : outs) ASSERT_TRUE(testing::same_bytes(o.data(), outs[0].data(), o.size()));
+}
+
 TEST(Ops, EmbeddingRowsConvertExactly) {
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     auto table = testing::make_weight(dt, 10, 7, 3, 1);
