@@ -96,12 +96,26 @@ Bpe::Bpe() : cache_(std::make_unique<WordCache>()) {
 }
 Bpe::~Bpe() = default;
 
+void TokenMap::build(const std::vector<std::string>& tokens) {
+  tokens_ = &tokens;
+  std::size_t cap = 16;
+  while (cap < tokens.size() * 2) cap *= 2;
+  slots_.assign(cap, -1);
+  mask_ = cap - 1;
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const std::string& t = tokens[id];
+    if (t.empty()) continue;
+    std::size_t i = std::hash<std::string_view>{}(t)&mask_;
+    while (slots_[i] >= 0 && tokens[static_cast<std::size_t>(slots_[i])] != t) i = (i + 1) & mask_;
+    if (slots_[i] < 0) slots_[i] = static_cast<TokenId>(id);  // a duplicate keeps the first id
+  }
+}
+
 void Bpe::index() {
-  token_to_id.reserve(id_to_token.size());
+  token_to_id.build(id_to_token);
   for (std::size_t id = 0; id < id_to_token.size(); ++id) {
     const std::string& t = id_to_token[id];
     if (t.empty()) continue;
-    token_to_id.emplace(t, static_cast<TokenId>(id));
     std::size_t n = 0;
     char32_t cp = utf8_decode(t, 0, n);
     if (n == t.size()) char_ids.emplace(cp, static_cast<TokenId>(id));
@@ -113,8 +127,7 @@ void Bpe::index() {
     static const char* kHex = "0123456789ABCDEF";
     name[0] = '<', name[1] = '0', name[2] = 'x', name[3] = kHex[b >> 4], name[4] = kHex[b & 15];
     name[5] = '>';
-    auto f = token_to_id.find(std::string_view(name, 6));
-    if (f != token_to_id.end()) fallback_ids[b] = f->second;
+    if (auto f = token_to_id.lookup(std::string_view(name, 6))) fallback_ids[b] = *f;
   }
 }
 
@@ -242,9 +255,8 @@ void Bpe::encode_word(std::string_view word, bool byte_level, std::vector<TokenI
     if (byte_level) {
       for (char c : word) utf8_append(byte_chars()[static_cast<unsigned char>(c)], mapped);
     }
-    auto it = token_to_id.find(byte_level ? std::string_view(mapped) : word);
-    if (it != token_to_id.end()) {
-      out.push_back(it->second);
+    if (auto id = token_to_id.lookup(byte_level ? std::string_view(mapped) : word)) {
+      out.push_back(*id);
       return;
     }
   }

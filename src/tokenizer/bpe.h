@@ -56,6 +56,25 @@ class MergeMap {
 
 class WordCache;
 
+// Open-addressing map from a vocabulary string to its id, over the strings of id_to_token.
+class TokenMap {
+ public:
+  void build(const std::vector<std::string>& tokens);
+  std::optional<TokenId> lookup(std::string_view token) const {
+    if (slots_.empty()) return std::nullopt;
+    for (std::size_t i = std::hash<std::string_view>{}(token)&mask_;; i = (i + 1) & mask_) {
+      TokenId id = slots_[i];
+      if (id < 0) return std::nullopt;
+      if ((*tokens_)[static_cast<std::size_t>(id)] == token) return id;
+    }
+  }
+
+ private:
+  const std::vector<std::string>* tokens_ = nullptr;
+  std::vector<TokenId> slots_;  // ids; -1 marks an empty slot
+  std::size_t mask_ = 0;
+};
+
 struct Bpe {
   Bpe();
   ~Bpe();
@@ -64,7 +83,7 @@ struct Bpe {
 
   // Vocabulary: strings in vocabulary form ("Ġthe"), index = id; unused ids are empty.
   std::vector<std::string> id_to_token;
-  std::unordered_map<std::string_view, TokenId> token_to_id;  // views into id_to_token
+  TokenMap token_to_id;
   MergeMap merges;
   std::unordered_map<char32_t, TokenId> char_ids;  // single-character tokens
   std::array<TokenId, 256> byte_ids{};             // byte-level: id of byte_chars()[b], or -1

@@ -2,6 +2,7 @@
 // post-processor. Every rejection names the JSON path; nothing here trusts the file.
 #include <algorithm>
 
+#include "tokenizer/fast_json.h"
 #include "tokenizer/json_util.h"
 #include "tokenizer/model.h"
 #include "tokenizer/unicode.h"
@@ -37,23 +38,21 @@ Status parse_pattern(const Json& j, std::string_view path, std::string& literal,
   return field_error(path, "expected {\"String\": ...} or {\"Regex\": ...}");
 }
 
-Status parse_vocab(const Json& model, Bpe& bpe) {
-  auto it = model.find("vocab");
-  if (it == model.end() || !it->is_object())
-    return field_error("model.vocab", "expected an object");
+Status parse_vocab(const TokenizerJson& file, Bpe& bpe) {
+  if (!file.has_vocab) return field_error("model.vocab", "missing or not an object");
   std::int64_t max_id = -1;
-  for (auto& [token, id] : it->items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > kMaxId) {
+  for (const auto& [token, id] : file.vocab) {
+    if (id < 0 || id > kMaxId) {
       return field_error(join_path("model.vocab", token), "expected an id in [0, 16M]");
     }
-    max_id = std::max(max_id, id.get<std::int64_t>());
+    max_id = std::max(max_id, id);
   }
   bpe.id_to_token.assign(static_cast<std::size_t>(max_id + 1), {});
-  for (auto& [token, id] : it->items()) {
-    std::string& slot = bpe.id_to_token[static_cast<std::size_t>(id.get<std::int64_t>())];
-    if (!slot.empty()) {
+  for (const auto& [token, id] : file.vocab) {
+    std::string& slot = bpe.id_to_token[static_cast<std::size_t>(id)];
+    if (!slot.empty() || token.empty()) {
       return field_error(join_path("model.vocab", token),
-                         fmt::format("id {} is also used by '{}'", id.get<std::int64_t>(), slot));
+                         fmt::format("empty token, or id {} is also used by '{}'", id, slot));
     }
     slot = token;
   }
@@ -61,38 +60,36 @@ Status parse_vocab(const Json& model, Bpe& bpe) {
   return Status::ok();
 }
 
-Status parse_merge(const Json& m, std::size_t rank, Bpe& bpe) {
-  std::string path = index_path("model.merges", rank);
-  std::string_view a, b;
-  if (m.is_string()) {
-    const std::string& s = m.get_ref<const std::string&>();
-    std::size_t space = s.find(' ');
-    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
-      return field_error(path, "expected \"left right\" with one space");
+Status parse_merge(const std::array<std::string, 2>& m, bool legacy, std::size_t rank,
+                   std::string& merged, Bpe& bpe) {
+  std::string_view a = m[0], b = m[1];
+  if (legacy) {
+    std::size_t space = a.find(' ');
+    if (space == std::string::npos || a.find(' ', space + 1) != std::string::npos) {
+      return field_error(index_path("model.merges", rank),
+                         "expected \"left right\" with one space");
     }
-    a = std::string_view(s).substr(0, space);
-    b = std::string_view(s).substr(space + 1);
-  } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-    a = m[0].get_ref<const std::string&>();
-    b = m[1].get_ref<const std::string&>();
-  } else {
-    return field_error(path, "expected \"left right\" or [\"left\", \"right\"]");
+    b = a.substr(space + 1);
+    a = a.substr(0, space);
   }
-  auto ia = bpe.token_to_id.find(a), ib = bpe.token_to_id.find(b);
-  if (ia == bpe.token_to_id.end() || ib == bpe.token_to_id.end()) {
-    return field_error(
-        path, fmt::format("'{}' is not in the vocabulary", ia == bpe.token_to_id.end() ? a : b));
+  auto ia = bpe.token_to_id.lookup(a), ib = bpe.token_to_id.lookup(b);
+  if (!ia || !ib) {
+    return field_error(index_path("model.merges", rank),
+                       fmt::format("'{}' is not in the vocabulary", !ia ? a : b));
   }
-  std::string merged = std::string(a) + std::string(b);
-  auto im = bpe.token_to_id.find(merged);
-  if (im == bpe.token_to_id.end()) {
-    return field_error(path, fmt::format("the merged token '{}' is not in the vocabulary", merged));
+  merged.assign(a);
+  merged.append(b);
+  auto im = bpe.token_to_id.lookup(merged);
+  if (!im) {
+    return field_error(index_path("model.merges", rank),
+                       fmt::format("the merged token '{}' is not in the vocabulary", merged));
   }
-  bpe.merges.insert(ia->second, ib->second, {static_cast<std::uint32_t>(rank), im->second});
+  bpe.merges.insert(*ia, *ib, {static_cast<std::uint32_t>(rank), *im});
   return Status::ok();
 }
 
-Status parse_model(const Json& j, Model& model) {
+Status parse_model(const TokenizerJson& file, Model& model) {
+  const Json& j = file.dom;
   auto it = j.find("model");
   if (it == j.end() || !it->is_object()) return field_error("model", "missing or not an object");
   const Json& m = *it;
@@ -110,19 +107,22 @@ Status parse_model(const Json& j, Model& model) {
   RECUR_ASSIGN_OR_RETURN(bpe.byte_fallback, opt_bool(m, "byte_fallback", false, "model"));
   RECUR_ASSIGN_OR_RETURN(bpe.fuse_unk, opt_bool(m, "fuse_unk", false, "model"));
   RECUR_ASSIGN_OR_RETURN(bpe.ignore_merges, opt_bool(m, "ignore_merges", false, "model"));
-  RECUR_RETURN_IF_ERROR(parse_vocab(m, bpe));
+  RECUR_RETURN_IF_ERROR(parse_vocab(file, bpe));
   RECUR_ASSIGN_OR_RETURN(std::string unk, opt_string(m, "unk_token", "", "model"));
   if (!unk.empty()) {
-    auto u = bpe.token_to_id.find(unk);
-    if (u == bpe.token_to_id.end()) return field_error("model.unk_token", "not in the vocabulary");
-    bpe.unk = u->second;
+    bpe.unk = bpe.token_to_id.lookup(unk);
+    if (!bpe.unk) return field_error("model.unk_token", "not in the vocabulary");
   }
-  auto merges = m.find("merges");
-  if (merges == m.end() || merges->is_null()) return Status::ok();
-  if (!merges->is_array()) return field_error("model.merges", "expected an array");
-  bpe.merges.reserve(merges->size());
-  for (std::size_t i = 0; i < merges->size(); ++i) {
-    RECUR_RETURN_IF_ERROR(parse_merge((*merges)[i], i, bpe));
+  if (!file.has_merges) {
+    if (m.contains("merges") && !m["merges"].is_null()) {
+      return field_error("model.merges", "expected an array");
+    }
+    return Status::ok();
+  }
+  bpe.merges.reserve(file.merges.size());
+  std::string merged;
+  for (std::size_t i = 0; i < file.merges.size(); ++i) {
+    RECUR_RETURN_IF_ERROR(parse_merge(file.merges[i], file.legacy[i], i, merged, bpe));
   }
   return Status::ok();
 }
@@ -346,10 +346,11 @@ Status parse_decoder(const Json& d, std::string_view path, Model& model) {
 Status parse_post_processor(const Json& p, std::string_view path, Model& model);
 
 Result<std::unique_ptr<Model>> parse_tokenizer_json(std::string_view text) {
-  RECUR_ASSIGN_OR_RETURN(Json j, parse_json(text, "tokenizer.json"));
+  RECUR_ASSIGN_OR_RETURN(TokenizerJson file, parse_tokenizer_file(text));
+  const Json& j = file.dom;
   if (!j.is_object()) return field_error("tokenizer.json", "expected an object");
   auto model = std::make_unique<Model>();
-  Status st = parse_model(j, *model);
+  Status st = parse_model(file, *model);
   if (st.is_ok()) st = parse_added_tokens(j, *model);
   if (st.is_ok() && j.contains("normalizer")) {
     st = parse_normalizer(j["normalizer"], "normalizer", model->normalizers);

@@ -78,13 +78,17 @@ Result<std::shared_ptr<Regex>> Regex::compile(std::string_view original) {
   }
   // JIT is an optimization: when it is unavailable the interpreter gives the same matches.
   (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
-  return std::shared_ptr<Regex>(new Regex(code));
+  return std::shared_ptr<Regex>(new Regex(code, custom_split_for(original)));
 }
 
 Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
 
 void Regex::find_all(std::string_view text,
                      std::vector<std::pair<std::size_t, std::size_t>>& out) const {
+  if (custom_.kind != CustomSplit::Kind::kNone) {
+    custom_find_all(custom_, text, out);
+    return;
+  }
   auto* code = static_cast<pcre2_code*>(code_);
   ThreadScratch& s = scratch();
   auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/split_custom.h"
 #include "util/status.h"
 
 namespace recur::tokenizer::detail {
@@ -24,8 +25,9 @@ class Regex {
   void find_all(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const;
 
  private:
-  explicit Regex(void* code) : code_(code) {}
-  void* code_;  // pcre2_code_8*
+  Regex(void* code, CustomSplit custom) : code_(code), custom_(custom) {}
+  void* code_;          // pcre2_code_8*
+  CustomSplit custom_;  // a hand-written matcher for this pattern, when there is one
 };
 
 }  // namespace recur::tokenizer::detail

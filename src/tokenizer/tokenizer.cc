@@ -139,9 +139,7 @@ std::optional<TokenId> Tokenizer::token_id(std::string_view token) const {
   for (const AddedToken& a : model_->added) {
     if (a.content == token) return a.id;
   }
-  auto it = model_->bpe.token_to_id.find(token);
-  if (it == model_->bpe.token_to_id.end()) return std::nullopt;
-  return it->second;
+  return model_->bpe.token_to_id.lookup(token);
 }
 
 std::string_view Tokenizer::token_text(TokenId id) const {
