@@ -1,9 +1,90 @@
+// recur run: one completion through the real engine (no prompt cache), printed as it streams,
+// then prefill and decode throughput.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+
 #include "app/commands.h"
+#include "app/runtime.h"
+#include "engine/engine.h"
+#include "util/log.h"
 
 namespace recur::app {
 
-int cmd_run(const config::Options&) {
-  return not_available("run", "the inference engine is not built yet");
+int cmd_run(const config::Options& opts) {
+  const std::int64_t chunk = 256;
+  auto rt = load_runtime(opts, chunk, 1);
+  if (!rt) {
+    log::error("recur run: {}", rt.status().message());
+    return kExitFailure;
+  }
+  if (opts.get_bool("chat")) {
+    return not_available("run --chat", "chat templates are not wired into recur run yet");
+  }
+  const std::string& prompt = opts.get_string("prompt");
+  if (prompt.empty()) {
+    log::error("recur run: no prompt: pass -p TEXT (--prompt, env RECUR_PROMPT)");
+    return kExitUsage;
+  }
+  engine::GenerationRequest req;
+  req.prompt = rt->tokenizer->encode(prompt, {.parse_special = true});
+  req.max_tokens = opts.get_int("max-tokens");
+  req.stop_token_ids = rt->stop_token_ids;
+  req.sampling = {.temperature = static_cast<float>(opts.get_float("temperature")),
+                  .top_k = static_cast<int>(opts.get_int("top-k")),
+                  .top_p = static_cast<float>(opts.get_float("top-p")),
+                  .seed = static_cast<std::uint64_t>(opts.get_int("seed"))};
+  engine::EngineOptions eo{.parallel = 1,
+                           .max_queue = 1,
+                           .prefill_chunk = chunk,
+                           .ctx_size = opts.get_int("ctx-size"),
+                           .warmup = false};
+  if (static_cast<std::int64_t>(req.prompt.size()) + req.max_tokens > eo.ctx_size) {
+    req.max_tokens =
+        std::max<std::int64_t>(1, eo.ctx_size - static_cast<std::int64_t>(req.prompt.size()));
+  }
+  engine::Engine engine(eo, *rt->model, *rt->tokenizer, nullptr, *rt->pool);
+  engine.start();
+  auto t0 = std::chrono::steady_clock::now();
+  auto channel = engine.submit(std::move(req));
+  if (!channel) {
+    log::error("recur run: {}", channel.status().message());
+    return kExitFailure;
+  }
+  std::int64_t n_prompt = 0, n_generated = 0;
+  double ttft = 0;
+  engine::FinishReason finish = engine::FinishReason::kStop;
+  for (;;) {
+    auto ev = (*channel)->pop(std::chrono::milliseconds(1000));
+    if (!ev) continue;
+    if (ev->ttft_s > 0) ttft = ev->ttft_s;
+    std::fwrite(ev->text.data(), 1, ev->text.size(), stdout);
+    std::fflush(stdout);
+    if (ev->done) {
+      if (ev->finish == engine::FinishReason::kError) {
+        log::error("recur run: {}", ev->error.message());
+        return kExitFailure;
+      }
+      n_prompt = ev->usage.prompt_tokens;
+      n_generated = ev->usage.completion_tokens;
+      finish = ev->finish;
+      break;
+    }
+  }
+  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double decode_s = total - ttft;
+  std::fprintf(stdout, "\n");
+  std::fprintf(
+      stderr,
+      "prompt %lld tokens, %.1f tok/s prefill | generated %lld tokens, %.1f tok/s decode | "
+      "finish %s\n",
+      static_cast<long long>(n_prompt), ttft > 0 ? n_prompt / ttft : 0.0,
+      static_cast<long long>(n_generated),
+      n_generated > 1 && decode_s > 0 ? (n_generated - 1) / decode_s : 0.0,
+      engine::finish_reason_name(finish));
+  engine.stop();
+  return kExitOk;
 }
 
 }  // namespace recur::app

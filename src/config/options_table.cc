@@ -79,10 +79,10 @@ std::vector<OptionSpec> build_table() {
       {.name = "port",
        .type = T::kInt,
        .default_text = "8080",
-       .help = "TCP port to listen on.",
+       .help = "TCP port to listen on (0: any free port; the log says which).",
        .scopes = kServe,
        .group = "server",
-       .min = 1,
+       .min = 0,
        .max = 65535},
       {.name = "api-key",
        .type = T::kString,
@@ -359,6 +359,29 @@ std::vector<OptionSpec> build_table() {
        .group = "make-model",
        .min = 0,
        .max = 1 << 20},
+
+      // ---- chat template (recur template)
+      {.name = "messages",
+       .type = T::kPath,
+       .default_text = "",
+       .help = "JSON file with the chat: an array of messages, or an object with \"messages\" and "
+               "optionally \"tools\".",
+       .scopes = kTemplate,
+       .group = "template"},
+      {.name = "generation-prompt",
+       .type = T::kBool,
+       .default_text = "true",
+       .help = "Render the assistant generation prompt after the messages "
+               "(--no-generation-prompt: the history only).",
+       .scopes = kTemplate,
+       .group = "template"},
+      {.name = "kwargs",
+       .type = T::kString,
+       .default_text = "",
+       .help = "JSON object of extra template variables (chat_template_kwargs), e.g. "
+               "'{\"enable_thinking\": false}'.",
+       .scopes = kTemplate,
+       .group = "template"},
   };
 }
 

@@ -23,10 +23,6 @@ namespace recur::engine {
 enum class FinishReason : std::uint8_t { kStop, kLength, kCancelled, kError };
 const char* finish_reason_name(FinishReason reason);
 
-// Given the tokens generated in a finished turn, the anticipated prefix of the next turn's prompt
-// (design section 5), or nothing. Runs on the engine thread after a healthy finish.
-using NextTurnPrefixFn = std::function<std::vector<TokenId>(const std::vector<TokenId>& generated)>;
-
 struct GenerationRequest {
   std::uint64_t id = 0;  // for logs and traces
   std::vector<TokenId> prompt;
@@ -38,7 +34,6 @@ struct GenerationRequest {
   std::int64_t max_tokens = 256;
   std::vector<std::string> stop_strings;
   std::vector<TokenId> stop_token_ids;  // end-of-generation ids (eos, <|im_end|>)
-  NextTurnPrefixFn next_turn_prefix;    // empty: no warm-up
 };
 
 struct Usage {

@@ -114,7 +114,7 @@ TEST(Options, InvalidValuesNameFlagEnvValueAndAllowed) {
     std::vector<std::string> must_contain;
   };
   const Case cases[] = {
-      {{"--port", "abc"}, {}, {"--port", "RECUR_PORT", "'abc'", "an integer from 1 to 65535"}},
+      {{"--port", "abc"}, {}, {"--port", "RECUR_PORT", "'abc'", "an integer from 0 to 65535"}},
       {{"--port", "70000"}, {}, {"--port", "'70000'", "65535"}},
       {{"--port", "80.5"}, {}, {"--port", "'80.5'"}},
       {{"--prompt-cache-capacity-bytes", "0"},

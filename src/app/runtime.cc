@@ -1,0 +1,59 @@
+#include "app/runtime.h"
+
+#include <algorithm>
+
+#include "kernels/isa.h"
+#include "util/log.h"
+
+namespace recur::app {
+
+namespace {
+
+std::vector<engine::TokenId> collect_stop_ids(const model::Model& model,
+                                              const tokenizer::Tokenizer& tok) {
+  std::vector<engine::TokenId> ids;
+  auto add = [&](std::int64_t id) {
+    if (id >= 0 && id < model.vocab_size() &&
+        std::find(ids.begin(), ids.end(), static_cast<engine::TokenId>(id)) == ids.end()) {
+      ids.push_back(static_cast<engine::TokenId>(id));
+    }
+  };
+  for (std::int64_t id : model.eos_ids()) add(id);
+  if (auto eos = tok.eos_id()) add(*eos);
+  // Chat models end a turn with their end-of-turn token even when the config names another eos.
+  for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"}) {
+    if (auto id = tok.token_id(end)) add(*id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+Result<Runtime> load_runtime(const config::Options& opts, std::int64_t max_batch_tokens,
+                             std::int64_t max_logit_rows) {
+  Runtime rt;
+  const std::string& dir = opts.get_string("model");
+  if (dir.empty()) {
+    return Error(StatusCode::kInvalidArgument,
+                 "no model: pass -m DIR (--model, env RECUR_MODEL), a Hugging Face checkpoint "
+                 "directory");
+  }
+  RECUR_ASSIGN_OR_RETURN(kernels::Isa wanted, kernels::parse_isa(opts.get_string("isa")));
+  RECUR_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::select_isa(wanted));
+  rt.n_threads = static_cast<int>(opts.get_int("threads"));
+  if (rt.n_threads == 0) rt.n_threads = available_cores();
+  rt.pool = std::make_unique<ThreadPool>(rt.n_threads);
+
+  RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(dir));
+  rt.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  model::LoadOptions lo{.max_batch_tokens = max_batch_tokens, .max_logit_rows = max_logit_rows};
+  RECUR_ASSIGN_OR_RETURN(rt.model, model::Model::load(dir, lo));
+  rt.stop_token_ids = collect_stop_ids(*rt.model, *rt.tokenizer);
+  log::info("model dir={} family={} layers={} vocab={} weights={} isa={} threads={}", dir,
+            rt.model->family(), rt.model->state_layout().layers.size(), rt.model->vocab_size(),
+            config::format_bytes(static_cast<std::int64_t>(rt.model->weight_bytes())),
+            kernels::isa_name(isa), rt.n_threads);
+  return rt;
+}
+
+}  // namespace recur::app

@@ -1,0 +1,29 @@
+// What serve, run and bench share at startup: ISA selection, the compute pool, the model and the
+// tokenizer, loaded from the options with one clear error when anything is wrong.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "config/options.h"
+#include "engine/sampler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace recur::app {
+
+struct Runtime {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::vector<engine::TokenId> stop_token_ids;  // eos ids of the config and the chat end token
+  int n_threads = 1;
+};
+
+// max_batch_tokens: the largest number of token rows one forward carries (prefill chunk budget).
+Result<Runtime> load_runtime(const config::Options& opts, std::int64_t max_batch_tokens,
+                             std::int64_t max_logit_rows);
+
+}  // namespace recur::app

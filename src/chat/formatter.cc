@@ -1,0 +1,168 @@
+#include "chat/formatter.h"
+
+#include "util/hash.h"
+
+namespace recur::chat {
+namespace {
+
+tmpl::Value message_value(const Message& m) {
+  tmpl::Value v = tmpl::Value::dict();
+  auto& d = v.as_dict();
+  d.set("role", tmpl::Value(m.role));
+  if (m.content_is_parts) {
+    tmpl::Value parts = tmpl::Value::list();
+    for (const auto& p : m.content_parts) {
+      tmpl::Value part = tmpl::Value::dict();
+      part.as_dict().set("type", tmpl::Value(p.type));
+      part.as_dict().set("text", tmpl::Value(p.text));
+      parts.as_list().push_back(part);
+    }
+    d.set("content", parts);
+  } else if (m.content) {
+    d.set("content", tmpl::Value(*m.content));
+  } else {
+    d.set("content", tmpl::Value::none());
+  }
+  if (m.reasoning_content) d.set("reasoning_content", tmpl::Value(*m.reasoning_content));
+  if (!m.tool_calls.empty()) {
+    tmpl::Value calls = tmpl::Value::list();
+    for (const auto& c : m.tool_calls) {
+      // Templates iterate arguments|items (Qwen3.5) or print them (Qwen3): an object when the
+      // JSON parses, else the text as given.
+      auto args = tmpl::value_from_json(c.arguments_json);
+      tmpl::Value fn = tmpl::Value::dict();
+      fn.as_dict().set("name", tmpl::Value(c.name));
+      fn.as_dict().set("arguments",
+                       args.is_ok() && args->is_dict() ? *args : tmpl::Value(c.arguments_json));
+      tmpl::Value call = tmpl::Value::dict();
+      call.as_dict().set("id", tmpl::Value(c.id));
+      call.as_dict().set("type", tmpl::Value("function"));
+      call.as_dict().set("function", fn);
+      calls.as_list().push_back(call);
+    }
+    d.set("tool_calls", calls);
+  }
+  if (m.tool_call_id) d.set("tool_call_id", tmpl::Value(*m.tool_call_id));
+  if (m.name) d.set("name", tmpl::Value(*m.name));
+  return v;
+}
+
+Result<tmpl::Value> build_context(const ChatInputs& in, bool add_generation_prompt,
+                                  const std::string& bos, const std::string& eos,
+                                  const Message* extra1, const Message* extra2) {
+  tmpl::Value ctx = tmpl::Value::dict();
+  auto& d = ctx.as_dict();
+  tmpl::Value msgs = tmpl::Value::list();
+  for (const auto& m : in.messages) msgs.as_list().push_back(message_value(m));
+  if (extra1) msgs.as_list().push_back(message_value(*extra1));
+  if (extra2) msgs.as_list().push_back(message_value(*extra2));
+  d.set("messages", msgs);
+  if (!in.tools_json.empty()) {
+    auto tools = tmpl::value_from_json(in.tools_json);
+    if (!tools) return tools.status().with_context("tools");
+    d.set("tools", *tools);
+  }
+  d.set("add_generation_prompt", tmpl::Value(add_generation_prompt));
+  d.set("bos_token", tmpl::Value(bos));
+  d.set("eos_token", tmpl::Value(eos));
+  if (!in.kwargs_json.empty()) {
+    auto kwargs = tmpl::value_from_json(in.kwargs_json);
+    if (!kwargs) return kwargs.status().with_context("chat_template_kwargs");
+    if (!kwargs->is_dict()) {
+      return Error(StatusCode::kInvalidArgument, "chat_template_kwargs must be an object");
+    }
+    for (const auto& [k, v] : kwargs->as_dict().items) {
+      if (k.is_string()) d.set(k.as_string(), v);
+    }
+  }
+  return ctx;
+}
+
+}  // namespace
+
+std::int64_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
+  std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<std::int64_t>(i);
+}
+
+ChatFormatter::ChatFormatter(const tokenizer::Tokenizer& tok, std::string source,
+                             tmpl::Template parsed)
+    : tok_(&tok), source_(std::move(source)), template_(std::move(parsed)) {
+  const auto& sp = tok.special_tokens();
+  bos_token_ = sp.bos_token.value_or("");
+  eos_token_ = sp.eos_token.value_or("");
+  has_reasoning_ = source_.find("<think>") != std::string::npos;
+}
+
+Result<ChatFormatter> ChatFormatter::create(const tokenizer::Tokenizer& tok) {
+  if (!tok.chat_template()) {
+    return Error(StatusCode::kNotFound,
+                 "the checkpoint has no chat template (tokenizer_config.json chat_template or "
+                 "chat_template.jinja)");
+  }
+  return create(tok, *tok.chat_template());
+}
+
+Result<ChatFormatter> ChatFormatter::create(const tokenizer::Tokenizer& tok, std::string source) {
+  auto parsed = tmpl::Template::parse(source);
+  if (!parsed) return parsed.status().with_context("chat template");
+  return ChatFormatter(tok, std::move(source), std::move(parsed).value());
+}
+
+Result<std::string> ChatFormatter::render(const ChatInputs& in, bool add_generation_prompt) const {
+  RECUR_ASSIGN_OR_RETURN(
+      auto ctx, build_context(in, add_generation_prompt, bos_token_, eos_token_, nullptr, nullptr));
+  auto text = template_.render(ctx);
+  if (!text) return text.status().with_context("chat template");
+  return text;
+}
+
+Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
+  Prompt p;
+  RECUR_ASSIGN_OR_RETURN(p.text, render(in, true));
+  RECUR_ASSIGN_OR_RETURN(std::string history, render(in, false));
+  const tokenizer::EncodeOptions opts{.parse_special = true, .add_special_tokens = false};
+  p.tokens = tok_->encode(p.text, opts);
+  std::vector<TokenId> h = tok_->encode(history, opts);
+  p.history_boundary = common_prefix(p.tokens, h);
+  if (has_reasoning_) {
+    auto open = p.text.rfind("<think>");
+    auto close = p.text.rfind("</think>");
+    p.starts_in_reasoning =
+        open != std::string::npos && (close == std::string::npos || close < open);
+  }
+  return p;
+}
+
+std::vector<TokenId> ChatFormatter::next_turn_prefix(const ChatInputs& in,
+                                                     const Message& reply) const {
+  // After tool calls the next turn is a tool result; otherwise a user message.
+  const bool tool_turn = !reply.tool_calls.empty();
+  auto probe = [&](const char* placeholder) -> std::optional<std::vector<TokenId>> {
+    Message next;
+    next.role = tool_turn ? "tool" : "user";
+    next.content = placeholder;
+    if (tool_turn) next.tool_call_id = reply.tool_calls.front().id;
+    auto ctx = build_context(in, true, bos_token_, eos_token_, &reply, &next);
+    if (!ctx) return std::nullopt;
+    auto text = template_.render(*ctx);
+    if (!text) return std::nullopt;
+    return tok_->encode(*text, {.parse_special = true, .add_special_tokens = false});
+  };
+  // Placeholders that share no first character or character class.
+  auto a = probe("Alpha placeholder 1");
+  auto b = probe("? 2 zeta");
+  if (!a || !b) return {};
+  a->resize(static_cast<std::size_t>(common_prefix(*a, *b)));
+  return *a;
+}
+
+std::uint64_t ChatFormatter::signature(const ChatInputs& in) const {
+  Hasher h(0x63686174);  // "chat"
+  h.update(source_).update("\x1f").update(in.kwargs_json).update("\x1f").update(in.tools_json);
+  return h.digest();
+}
+
+}  // namespace recur::chat

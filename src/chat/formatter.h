@@ -1,0 +1,71 @@
+// Messages + tools + chat_template_kwargs to prompt tokens through the model's chat template,
+// plus what the prompt cache needs from the template: the history boundary, the anticipated
+// prefix of the next turn (design section 5) and the template signature.
+// Thread-safe for concurrent const use (HTTP threads render in parallel).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/message.h"
+#include "template/template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/status.h"
+
+namespace recur::chat {
+
+using TokenId = tokenizer::TokenId;
+
+struct ChatInputs {
+  std::span<const Message> messages;
+  std::string_view tools_json;   // "" or a JSON array of tool definitions
+  std::string_view kwargs_json;  // "" or a JSON object: chat_template_kwargs
+};
+
+struct Prompt {
+  std::string text;
+  std::vector<TokenId> tokens;
+  // tokens [0, history_boundary) are also the tokens of the rendering without the generation
+  // prompt: the state there is what the next turn can reuse whatever this turn generates.
+  std::int64_t history_boundary = 0;
+  // The generation prompt leaves the model inside a <think> block: its output starts as reasoning.
+  bool starts_in_reasoning = false;
+};
+
+class ChatFormatter {
+ public:
+  // Uses the tokenizer's chat template (tokenizer_config.json or chat_template.jinja).
+  static Result<ChatFormatter> create(const tokenizer::Tokenizer& tok);
+  static Result<ChatFormatter> create(const tokenizer::Tokenizer& tok, std::string template_source);
+
+  // The rendered text; errors from the template (raise_exception, limits) carry line and column.
+  Result<std::string> render(const ChatInputs& in, bool add_generation_prompt) const;
+  // The prompt for a request: rendered with the generation prompt, tokenized, with its boundary.
+  Result<Prompt> build_prompt(const ChatInputs& in) const;
+  // The tokens the next turn's prompt will start with, given this turn's messages and the
+  // assistant's reply: the part two renderings with different placeholder turns agree on.
+  // Empty when the template cannot render such a continuation.
+  std::vector<TokenId> next_turn_prefix(const ChatInputs& in, const Message& reply) const;
+  // Hash of the template source, kwargs and tools: entries of different signatures never meet.
+  std::uint64_t signature(const ChatInputs& in) const;
+  // Whether the template knows reasoning blocks (<think>): generated text is split then.
+  bool has_reasoning() const { return has_reasoning_; }
+  const std::string& template_source() const { return source_; }
+
+ private:
+  ChatFormatter(const tokenizer::Tokenizer& tok, std::string source, tmpl::Template parsed);
+  const tokenizer::Tokenizer* tok_;
+  std::string source_;
+  tmpl::Template template_;
+  std::string bos_token_, eos_token_;
+  bool has_reasoning_ = false;
+};
+
+// Longest common prefix length of two token vectors.
+std::int64_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b);
+
+}  // namespace recur::chat

@@ -1,0 +1,152 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "engine/engine_internal.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace recur::engine {
+
+using Clock = std::chrono::steady_clock;
+
+Engine::Engine(const EngineOptions& options, model::Model& model,
+               const tokenizer::Tokenizer& tokenizer, cache::PromptCache* cache, ThreadPool& pool)
+    : options_(options),
+      model_(model),
+      tokenizer_(tokenizer),
+      cache_(cache),
+      pool_(pool),
+      truncatable_(model.state_layout().truncatable()) {}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  RECUR_CHECK(!thread_.joinable());
+  thread_ = std::thread([this] { run(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
+  const auto n_prompt = static_cast<std::int64_t>(req.prompt.size());
+  if (n_prompt == 0) return Error(StatusCode::kInvalidArgument, "the prompt is empty");
+  for (TokenId t : req.prompt) {
+    if (t < 0 || t >= model_.vocab_size()) {
+      return Error(StatusCode::kInvalidArgument, "token id {} is outside the vocabulary (0..{})", t,
+                   model_.vocab_size() - 1);
+    }
+  }
+  if (n_prompt >= options_.ctx_size) {
+    return Error(StatusCode::kOutOfRange,
+                 "the prompt has {} tokens but the context holds {} (--ctx-size) including at "
+                 "least one generated token",
+                 n_prompt, options_.ctx_size);
+  }
+  if (n_prompt + req.max_tokens > options_.ctx_size) {
+    return Error(StatusCode::kOutOfRange,
+                 "the prompt ({} tokens) plus max_tokens ({}) exceeds the context of {} tokens "
+                 "(--ctx-size)",
+                 n_prompt, req.max_tokens, options_.ctx_size);
+  }
+  if (req.max_tokens < 1) return Error(StatusCode::kInvalidArgument, "max_tokens must be >= 1");
+  RECUR_RETURN_IF_ERROR(validate(req.sampling));
+
+  auto seq = std::make_unique<Sequence>();
+  seq->channel = std::make_shared<RequestChannel>();
+  seq->submitted_at = Clock::now();
+  seq->sampler.emplace(req.sampling, req.prompt);
+  seq->detok.emplace(tokenizer_, req.stop_strings, /*skip_special=*/true);
+  seq->tokens = req.prompt;
+  seq->req = std::move(req);
+  auto channel = seq->channel;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Error(StatusCode::kCancelled, "the server is shutting down");
+    if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+      return Error(StatusCode::kResourceExhausted,
+                   "the request queue is full ({} waiting, --max-queue); retry shortly",
+                   queue_.size());
+    }
+    queue_.push_back(std::move(seq));
+    n_queued_.store(static_cast<std::int64_t>(queue_.size()));
+  }
+  wake_.notify_all();
+  return channel;
+}
+
+void Engine::submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens) {
+  if (cache_ == nullptr || !options_.warmup || tokens.empty() ||
+      static_cast<std::int64_t>(tokens.size()) >= options_.ctx_size) {
+    return;
+  }
+  auto w = std::make_unique<Warmup>();
+  w->key = std::move(key);
+  w->tokens = std::move(tokens);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    warmups_pending_.push_back(std::move(w));
+    // The newest warm-ups matter most: a conversation's next turn comes soon after its last.
+    while (static_cast<int>(warmups_pending_.size()) > options_.max_warmups) {
+      warmups_pending_.pop_front();
+    }
+    n_warmups_pending_.store(static_cast<std::int64_t>(warmups_pending_.size()));
+  }
+  wake_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  return {.queued = n_queued_.load(),
+          .active = n_active_.load(),
+          .warmups_pending = n_warmups_pending_.load(),
+          .warmups_done = n_warmups_done_.load(),
+          .steps = n_steps_.load()};
+}
+
+bool Engine::idle() const {
+  return queue_.empty() && warmups_pending_.empty() && active_.empty() && warmups_running_.empty();
+}
+
+void Engine::run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !idle(); });
+      if (stopping_) break;
+    }
+    admit();
+    step();
+  }
+  // Shutdown: whatever is queued or running ends as cancelled; nothing more is stored.
+  std::deque<std::unique_ptr<Sequence>> queued;
+  {
+    std::lock_guard lock(mu_);
+    queued.swap(queue_);
+    warmups_pending_.clear();
+  }
+  for (auto& s : queued) active_.push_back(std::move(s));
+  for (auto& s : active_) {
+    if (!s->done) {
+      Event e;
+      e.done = true;
+      e.finish = FinishReason::kCancelled;
+      e.error = Status(StatusCode::kCancelled, "the server is shutting down");
+      s->channel->push(std::move(e));
+    }
+  }
+  active_.clear();
+  warmups_running_.clear();
+  n_active_.store(0);
+}
+
+}  // namespace recur::engine

@@ -1,0 +1,123 @@
+// The engine thread: admits queued requests, restores cached prefixes, plans prefill in pieces
+// (boundary snapshot at the history boundary), steps one continuous batch of chunked prefills and
+// decodes, samples, detokenizes, stores completion snapshots and runs next-turn warm-ups in spare
+// capacity. One engine thread owns the model; submit() and stats() are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cache/prompt_cache.h"
+#include "engine/request.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "util/thread_pool.h"
+
+namespace recur::engine {
+
+struct EngineOptions {
+  int parallel = 4;                  // sequences stepped together (--parallel)
+  int max_queue = 64;                // waiting requests before submit() refuses (--max-queue)
+  std::int64_t prefill_chunk = 256;  // most prompt tokens per sequence per step
+  std::int64_t ctx_size = 8192;      // prompt + completion tokens per sequence
+  bool boundary_snapshots = true;    // --prompt-cache-boundary
+  bool warmup = true;                // --prompt-cache-warmup
+  int max_warmups = 8;               // pending warm-ups kept (oldest dropped beyond)
+  // Tokens per step reserved for warm-ups while other work is waiting, so warm-ups also make
+  // progress under steady load (design section 5: low priority, never starved).
+  std::int64_t warmup_tokens_per_step = 32;
+};
+
+struct EngineStats {
+  std::int64_t queued = 0;
+  std::int64_t active = 0;
+  std::int64_t warmups_pending = 0;
+  std::int64_t warmups_done = 0;
+  std::int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // `cache` may be null (--no-prompt-cache). Everything passed must outlive the engine.
+  Engine(const EngineOptions& options, model::Model& model, const tokenizer::Tokenizer& tokenizer,
+         cache::PromptCache* cache, ThreadPool& pool);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void start();
+  // Cancels what is queued and running, stores nothing more, joins the engine thread.
+  void stop();
+
+  // Queues a request. Errors: kResourceExhausted when the queue is full; kOutOfRange when the
+  // prompt or prompt + max_tokens exceeds the context; kInvalidArgument for bad sampling values.
+  Result<std::shared_ptr<RequestChannel>> submit(GenerationRequest request);
+  // Queues a warm-up: prefill `tokens` (the anticipated prefix of a conversation's next turn,
+  // design section 5) from the best cached state in spare capacity and store it with origin
+  // warmup. Dropped when warm-ups are off, the cache is off, or too many are pending.
+  void submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens);
+
+  EngineStats stats() const;
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  struct Sequence;
+  struct Warmup;
+  // A chunk of this step's batch and whom it belongs to.
+  struct Planned {
+    Sequence* seq = nullptr;  // exactly one of seq / warmup
+    Warmup* warmup = nullptr;
+    bool wants_logits = false;
+  };
+
+  void run();
+  bool idle() const;  // requires mu_
+  void admit();
+  void step();
+  void plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& owners);
+  void restore_from_cache(model::SequenceState& state, const cache::CacheKey& key,
+                          std::span<const TokenId> tokens, CacheTrace* trace);
+  void store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
+                      cache::Origin origin, std::span<const TokenId> tokens);
+  bool origin_wanted(cache::Origin origin) const;
+  void after_prefill_piece(Sequence& seq);
+  void on_sample(Sequence& seq, std::span<const float> logits);
+  void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
+  void fail_all(const Status& error);
+  std::unique_ptr<model::SequenceState> take_state();
+  void release_state(std::unique_ptr<model::SequenceState> state);
+
+  const EngineOptions options_;
+  model::Model& model_;
+  const tokenizer::Tokenizer& tokenizer_;
+  cache::PromptCache* cache_;
+  ThreadPool& pool_;
+  const bool truncatable_;  // dense model: prefix store; otherwise snapshot store
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Sequence>> queue_;          // guarded by mu_
+  std::deque<std::unique_ptr<Warmup>> warmups_pending_;  // guarded by mu_
+  bool stopping_ = false;                                // guarded by mu_
+
+  // Engine thread only.
+  std::vector<std::unique_ptr<Sequence>> active_;
+  std::vector<std::unique_ptr<Warmup>> warmups_running_;
+  std::vector<std::unique_ptr<model::SequenceState>> free_states_;
+  std::size_t prefill_rr_ = 0;  // round-robin start among prefilling sequences
+
+  std::atomic<std::int64_t> n_queued_{0};
+  std::atomic<std::int64_t> n_active_{0};
+  std::atomic<std::int64_t> n_warmups_pending_{0};
+  std::atomic<std::int64_t> n_warmups_done_{0};
+  std::atomic<std::int64_t> n_steps_{0};
+  std::thread thread_;
+};
+
+}  // namespace recur::engine

@@ -1,0 +1,38 @@
+// The engine thread's per-sequence and per-warm-up records. Private to engine/*.cc.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include "engine/engine.h"
+
+namespace recur::engine {
+
+struct Engine::Sequence {
+  GenerationRequest req;
+  std::shared_ptr<RequestChannel> channel;
+  std::unique_ptr<model::SequenceState> state;
+  std::optional<Sampler> sampler;
+  std::optional<tokenizer::StreamingDetokenizer> detok;
+  // The prompt, then every sampled token except a final stop token; tokens [0, state->n_tokens())
+  // are in the state, the rest (at most one: `pending`) is forwarded in the next step.
+  std::vector<TokenId> tokens;
+  std::int64_t n_generated = 0;  // sampled tokens, a final stop token included
+  std::int64_t n_cached = 0;     // prompt tokens restored from the cache
+  bool decoding = false;         // the whole prompt is in the state
+  TokenId pending = -1;
+  bool done = false;
+  CacheTrace trace;
+  std::chrono::steady_clock::time_point submitted_at;
+  bool first_token_seen = false;
+  Event out;  // what this step produced; pushed to the channel after the step
+};
+
+struct Engine::Warmup {
+  cache::CacheKey key;
+  std::vector<TokenId> tokens;
+  std::unique_ptr<model::SequenceState> state;
+  bool done = false;
+};
+
+}  // namespace recur::engine

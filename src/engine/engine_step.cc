@@ -1,0 +1,304 @@
+// One engine step: admission with cache restore, batch planning (decodes first, then prefill
+// pieces round-robin, warm-ups with a small reserved share), the forward, and what follows it.
+#include <algorithm>
+
+#include "engine/cached_state.h"
+#include "engine/engine_internal.h"
+#include "util/check.h"
+#include "util/log.h"
+
+namespace recur::engine {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string describe_miss(const cache::LookupResult& r) {
+  if (r.miss == cache::MissReason::kDiverged) {
+    return fmt::format("diverged at token {} of an entry of length {}", r.diverged_at,
+                       r.entry_tokens);
+  }
+  return cache::miss_reason_name(r.miss);
+}
+
+}  // namespace
+
+std::unique_ptr<model::SequenceState> Engine::take_state() {
+  if (free_states_.empty()) return model_.new_sequence();
+  auto s = std::move(free_states_.back());
+  free_states_.pop_back();
+  return s;
+}
+
+void Engine::release_state(std::unique_ptr<model::SequenceState> state) {
+  if (!state) return;
+  // Keep a few states with their grown KV buffers so steady serving does not allocate.
+  if (free_states_.size() < static_cast<std::size_t>(options_.parallel) + 2) {
+    state->reset();
+    free_states_.push_back(std::move(state));
+  }
+}
+
+bool Engine::origin_wanted(cache::Origin origin) const {
+  if (cache_ == nullptr) return false;
+  const cache::StorePolicy& p = cache_->store_for(truncatable_).policy();
+  return p.enabled && p.origin_enabled[static_cast<int>(origin)];
+}
+
+void Engine::restore_from_cache(model::SequenceState& state, const cache::CacheKey& key,
+                                std::span<const TokenId> tokens, CacheTrace* trace) {
+  trace->store = truncatable_ ? "prefix" : "snapshot";
+  if (cache_ == nullptr) {
+    trace->miss_reason = "disabled";
+    return;
+  }
+  cache::LookupResult r = cache_->lookup(key, tokens, truncatable_);
+  if (!r.hit()) {
+    trace->miss_reason = describe_miss(r);
+    return;
+  }
+  const auto* cached = dynamic_cast<const CachedState*>(r.snapshot.get());
+  RECUR_CHECK_MSG(cached != nullptr, "a cache entry that the engine did not store");
+  Status s = state.restore(cached->model_snapshot());
+  if (s.is_ok() && state.n_tokens() > r.n_tokens_usable) s = state.truncate(r.n_tokens_usable);
+  if (!s.is_ok()) {
+    log::warn("cache restore failed, computing from scratch: {}", s.message());
+    state.reset();
+    trace->miss_reason = "restore_failed";
+    return;
+  }
+  trace->hit = true;
+  trace->hit_tokens = state.n_tokens();
+  trace->origin = cache::origin_name(r.origin);
+}
+
+void Engine::store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
+                            cache::Origin origin, std::span<const TokenId> tokens) {
+  if (!origin_wanted(origin)) return;
+  RECUR_CHECK(static_cast<std::int64_t>(tokens.size()) == state.n_tokens());
+  auto snap = std::make_shared<CachedState>(state.snapshot());
+  cache::InsertResult r = cache_->insert(key, origin, tokens, std::move(snap));
+  log::debug("cache insert origin={} tokens={} outcome={} superseded={} evicted={}",
+             cache::origin_name(origin), tokens.size(), cache::insert_outcome_name(r.outcome),
+             r.superseded, r.evicted_lru);
+}
+
+void Engine::admit() {
+  std::vector<std::unique_ptr<Sequence>> admitted;
+  std::vector<std::unique_ptr<Warmup>> warmups;
+  {
+    std::lock_guard lock(mu_);
+    while (!queue_.empty() &&
+           active_.size() + admitted.size() < static_cast<std::size_t>(options_.parallel)) {
+      admitted.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    // One warm-up at a time: they are background work, and each holds a full sequence state.
+    if (warmups_running_.empty() && !warmups_pending_.empty()) {
+      warmups.push_back(std::move(warmups_pending_.back()));  // newest first
+      warmups_pending_.pop_back();
+    }
+    n_queued_.store(static_cast<std::int64_t>(queue_.size()));
+    n_warmups_pending_.store(static_cast<std::int64_t>(warmups_pending_.size() + warmups.size() +
+                                                       warmups_running_.size()));
+  }
+  for (auto& seq : admitted) {
+    if (seq->channel->cancelled()) {
+      seq->done = true;
+      continue;
+    }
+    seq->state = take_state();
+    // The snapshot store caps a hit so one prompt token is left to compute; a truncatable hit
+    // is capped here the same way, since the last position's logits are needed.
+    auto prompt = std::span<const TokenId>(seq->req.prompt);
+    restore_from_cache(*seq->state, seq->req.cache_key, prompt, &seq->trace);
+    if (seq->state->n_tokens() >= static_cast<std::int64_t>(prompt.size())) {
+      RECUR_CHECK(seq->state->truncate(static_cast<std::int64_t>(prompt.size()) - 1).is_ok());
+      seq->trace.hit_tokens = seq->state->n_tokens();
+    }
+    seq->n_cached = seq->state->n_tokens();
+    seq->out.trace = seq->trace;
+    log::debug("admit req={} prompt={} cached={} trace='{}'", seq->req.id, prompt.size(),
+               seq->n_cached, seq->trace.to_header());
+    active_.push_back(std::move(seq));
+  }
+  for (auto& w : warmups) {
+    w->state = take_state();
+    CacheTrace ignored;
+    restore_from_cache(*w->state, w->key, w->tokens, &ignored);
+    if (w->state->n_tokens() >= static_cast<std::int64_t>(w->tokens.size())) {
+      release_state(std::move(w->state));  // already stored: nothing to do
+      n_warmups_done_.fetch_add(1);
+      continue;
+    }
+    warmups_running_.push_back(std::move(w));
+  }
+  n_active_.store(static_cast<std::int64_t>(active_.size()));
+}
+
+void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& owners) {
+  std::int64_t budget = model_.options().max_batch_tokens;
+  std::int64_t logit_rows = model_.options().max_logit_rows;
+  for (auto& seq : active_) {
+    if (seq->done || !seq->decoding || budget <= 0 || logit_rows <= 0) continue;
+    chunks.push_back(
+        {seq->state.get(), std::span<const TokenId>(&seq->pending, 1), model::LogitsWanted::kLast});
+    owners.push_back({.seq = seq.get(), .wants_logits = true});
+    --budget;
+    --logit_rows;
+  }
+  const bool warmup_waiting = !warmups_running_.empty();
+  std::int64_t reserve = warmup_waiting ? std::min(options_.warmup_tokens_per_step, budget / 4) : 0;
+  const std::size_t n = active_.size();
+  for (std::size_t k = 0; k < n && budget - reserve > 0; ++k) {
+    Sequence& seq = *active_[(prefill_rr_ + k) % n];
+    if (seq.done || seq.decoding) continue;
+    const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
+    const std::int64_t start = seq.state->n_tokens();
+    std::int64_t end = n_prompt;
+    // Stop at the history boundary so its state can be stored (hybrid/recurrent models only:
+    // a dense model's completion snapshot already holds every prefix).
+    const std::int64_t b = seq.req.history_boundary;
+    if (!truncatable_ && b > start && b < end && origin_wanted(cache::Origin::kBoundary)) end = b;
+    std::int64_t len = std::min({end - start, options_.prefill_chunk, budget - reserve});
+    const bool last = start + len == n_prompt;
+    if (last && logit_rows <= 0) continue;
+    chunks.push_back({seq.state.get(),
+                      std::span<const TokenId>(seq.req.prompt)
+                          .subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(len)),
+                      last ? model::LogitsWanted::kLast : model::LogitsWanted::kNone});
+    owners.push_back({.seq = &seq, .wants_logits = last});
+    budget -= len;
+    if (last) --logit_rows;
+  }
+  if (n > 0) prefill_rr_ = (prefill_rr_ + 1) % n;
+  for (auto& w : warmups_running_) {
+    if (budget <= 0) break;
+    const std::int64_t start = w->state->n_tokens();
+    std::int64_t len = std::min(
+        {static_cast<std::int64_t>(w->tokens.size()) - start, options_.prefill_chunk, budget});
+    chunks.push_back({w->state.get(),
+                      std::span<const TokenId>(w->tokens).subspan(static_cast<std::size_t>(start),
+                                                                  static_cast<std::size_t>(len)),
+                      model::LogitsWanted::kNone});
+    owners.push_back({.warmup = w.get()});
+    budget -= len;
+  }
+}
+
+void Engine::step() {
+  for (auto& seq : active_) {
+    if (!seq->done && seq->channel->cancelled()) finish(*seq, FinishReason::kCancelled);
+  }
+  std::vector<model::SeqChunk> chunks;
+  std::vector<Planned> owners;
+  plan(chunks, owners);
+  if (!chunks.empty()) {
+    auto logits = model_.forward(pool_, chunks);
+    n_steps_.fetch_add(1);
+    if (!logits.is_ok()) {
+      fail_all(logits.status());
+    } else {
+      std::int64_t row = 0;
+      for (const Planned& p : owners) {
+        if (p.warmup != nullptr) {
+          Warmup& w = *p.warmup;
+          if (w.state->n_tokens() == static_cast<std::int64_t>(w.tokens.size())) {
+            store_snapshot(*w.state, w.key, cache::Origin::kWarmup, w.tokens);
+            w.done = true;
+          }
+          continue;
+        }
+        Sequence& seq = *p.seq;
+        if (!seq.decoding) after_prefill_piece(seq);
+        if (p.wants_logits) on_sample(seq, logits->row(row++));
+      }
+    }
+  }
+  // Publish what this step produced, then drop finished work.
+  for (auto& seq : active_) {
+    if (!seq->out.samples.empty() || !seq->out.text.empty() || seq->out.done) {
+      seq->channel->push(std::move(seq->out));
+      seq->out = Event{};
+    }
+  }
+  for (auto& seq : active_) {
+    if (seq->done) release_state(std::move(seq->state));
+  }
+  std::erase_if(active_, [](const auto& s) { return s->done; });
+  for (auto& w : warmups_running_) {
+    if (w->done) {
+      release_state(std::move(w->state));
+      n_warmups_done_.fetch_add(1);
+    }
+  }
+  std::erase_if(warmups_running_, [](const auto& w) { return w->done; });
+  n_active_.store(static_cast<std::int64_t>(active_.size()));
+  {
+    std::lock_guard lock(mu_);
+    n_warmups_pending_.store(
+        static_cast<std::int64_t>(warmups_pending_.size() + warmups_running_.size()));
+  }
+}
+
+void Engine::after_prefill_piece(Sequence& seq) {
+  const std::int64_t n = seq.state->n_tokens();
+  if (!truncatable_ && n == seq.req.history_boundary) {
+    store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kBoundary,
+                   std::span<const TokenId>(seq.req.prompt).first(static_cast<std::size_t>(n)));
+  }
+  if (n == static_cast<std::int64_t>(seq.req.prompt.size())) seq.decoding = true;
+}
+
+void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
+  if (!seq.first_token_seen) {
+    seq.first_token_seen = true;
+    seq.out.ttft_s = std::chrono::duration<double>(Clock::now() - seq.submitted_at).count();
+  }
+  SampleResult r = seq.sampler->sample(logits);
+  ++seq.n_generated;
+  const auto& stops = seq.req.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), r.id) != stops.end()) {
+    seq.out.text += seq.detok->finish();
+    finish(seq, FinishReason::kStop);
+    return;
+  }
+  seq.out.samples.push_back(r);
+  seq.out.text += seq.detok->push(r.id);
+  seq.tokens.push_back(r.id);
+  seq.pending = r.id;
+  if (seq.detok->stopped()) {
+    finish(seq, FinishReason::kStop);
+  } else if (seq.n_generated >= seq.req.max_tokens ||
+             static_cast<std::int64_t>(seq.tokens.size()) >= options_.ctx_size) {
+    seq.out.text += seq.detok->finish();
+    finish(seq, FinishReason::kLength);
+  }
+}
+
+void Engine::finish(Sequence& seq, FinishReason reason, Status error) {
+  if (seq.done) return;
+  seq.done = true;
+  const bool healthy = reason == FinishReason::kStop || reason == FinishReason::kLength;
+  if (healthy && seq.state) {
+    // Exactly the tokens forwarded: the prompt and every generated token but the last sampled.
+    std::span<const TokenId> forwarded(seq.tokens.data(),
+                                       static_cast<std::size_t>(seq.state->n_tokens()));
+    store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded);
+  }
+  seq.out.done = true;
+  seq.out.finish = reason;
+  seq.out.error = std::move(error);
+  seq.out.trace = seq.trace;
+  seq.out.usage = {.prompt_tokens = static_cast<std::int64_t>(seq.req.prompt.size()),
+                   .cached_tokens = seq.n_cached,
+                   .completion_tokens = seq.n_generated};
+}
+
+void Engine::fail_all(const Status& error) {
+  log::error("forward failed, failing {} sequences: {}", active_.size(), error.to_string());
+  for (auto& seq : active_) finish(*seq, FinishReason::kError, error);
+  for (auto& w : warmups_running_) w->done = true;
+}
+
+}  // namespace recur::engine

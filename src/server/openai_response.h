@@ -1,0 +1,72 @@
+// OpenAI response bodies: chat.completion, chat.completion.chunk (SSE), text_completion, usage
+// and logprobs, rendered from the engine's plain results.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/message.h"
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace recur::server {
+
+struct ResponseMeta {
+  std::string id;            // chatcmpl-... / cmpl-...
+  std::string model;         // the served model name
+  std::int64_t created = 0;  // unix seconds
+};
+
+// "stop", "length" or "tool_calls".
+std::string finish_reason_text(engine::FinishReason reason, bool has_tool_calls);
+
+// Logprob entries of sampled tokens, as chat logprobs.content items.
+std::string chat_logprobs_json(const std::vector<engine::SampleResult>& samples,
+                               const tokenizer::Tokenizer& tok);
+
+std::string usage_json(const engine::Usage& usage);
+
+struct ChatResult {
+  std::string content;
+  std::optional<std::string> reasoning_content;
+  std::vector<chat::ToolCall> tool_calls;
+  std::vector<engine::SampleResult> samples;  // when logprobs were asked
+  bool logprobs = false;
+  std::string finish_reason;
+  engine::Usage usage;
+};
+std::string chat_completion_json(const ResponseMeta& meta, const ChatResult& result,
+                                 const tokenizer::Tokenizer& tok);
+
+// One SSE chunk: "data: {...}\n\n". Fields left empty are omitted from the delta.
+struct ChatDelta {
+  bool role = false;  // first chunk: "role": "assistant"
+  std::string content;
+  std::string reasoning_content;
+  std::vector<chat::ToolCall> tool_calls;
+  std::vector<engine::SampleResult> samples;
+  bool logprobs = false;
+  std::optional<std::string> finish_reason;
+};
+std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& delta,
+                           const tokenizer::Tokenizer& tok);
+// The final usage chunk of stream_options.include_usage: empty choices, usage set.
+std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage);
+std::string sse_done();
+std::string sse_error(const std::string& error_json);
+
+struct TextResult {
+  std::string text;
+  std::vector<engine::SampleResult> samples;
+  bool logprobs = false;
+  std::string finish_reason;
+  engine::Usage usage;
+};
+std::string text_completion_json(const ResponseMeta& meta, const TextResult& result,
+                                 const tokenizer::Tokenizer& tok);
+std::string text_chunk_sse(const ResponseMeta& meta, const std::string& text,
+                           const std::optional<std::string>& finish_reason);
+
+}  // namespace recur::server

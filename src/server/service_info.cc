@@ -1,0 +1,145 @@
+// The informational routes: models, health, cache stats and reset, Prometheus metrics.
+#include <nlohmann/json.hpp>
+
+#include "server/service.h"
+
+namespace recur::server {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json store_json(const cache::StoreStats& s) {
+  json misses = {{"disabled", s.misses_disabled},
+                 {"no_candidate", s.misses_no_candidate},
+                 {"different_session", s.misses_different_session},
+                 {"diverged", s.misses_diverged},
+                 {"too_short", s.misses_too_short},
+                 {"whole_prompt", s.misses_whole_prompt}};
+  json rejections = {{"oversized", s.rejections_oversized},
+                     {"too_short", s.rejections_too_short},
+                     {"disabled", s.rejections_disabled}};
+  json last_miss = {{"reason", cache::miss_reason_name(s.last_miss)}};
+  if (s.last_miss == cache::MissReason::kDiverged) {
+    last_miss["diverged_at"] = s.last_miss_diverged_at;
+    last_miss["entry_tokens"] = s.last_miss_entry_tokens;
+  }
+  return json{{"enabled", s.enabled},
+              {"entries", s.entries},
+              {"bytes", s.bytes},
+              {"capacity_bytes", s.capacity_bytes},
+              {"max_entries", s.max_entries},
+              {"bytes_per_entry", s.bytes_per_entry},
+              {"lookups", s.lookups},
+              {"hits", s.hits},
+              {"hit_rate", s.hit_rate},
+              {"tokens_reused", s.tokens_reused},
+              {"inserts", s.inserts},
+              {"replaces", s.replaces},
+              {"supersedes", s.supersedes},
+              {"evictions", {{"lru", s.evictions_lru}, {"ttl", s.evictions_ttl}}},
+              {"self_evictions", s.self_evictions},
+              {"rejections", rejections},
+              {"misses", misses},
+              {"last_miss", last_miss}};
+}
+
+void sync_store_metrics(ServerMetrics& m, const char* store, const cache::StoreStats& s) {
+  const std::string l = std::string("store=") + store;
+  auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v)); };
+  m.set_gauge("recur_cache_entries", "Entries held by the prompt-cache store.", l,
+              double(s.entries));
+  m.set_gauge("recur_cache_bytes", "Bytes held by the prompt-cache store.", l, double(s.bytes));
+  m.set_gauge("recur_cache_capacity_bytes", "Byte budget of the prompt-cache store.", l,
+              double(s.capacity_bytes));
+  m.sync_counter("recur_cache_lookups_total", "Prompt-cache lookups.", l, u(s.lookups));
+  m.sync_counter("recur_cache_hits_total", "Prompt-cache lookups that found a reusable prefix.", l,
+                 u(s.hits));
+  m.sync_counter("recur_cache_tokens_reused_total", "Prompt tokens restored instead of computed.",
+                 l, u(s.tokens_reused));
+  m.sync_counter("recur_cache_inserts_total", "Snapshots admitted.", l, u(s.inserts));
+  m.sync_counter("recur_cache_supersedes_total",
+                 "Entries removed because a longer snapshot of the same conversation arrived.", l,
+                 u(s.supersedes));
+  m.sync_counter("recur_cache_evictions_total", "Entries evicted, by reason.", l + ",reason=lru",
+                 u(s.evictions_lru));
+  m.sync_counter("recur_cache_evictions_total", "Entries evicted, by reason.", l + ",reason=ttl",
+                 u(s.evictions_ttl));
+  m.sync_counter("recur_cache_self_evictions_total",
+                 "Entries of the conversation being admitted evicted to make room.", l,
+                 u(s.self_evictions));
+  const std::pair<const char*, std::int64_t> rejects[] = {{"oversized", s.rejections_oversized},
+                                                          {"too_short", s.rejections_too_short},
+                                                          {"disabled", s.rejections_disabled}};
+  for (auto [reason, v] : rejects) {
+    m.sync_counter("recur_cache_rejections_total", "Snapshots refused, by reason.",
+                   l + ",reason=" + reason, u(v));
+  }
+  const std::pair<const char*, std::int64_t> misses[] = {
+      {"disabled", s.misses_disabled},
+      {"no_candidate", s.misses_no_candidate},
+      {"different_session", s.misses_different_session},
+      {"diverged", s.misses_diverged},
+      {"too_short", s.misses_too_short},
+      {"whole_prompt", s.misses_whole_prompt}};
+  for (auto [reason, v] : misses) {
+    m.sync_counter("recur_cache_misses_total",
+                   "Prompt-cache lookups that found nothing, by reason.", l + ",reason=" + reason,
+                   u(v));
+  }
+}
+
+}  // namespace
+
+HttpResponse Service::models(const HttpRequest&) const {
+  json model = {
+      {"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "recur"}};
+  return HttpResponse::json(200, json{{"object", "list"}, {"data", json::array({model})}}.dump());
+}
+
+HttpResponse Service::health(const HttpRequest&) const {
+  if (ready_backend() == nullptr) return HttpResponse::json(503, R"({"status":"loading"})");
+  if (draining_.load()) return HttpResponse::json(503, R"({"status":"draining"})");
+  return HttpResponse::json(200, R"({"status":"ok"})");
+}
+
+HttpResponse Service::cache_stats(const HttpRequest&) const {
+  const Backend* be = ready_backend();
+  json out = {{"enabled", be != nullptr && be->cache != nullptr}};
+  if (be != nullptr && be->cache != nullptr) {
+    cache::PromptCacheStats s = be->cache->stats();
+    out["prefix"] = store_json(s.prefix);
+    out["snapshot"] = store_json(s.snapshot);
+  }
+  if (be != nullptr) {
+    engine::EngineStats e = be->engine->stats();
+    out["warmup"] = {{"pending", e.warmups_pending}, {"done", e.warmups_done}};
+  }
+  return HttpResponse::json(200, out.dump());
+}
+
+HttpResponse Service::cache_reset(const HttpRequest&) {
+  const Backend* be = ready_backend();
+  cache::ClearResult r;
+  if (be != nullptr && be->cache != nullptr) r = be->cache->clear();
+  return HttpResponse::json(
+      200, json{{"freed_entries", r.freed_entries}, {"freed_bytes", r.freed_bytes}}.dump());
+}
+
+HttpResponse Service::metrics(const HttpRequest&) const {
+  if (const Backend* be = ready_backend()) {
+    engine::EngineStats e = be->engine->stats();
+    metrics_.set_queue_depth(e.queued);
+    metrics_.set_active_sequences(e.active);
+    if (be->cache != nullptr) {
+      cache::PromptCacheStats s = be->cache->stats();
+      sync_store_metrics(metrics_, "prefix", s.prefix);
+      sync_store_metrics(metrics_, "snapshot", s.snapshot);
+    }
+  }
+  HttpResponse r = HttpResponse::json(200, metrics_.render());
+  r.content_type = "text/plain; version=0.0.4";
+  return r;
+}
+
+}  // namespace recur::server
