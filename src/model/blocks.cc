@@ -68,6 +68,7 @@ LayerStateSpec attention_state(const AttentionW& w) {
 
 // Spec 0.3 / 2.4: q,k = RoPE(norm(proj(x))); a = softmax(q kᵀ·hd^-½) v; out = o(a [⊙ σ(gate)]).
 void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float* out) {
+  ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, hd = w.head_dim, qw = q_head_width(w);
   const std::int64_t kv_width = w.n_kv_heads * hd;
   float* q = ctx.scratch->take(n * w.n_heads * qw);    // [n, n_heads, qw]
@@ -125,6 +126,7 @@ void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std
 std::int64_t mlp_scratch_per_row(const MlpW& w) { return 2 * w.gate.rows; }
 
 void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
+  ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, d_ff = w.gate.rows;
   float* g = ctx.scratch->take(n * d_ff);  // [n, d_ff]
   float* u = ctx.scratch->take(n * d_ff);  // [n, d_ff]
@@ -162,6 +164,7 @@ LayerStateSpec gated_delta_state(const GatedDeltaW& w) {
 }
 
 void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, float* out) {
+  ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, cd = w.conv_dim(), hv = w.n_v_heads, hk = w.n_k_heads;
   const std::int64_t qk_width = hk * w.k_dim, o_width = hv * w.v_dim;
   float* mixed = ctx.scratch->take(n * cd);   // [n, q | k | v] before the conv
@@ -233,6 +236,7 @@ LayerStateSpec mamba2_state(const Mamba2W& w) {
 }
 
 void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out) {
+  ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, iw = w.in_width(), cd = w.conv_dim(), di = w.d_inner();
   const std::int64_t gn = w.n_groups * w.d_state;
   float* zx = ctx.scratch->take(n * iw);   // [n, z | xBC | dt]

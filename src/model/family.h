@@ -51,10 +51,26 @@ class Scratch {
   void reserve_floats(std::int64_t n) { buf_.resize(static_cast<std::size_t>(n)); }
   float* take(std::int64_t n);  // RECUR_CHECKs capacity
   void reset() { used_ = 0; }
+  std::int64_t used() const { return used_; }
+  void rewind(std::int64_t mark) { used_ = mark; }
 
  private:
   std::vector<float> buf_;
   std::int64_t used_ = 0;
+};
+
+// Gives back what a block took from the scratch when the block returns, so a layer needs the
+// largest block's scratch, not the sum.
+class ScratchFrame {
+ public:
+  explicit ScratchFrame(Scratch* s) : s_(s), mark_(s->used()) {}
+  ~ScratchFrame() { s_->rewind(mark_); }
+  ScratchFrame(const ScratchFrame&) = delete;
+  ScratchFrame& operator=(const ScratchFrame&) = delete;
+
+ private:
+  Scratch* s_;
+  std::int64_t mark_;
 };
 
 // What a layer's forward sees.

@@ -1,0 +1,57 @@
+// A deliberately simple float64 forward pass per family, written from
+// ../shared/reference/model-families.md independently of src/model/blocks.* and the kernels: whole
+// sequence at once, plain loops, no state reuse. Tests only: the oracle for engine logits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+
+namespace recur::model::reference {
+
+using Vec = std::vector<double>;
+
+// A checkpoint tensor converted to float64, row-major.
+struct Tensor {
+  std::vector<std::int64_t> shape;
+  Vec v;
+  std::int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
+  std::int64_t cols() const {
+    return shape.size() < 2 ? 1 : static_cast<std::int64_t>(v.size()) / shape[0];
+  }
+};
+
+// Reads `name` (RECUR_CHECK that it exists).
+Tensor load(const Checkpoint& ck, const std::string& name);
+
+// y = W x for W [rows, cols].
+Vec matvec(const Tensor& w, const Vec& x);
+// Plain RMSNorm: w ⊙ x / sqrt(mean(x²) + eps); zero_centred uses (1 + w).
+Vec rms_norm(const Vec& x, const Vec& w, double eps, bool zero_centred);
+double silu(double x);
+double sigmoid(double x);
+double softplus(double x);
+// NeoX rotate-half RoPE on the first rotary_dim features of one head, in place.
+void rope(double* head, std::int64_t rotary_dim, std::int64_t pos, double theta);
+
+// Logits [n_tokens][vocab] for every position of `tokens`, per family.
+std::vector<Vec> forward_qwen3(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+std::vector<Vec> forward_mamba2(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+
+// Config field as double/int (text_config first, then top level), with a default.
+double cfg(const Checkpoint& ck, const std::string& key, double fallback);
+
+}  // namespace recur::model::reference
+
+namespace recur::model::reference {
+// Causal GQA softmax attention over whole sequences: q [T][H·hd], k, v [T][Hkv·hd] → [T][H·hd].
+// Query head h reads kv head h / (H / Hkv).
+std::vector<Vec> causal_attention(const std::vector<Vec>& q, const std::vector<Vec>& k,
+                                  const std::vector<Vec>& v, std::int64_t n_heads,
+                                  std::int64_t n_kv_heads, std::int64_t head_dim);
+// The logits of the final hidden states against the (tied or separate) head.
+std::vector<Vec> head_logits(const Checkpoint& ck, const std::vector<Vec>& h, const Tensor& embed);
+}  // namespace recur::model::reference

@@ -1,0 +1,124 @@
+// Shared float64 helpers of the reference forward (spec sections 0.1, 0.2).
+#include <cmath>
+
+#include "kernels/dtype.h"
+#include "reference.h"
+#include "util/check.h"
+
+namespace recur::model::reference {
+
+Tensor load(const Checkpoint& ck, const std::string& name) {
+  const TensorInfo* t = ck.find(name);
+  RECUR_CHECK_MSG(t != nullptr, name.c_str());
+  Tensor out;
+  out.shape = t->shape;
+  const std::size_t elem = t->dtype == DType::kF32 ? 4 : 2;
+  out.v.resize(t->n_bytes / elem);
+  for (std::size_t i = 0; i < out.v.size(); ++i) {
+    const std::uint8_t* p = t->data + i * elem;
+    if (t->dtype == DType::kF32) {
+      float f;
+      std::memcpy(&f, p, 4);
+      out.v[i] = f;
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, p, 2);
+      out.v[i] = t->dtype == DType::kBF16 ? kernels::bf16_to_f32(h) : kernels::f16_to_f32(h);
+    }
+  }
+  return out;
+}
+
+Vec matvec(const Tensor& w, const Vec& x) {
+  const std::int64_t rows = w.rows(), cols = w.cols();
+  RECUR_CHECK(static_cast<std::int64_t>(x.size()) == cols);
+  Vec y(static_cast<std::size_t>(rows), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0.0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      s += w.v[static_cast<std::size_t>(r * cols + c)] * x[static_cast<std::size_t>(c)];
+    y[static_cast<std::size_t>(r)] = s;
+  }
+  return y;
+}
+
+Vec rms_norm(const Vec& x, const Vec& w, double eps, bool zero_centred) {
+  double ss = 0.0;
+  for (double v : x) ss += v * v;
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * (zero_centred ? 1.0 + w[i] : w[i]);
+  return y;
+}
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+
+void rope(double* head, std::int64_t rotary_dim, std::int64_t pos, double theta) {
+  const std::int64_t half = rotary_dim / 2;
+  for (std::int64_t i = 0; i < half; ++i) {
+    const double angle =
+        static_cast<double>(pos) *
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+    const double c = std::cos(angle), s = std::sin(angle);
+    const double a = head[i], b = head[i + half];
+    head[i] = a * c - b * s;
+    head[i + half] = b * c + a * s;
+  }
+}
+
+double cfg(const Checkpoint& ck, const std::string& key, double fallback) {
+  auto r = ck.config().get_float(key, fallback);
+  RECUR_CHECK_MSG(r.is_ok(), key.c_str());
+  return *r;
+}
+
+}  // namespace recur::model::reference
+
+namespace recur::model::reference {
+
+std::vector<Vec> causal_attention(const std::vector<Vec>& q, const std::vector<Vec>& k,
+                                  const std::vector<Vec>& v, std::int64_t n_heads,
+                                  std::int64_t n_kv_heads, std::int64_t head_dim) {
+  const std::size_t T = q.size();
+  const std::int64_t group = n_heads / n_kv_heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  std::vector<Vec> out(T, Vec(static_cast<std::size_t>(n_heads * head_dim), 0.0));
+  for (std::size_t t = 0; t < T; ++t) {
+    for (std::int64_t h = 0; h < n_heads; ++h) {
+      const std::int64_t kh = h / group;
+      Vec p(t + 1);
+      double mx = -1e300;
+      for (std::size_t s = 0; s <= t; ++s) {
+        double dot = 0.0;
+        for (std::int64_t d = 0; d < head_dim; ++d) {
+          dot += q[t][static_cast<std::size_t>(h * head_dim + d)] *
+                 k[s][static_cast<std::size_t>(kh * head_dim + d)];
+        }
+        p[s] = dot * scale;
+        mx = std::max(mx, p[s]);
+      }
+      double sum = 0.0;
+      for (double& x : p) sum += (x = std::exp(x - mx));
+      for (std::size_t s = 0; s <= t; ++s) {
+        for (std::int64_t d = 0; d < head_dim; ++d) {
+          out[t][static_cast<std::size_t>(h * head_dim + d)] +=
+              p[s] / sum * v[s][static_cast<std::size_t>(kh * head_dim + d)];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Vec> head_logits(const Checkpoint& ck, const std::vector<Vec>& h, const Tensor& embed) {
+  auto tied = ck.config().get_bool("tie_word_embeddings", false);
+  RECUR_CHECK(tied.is_ok());
+  const Tensor head = *tied ? embed : load(ck, "lm_head.weight");
+  std::vector<Vec> out;
+  for (const Vec& x : h) out.push_back(matvec(head, x));
+  return out;
+}
+
+}  // namespace recur::model::reference
