@@ -83,25 +83,31 @@ int main(int argc, char** argv) {
   fmt::print("| AMX-BF16 tdpbf16ps register loop | {} |\n",
              c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
                                   : std::string("n/a (no AMX)"));
-  fmt::print("| read bandwidth, {} MiB buffer | {:.1f} GB/s |\n\n", c.buffer_bytes >> 20,
+  fmt::print("| read bandwidth, {} MiB buffer | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
              c.read_bytes_per_s / 1e9);
+  fmt::print("| best peak loop from CPU time (undisturbed estimate) | {:.1f} GFLOP/s |\n\n",
+             c.peak_cpu_flops / 1e9);
   const double peak = c.peak_flops();
   fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");
   fmt::print(
       "Fractions: of the compute peak ({:.1f} GFLOP/s) and of the read bandwidth ({:.1f} GB/s, "
       "weight bytes per call).\n\n",
       peak / 1e9, c.read_bytes_per_s / 1e9);
-  fmt::print("| shape | N x K | rows | recur GFLOP/s | of peak | of bandwidth |{}\n",
-             args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
-  fmt::print("|---|---|---|---|---|---|{}\n", args.onednn ? "---|---|---|" : "");
+  fmt::print(
+      "| shape | N x K | rows | recur GFLOP/s | of peak | of bandwidth | CPU-time est. of peak "
+      "|{}\n",
+      args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
+  fmt::print("|---|---|---|---|---|---|---|{}\n", args.onednn ? "---|---|---|" : "");
   std::string onednn_impl;
   for (const auto& shape : kernels::qwen35_08b_shapes()) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
     for (std::int64_t rows : args.rows) {
       const auto t = kernels::time_matmul_bf16(pool, shape, rows, args.seconds);
-      fmt::print("| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% |", shape.name, shape.n_out,
-                 shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
-                 100 * t.bytes_per_s / c.read_bytes_per_s);
+      fmt::print(
+          "| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% | {} |", shape.name, shape.n_out,
+          shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
+          100 * t.bytes_per_s / c.read_bytes_per_s,
+          rows >= 128 ? fmt::format("{:.0f}%", 100 * t.cpu_flops_per_s / c.peak_cpu_flops) : "-");
 #ifdef RECUR_HAVE_DNNL
       if (args.onednn) {
         const auto o = bench::time_onednn_matmul_bf16(shape, rows, args.seconds);

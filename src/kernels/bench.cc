@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -15,35 +16,50 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// FLOP/s of `loop` on all threads: calibrated on one thread to last about `seconds`, best of 3.
-double measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds) {
-  std::int64_t iters = 1 << 16;
+// FLOP/s of `loop` on all threads: repetitions of about 2 ms (calibrated on one thread) for
+// 3 x `seconds`, the best kept. Short repetitions, like single matmul calls, fit between the
+// scheduler's interruptions on a shared machine, so ceilings and timings see the same conditions.
+struct Peak {
+  double wall_flops = 0;
+  double cpu_flops = 0;
+};
+
+Peak measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds) {
+  std::int64_t iters = 1 << 10;
   for (;;) {
     const auto t0 = Clock::now();
     loop(iters);
     const double dt = seconds_since(t0);
-    if (dt > 0.05) {
-      iters = static_cast<std::int64_t>(static_cast<double>(iters) * seconds / dt) + 1;
+    if (dt > 0.02) {
+      iters = static_cast<std::int64_t>(static_cast<double>(iters) * 0.002 / dt) + 1;
       break;
     }
     iters *= 4;
   }
-  // Many short repetitions, best kept: on a shared machine some of them run undisturbed.
-  iters = iters / 5 + 1;
   const auto n = static_cast<std::size_t>(pool.n_threads());
-  double best = 0;
-  for (int rep = 0; rep < 15; ++rep) {
+  Peak best;
+  const auto start = Clock::now();
+  for (int rep = 0; rep < 20 || seconds_since(start) < 3 * seconds; ++rep) {
     std::vector<double> flops(n, 0.0);
     const auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
     pool.run(n, [&](std::size_t i) { flops[i] = loop(iters); });
+    const double cpu = cpu_seconds() - c0;
     const double dt = seconds_since(t0);
     double total = 0;
     for (double f : flops) total += f;
-    best = std::max(best, total / dt);
+    best.wall_flops = std::max(best.wall_flops, total / dt);
+    best.cpu_flops = std::max(best.cpu_flops, total * static_cast<double>(n) / cpu);
   }
   return best;
 }
@@ -98,10 +114,16 @@ void fill_bf16(std::uint16_t* p, std::int64_t n, std::uint64_t seed) {
 Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
   Ceilings c;
   c.n_threads = pool.n_threads();
-  if (isa_supported(Isa::kAvx512))
-    c.avx512_bf16_flops = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
-  if (isa_supported(Isa::kAmx))
-    c.amx_bf16_flops = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
+  if (isa_supported(Isa::kAvx512)) {
+    const Peak p = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
+    c.avx512_bf16_flops = p.wall_flops;
+    c.peak_cpu_flops = p.cpu_flops;
+  }
+  if (isa_supported(Isa::kAmx)) {
+    const Peak p = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
+    c.amx_bf16_flops = p.wall_flops;
+    c.peak_cpu_flops = std::max(c.peak_cpu_flops, p.cpu_flops);
+  }
   c.buffer_bytes = std::int64_t{512} << 20;  // well past any LLC of a 2-64 core part
   c.read_bytes_per_s = measure_read_bandwidth(pool, c.buffer_bytes, seconds);
   return c;
@@ -139,12 +161,14 @@ MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::i
     return WeightView{w.data() + c * w_elems, DType::kBF16, shape.n_out, shape.k_dim};
   };
   matmul(pool, x.data(), n_rows, view(0), y.data());  // warm-up (scratch, page faults)
-  double best = 1e30;
+  double best = 1e30, best_cpu = 1e30;
   std::int64_t calls = 0;
   const auto t0 = Clock::now();
   do {
     const auto t1 = Clock::now();
+    const double c1 = cpu_seconds();
     matmul(pool, x.data(), n_rows, view(calls % copies), y.data());
+    best_cpu = std::min(best_cpu, cpu_seconds() - c1);
     best = std::min(best, seconds_since(t1));
     ++calls;
   } while (seconds_since(t0) < seconds || calls < 3);
@@ -152,6 +176,7 @@ MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::i
   t.seconds = best;
   t.flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) / best;
   t.bytes_per_s = 2.0 * static_cast<double>(w_elems) / best;
+  t.cpu_flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) * pool.n_threads() / best_cpu;
   return t;
 }
 
