@@ -92,16 +92,15 @@ CacheBudgets choose_budgets(const ModelFootprint& model, const CacheSettings& se
   if (!settings.enabled) return b;
 
   if (available_memory_bytes < 0) {
-    b.warnings.push_back(
-        fmt::format("prompt cache: available memory unknown; automatic budgets capped at {}",
-                    format_bytes(kUnknownMemoryCeilingBytes)));
+    b.warnings.push_back(fmt::format("available memory unknown; automatic budgets capped at {}",
+                                     format_bytes(kUnknownMemoryCeilingBytes)));
   }
   const StorePolicy& used = model.truncatable ? b.prefix : b.snapshot;
   const StoreNames& names = model.truncatable ? kPrefixNames : kSnapshotNames;
   const std::int64_t at_context = model.snapshot_bytes_at(model.context_tokens);
   if (at_context > used.capacity_bytes) {
     b.warnings.push_back(fmt::format(
-        "prompt cache: one entry at the configured context ({} tokens) takes {}, more than the "
+        "one entry at the configured context ({} tokens) takes {}, more than the "
         "{} budget of {}; long conversations will not be cached. Raise {} ({}) to at least {}",
         model.context_tokens, format_bytes(at_context), names.what,
         format_bytes(used.capacity_bytes), names.capacity_flag, names.capacity_env, at_context));

@@ -43,7 +43,8 @@ struct ModelFootprint {
 struct CacheBudgets {
   StorePolicy prefix;    // MatchMode::kCommonPrefix
   StorePolicy snapshot;  // MatchMode::kExactPrefix
-  // For the startup log, one line each: at most one names the flag to raise.
+  // For the startup log, one line each (without a "prompt cache:" prefix; the caller adds its
+  // own): at most one names the flag to raise.
   std::vector<std::string> warnings;
 };
 
