@@ -1,9 +1,102 @@
+// recur template: renders a chat (a messages JSON file) through a checkpoint's chat template the
+// way Hugging Face's apply_chat_template does, prints the prompt on stdout and its token count on
+// stderr. What people reach for when a prompt looks wrong.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
 #include "app/commands.h"
+#include "template/template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/log.h"
 
 namespace recur::app {
+namespace {
 
-int cmd_template(const config::Options&) {
-  return not_available("template", "the chat template engine is not built yet");
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(StatusCode::kNotFound, "cannot open {}", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The template context apply_chat_template builds: messages, tools, add_generation_prompt, the
+// special tokens, then the kwargs (which may override any of them).
+Result<tmpl::Value> build_context(const tokenizer::Tokenizer& tok, const config::Options& opts) {
+  RECUR_ASSIGN_OR_RETURN(std::string text, read_text_file(opts.get_string("messages")));
+  auto chat_r = tmpl::value_from_json(text);
+  if (!chat_r.is_ok()) return chat_r.status().with_context(opts.get_string("messages"));
+  tmpl::Value chat = *chat_r;
+  tmpl::Value context = tmpl::Value::dict();
+  auto& ctx = context.as_dict();
+  if (chat.is_list()) {
+    ctx.set("messages", chat);
+  } else if (chat.is_dict() && chat.as_dict().find("messages")) {
+    ctx.set("messages", *chat.as_dict().find("messages"));
+    if (const tmpl::Value* tools = chat.as_dict().find("tools")) ctx.set("tools", *tools);
+  } else {
+    return Error(StatusCode::kInvalidArgument,
+                 "{}: expected a JSON array of messages or an object with \"messages\"",
+                 opts.get_string("messages"));
+  }
+  ctx.set("add_generation_prompt", tmpl::Value(opts.get_bool("generation-prompt")));
+  const auto& special = tok.special_tokens();
+  if (special.bos_token) ctx.set("bos_token", tmpl::Value(*special.bos_token));
+  if (special.eos_token) ctx.set("eos_token", tmpl::Value(*special.eos_token));
+  if (special.pad_token) ctx.set("pad_token", tmpl::Value(*special.pad_token));
+  if (special.unk_token) ctx.set("unk_token", tmpl::Value(*special.unk_token));
+  if (!opts.get_string("kwargs").empty()) {
+    auto kwargs = tmpl::value_from_json(opts.get_string("kwargs"));
+    if (!kwargs.is_ok() || !kwargs->is_dict()) {
+      return Error(StatusCode::kInvalidArgument,
+                   "--kwargs (RECUR_KWARGS): expected a JSON object, got '{}'",
+                   opts.get_string("kwargs"));
+    }
+    for (const auto& [k, v] : kwargs->as_dict().items) ctx.set_key(k, v);
+  }
+  return context;
+}
+
+Result<std::string> render_prompt(const config::Options& opts, std::size_t& n_tokens) {
+  if (opts.get_string("model").empty()) {
+    return Error(StatusCode::kInvalidArgument, "--model (RECUR_MODEL) is required");
+  }
+  if (opts.get_string("messages").empty()) {
+    return Error(StatusCode::kInvalidArgument, "--messages (RECUR_MESSAGES) is required");
+  }
+  RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(opts.get_string("model")));
+  if (!tok.chat_template()) {
+    return Error(StatusCode::kNotFound,
+                 "{} has no chat template (tokenizer_config.json or "
+                 "chat_template.jinja)",
+                 opts.get_string("model"));
+  }
+  auto parsed = tmpl::Template::parse(*tok.chat_template());
+  if (!parsed.is_ok()) return parsed.status().with_context("chat template");
+  RECUR_ASSIGN_OR_RETURN(tmpl::Value context, build_context(tok, opts));
+  auto text = parsed->render(context);
+  if (!text.is_ok()) return text.status().with_context("chat template");
+  n_tokens = tok.encode(*text, {.parse_special = true, .add_special_tokens = false}).size();
+  return text;
+}
+
+}  // namespace
+
+int cmd_template(const config::Options& opts) {
+  std::size_t n_tokens = 0;
+  auto text = render_prompt(opts, n_tokens);
+  if (!text.is_ok()) {
+    log::error("recur template: {}", text.status().message());
+    return text.status().code() == StatusCode::kInvalidArgument &&
+                   text.status().message().find("required") != std::string::npos
+               ? kExitUsage
+               : kExitFailure;
+  }
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "\n%zu tokens\n", n_tokens);
+  return kExitOk;
 }
 
 }  // namespace recur::app
