@@ -31,12 +31,20 @@ inline std::int64_t vnni_index(std::int64_t m, std::int64_t k, std::int64_t kp) 
   return ((mb * (kp / 2) + k / 2) * kTileRows + mi) * 2 + (k % 2);
 }
 
-inline void pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out) {
+// Packs activation rows [16·mb, 16·mb + 16) into their block of the layout (zero-padded).
+inline void pack_x_block(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::int64_t mb,
+                         std::uint16_t* out) {
   const std::int64_t kp = padded_k(k_dim);
-  std::memset(out, 0, static_cast<std::size_t>(padded_m(n_rows) * kp) * 2);
-  for (std::int64_t m = 0; m < n_rows; ++m)
+  std::uint16_t* block = out + mb * kTileRows * kp;
+  std::memset(block, 0, static_cast<std::size_t>(kTileRows * kp) * 2);
+  const std::int64_t m_end = std::min(n_rows, (mb + 1) * kTileRows);
+  for (std::int64_t m = mb * kTileRows; m < m_end; ++m)
     for (std::int64_t k = 0; k < k_dim; ++k)
       out[vnni_index(m, k, kp)] = f32_to_bf16(x[m * k_dim + k]);
+}
+
+inline void pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out) {
+  for (std::int64_t mb = 0; mb * kTileRows < n_rows; ++mb) pack_x_block(x, n_rows, k_dim, mb, out);
 }
 
 // Tile registers: C0..C3 = 0..3 (C[nt][mt] = 2*nt + mt), A0, A1 = 4, 5, B0, B1 = 6, 7.

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_kernel.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/matmul_isa.h"
 #include "kernels/reference.h"
@@ -52,21 +53,17 @@ T* scratch(std::int64_t n) {
   return buf.data();
 }
 
-// bf16(x) in rows of ld (>= K) elements, zero-padded.
-const std::uint16_t* to_bf16_padded(const float* x, std::int64_t n_rows, std::int64_t k_dim,
-                                    std::int64_t ld) {
-  std::uint16_t* out = scratch<std::uint16_t>(n_rows * ld);
-  for (std::int64_t r = 0; r < n_rows; ++r) {
-    for (std::int64_t k = 0; k < k_dim; ++k) out[r * ld + k] = f32_to_bf16(x[r * k_dim + k]);
-    std::memset(out + r * ld + k_dim, 0, static_cast<std::size_t>(ld - k_dim) * 2);
-  }
-  return out;
-}
-
-const float* to_bf16_rounded(const float* x, std::int64_t n) {
-  float* out = scratch<float>(n);
-  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to_bf16(x[i]);
-  return out;
+// Runs fn(r0, r1) over blocks of kPrepRows activation rows on the pool (the conversion is a
+// tenth of a large matmul's time; done by one thread it would cap the speed-up).
+constexpr std::int64_t kPrepRows = 16;
+static_assert(kPrepRows == amx::kTileRows, "AMX packing works in blocks of tile rows");
+template <typename Fn>
+void for_row_blocks(ThreadPool& pool, std::int64_t n_rows, const Fn& fn) {
+  const std::int64_t n_blocks = (n_rows + kPrepRows - 1) / kPrepRows;
+  pool.run(static_cast<std::size_t>(n_blocks), [&](std::size_t b) {
+    const std::int64_t r0 = static_cast<std::int64_t>(b) * kPrepRows;
+    fn(r0, std::min(n_rows, r0 + kPrepRows));
+  });
 }
 
 }  // namespace
@@ -74,12 +71,15 @@ const float* to_bf16_rounded(const float* x, std::int64_t n) {
 void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w,
                      float* y, Isa isa) {
   MatmulOperands op{.x = x, .w = w, .y = y, .n_rows = n_rows};
+  const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = w.cols};
   const bool bf16 = w.dtype == DType::kBF16;
   switch (isa) {
     case Isa::kAmx:
       if (bf16) {
         std::uint16_t* packed = scratch<std::uint16_t>(amx_vnni_elements(n_rows, w.cols));
-        amx_pack_x(x, n_rows, w.cols, packed);
+        for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t) {
+          amx_pack_x_block(rows, r0 / kPrepRows, packed);  // kPrepRows == AMX tile rows
+        });
         op.x_vnni = packed;
         return run_blocks(pool, op, matmul_block_amx);
       }
@@ -87,11 +87,21 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows, cons
     case Isa::kAvx512:
       if (bf16) {
         op.ld_bf16 = (w.cols + 31) / 32 * 32;
-        op.x_bf16 = to_bf16_padded(x, n_rows, w.cols, op.ld_bf16);
+        std::uint16_t* xb = scratch<std::uint16_t>(n_rows * op.ld_bf16);
+        for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
+          to_bf16_rows_avx512(rows, r0, r1, op.ld_bf16, xb);
+        });
+        op.x_bf16 = xb;
       }
       return run_blocks(pool, op, matmul_block_avx512);
     case Isa::kAvx2:
-      if (bf16) op.x_rounded = to_bf16_rounded(x, n_rows * w.cols);
+      if (bf16) {
+        float* xr = scratch<float>(n_rows * w.cols);
+        for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
+          round_rows_avx2(rows, r0, r1, xr);
+        });
+        op.x_rounded = xr;
+      }
       return run_blocks(pool, op, matmul_block_avx2);
     case Isa::kScalar:
     case Isa::kAuto:

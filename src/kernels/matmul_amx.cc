@@ -87,8 +87,8 @@ std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim) {
   return amx::padded_m(n_rows) * amx::padded_k(k_dim);
 }
 
-void amx_pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out) {
-  amx::pack_x(x, n_rows, k_dim, out);
+void amx_pack_x_block(const ActivationRows& a, std::int64_t mb, std::uint16_t* out) {
+  amx::pack_x_block(a.x, a.n_rows, a.k_dim, mb, out);
 }
 
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b) {

@@ -109,6 +109,12 @@ void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float*
 
 }  // namespace
 
+void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, float* out) {
+  const float* __restrict src = a.x + r0 * a.k_dim;
+  float* __restrict dst = out + r0 * a.k_dim;
+  for (std::int64_t i = 0; i < (r1 - r0) * a.k_dim; ++i) dst[i] = round_to_bf16(src[i]);
+}
+
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b) {
   switch (op.w.dtype) {
     case DType::kBF16:

@@ -95,9 +95,10 @@ void tile_any(int rm, int rn, Args... args) {
     RECUR_TILE_CASE(1, 3)
     RECUR_TILE_CASE(1, 4)
     RECUR_TILE_CASE(2, 1)
-    RECUR_TILE_CASE(2, 2) RECUR_TILE_CASE(2, 3) RECUR_TILE_CASE(2, 4) RECUR_TILE_CASE(3, 1)
-        RECUR_TILE_CASE(3, 2) RECUR_TILE_CASE(3, 3) RECUR_TILE_CASE(3, 4) RECUR_TILE_CASE(4, 1)
-            RECUR_TILE_CASE(4, 2) RECUR_TILE_CASE(4, 3) RECUR_TILE_CASE(4, 4)
+    RECUR_TILE_CASE(2, 2)
+    RECUR_TILE_CASE(2, 3) RECUR_TILE_CASE(2, 4) RECUR_TILE_CASE(3, 1) RECUR_TILE_CASE(3, 2)
+        RECUR_TILE_CASE(3, 3) RECUR_TILE_CASE(3, 4) RECUR_TILE_CASE(4, 1) RECUR_TILE_CASE(4, 2)
+            RECUR_TILE_CASE(4, 3) RECUR_TILE_CASE(4, 4)
 #undef RECUR_TILE_CASE
                 default : return;
   }
@@ -138,6 +139,16 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
 }
 
 }  // namespace
+
+void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, std::int64_t ld,
+                         std::uint16_t* out) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* __restrict src = a.x + r * a.k_dim;
+    std::uint16_t* __restrict dst = out + r * ld;
+    for (std::int64_t k = 0; k < a.k_dim; ++k) dst[k] = f32_to_bf16(src[k]);
+    for (std::int64_t k = a.k_dim; k < ld; ++k) dst[k] = 0;
+  }
+}
 
 void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   const WeightView& w = op.w;

@@ -28,8 +28,22 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
 
 // AMX: x_vnni layout and block granularity are described in matmul_amx.cc.
+// Activation preparation, one block of rows per call so the dispatcher can spread it over the
+// pool; compiled with each ISA's flags so the conversion loops vectorise (same rounding as
+// f32_to_bf16 everywhere).
+struct ActivationRows {
+  const float* x = nullptr;  // [n_rows, k_dim]
+  std::int64_t n_rows = 0;
+  std::int64_t k_dim = 0;
+};
+// bf16(x) rows [r0, r1) into out [n_rows, ld], zero-padded from k_dim to ld.
+void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, std::int64_t ld,
+                         std::uint16_t* out);
+// f32(bf16(x)) rows [r0, r1) into out [n_rows, k_dim].
+void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, float* out);
 std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim);
-void amx_pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out);
+// The 16-row block mb of the AMX packed layout.
+void amx_pack_x_block(const ActivationRows& a, std::int64_t mb, std::uint16_t* out);
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b);
 
 }  // namespace recur::kernels::detail
