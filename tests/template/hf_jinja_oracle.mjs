@@ -45,8 +45,7 @@ function cases() {
   const corpus = JSON.parse(fs.readFileSync(path.join(sourceDir, "tests/template/oracle_messages.json"), "utf8"));
   const out = [];
   for (const t of templates()) {
-    const variants = [{}];
-    if (t.text.includes("enable_thinking")) variants.push({ enable_thinking: true }, { enable_thinking: false });
+    const variants = [{}, ...corpus.kwarg_variants.filter((v) => t.text.includes(v.when)).map((v) => v.kwargs)];
     for (const set of corpus.sets) {
       for (const agp of [true, false]) {
         for (const kwargs of variants) {

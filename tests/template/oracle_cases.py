@@ -1,6 +1,7 @@
 """The exactness corpus shared by the oracle tests: every real template x every message set in
 oracle_messages.json x add_generation_prompt both ways x the template's own kwargs
-(enable_thinking unset/true/false where the template reads it). hf_jinja_oracle.mjs expands the
+(kwarg_variants of oracle_messages.json: enable_thinking both ways, reasoning_effort, documents,
+... wherever the template reads that variable). hf_jinja_oracle.mjs expands the
 same corpus the same way."""
 
 import glob
@@ -55,9 +56,7 @@ def cases(source_dir, node_modules, work_dir):
         corpus = json.load(f)
     result = []
     for name, path, text in templates(source_dir, node_modules, work_dir):
-        kwarg_variants = [{}]
-        if "enable_thinking" in text:
-            kwarg_variants += [{"enable_thinking": True}, {"enable_thinking": False}]
+        kwarg_variants = [{}] + [v["kwargs"] for v in corpus["kwarg_variants"] if v["when"] in text]
         for message_set in corpus["sets"]:
             for add_generation_prompt in (True, False):
                 for kwargs in kwarg_variants:
