@@ -1,11 +1,10 @@
 // Tokenizer throughput: load time of a tokenizer directory and single-threaded encode MB/s over
 // a JSON array of documents (bench.mjs writes it and times the HF oracle on the same documents).
 // Usage: tokenizer_bench TOKENIZER_DIR DOCS.json [REPEATS]   -> one JSON line on stdout
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "tokenizer/tokenizer.h"
 #include "util/mmap_file.h"
@@ -52,7 +51,9 @@ int main(int argc, char** argv) {
     }
     best_s = std::min(best_s, seconds_since(t1));
   }
-  std::printf("{\"load_s\": %.4f, \"bytes\": %zu, \"tokens\": %zu, \"encode_s\": %.4f, \"mb_per_s\": %.2f}\n",
-              load_s, n_bytes, n_tokens, best_s, n_bytes / best_s / 1e6);
+  std::printf(
+      "{\"load_s\": %.4f, \"bytes\": %zu, \"tokens\": %zu, \"encode_s\": %.4f, \"mb_per_s\": "
+      "%.2f}\n",
+      load_s, n_bytes, n_tokens, best_s, n_bytes / best_s / 1e6);
   return 0;
 }

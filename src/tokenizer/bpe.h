@@ -26,6 +26,7 @@ class MergeMap {
   void reserve(std::size_t n);
   void insert(TokenId a, TokenId b, Value v);  // a later duplicate wins, as in HF's HashMap
   const Value* find(TokenId a, TokenId b) const {
+    if (entries_.empty()) return nullptr;  // a vocabulary without merges
     std::uint64_t key = make_key(a, b);
     for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
       const Entry& e = entries_[i];

@@ -24,10 +24,24 @@ std::string StreamingDetokenizer::push(TokenId id) {
   std::string full = tokenizer_->decode_bytes(all, skip_special_);
   if (full.size() <= prefix.size() || detail::utf8_incomplete_tail(full) > 0) return {};
   std::string fresh = detail::utf8_repair(std::string_view(full).substr(prefix.size()));
-  // The last token stays in the window: the next decode sees it as context.
-  ids_.erase(ids_.begin(), ids_.end() - 1);
-  prefix_n_ = 1;
+  keep_context();
   return release(std::move(fresh), /*final=*/false);
+}
+
+// The window keeps the last emitted tokens as context, back to a token that starts a character:
+// one that is not a byte-fallback token ("<0xAB>"), or one whose byte is not a continuation byte.
+// A run of byte tokens decodes as a whole, so the window must not start inside a character.
+void StreamingDetokenizer::keep_context() {
+  std::size_t keep = 1;
+  while (keep < ids_.size()) {
+    std::string_view t = tokenizer_->token_text(ids_[ids_.size() - keep]);
+    bool byte_token = t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>';
+    // "<0x8.>" .. "<0xB.>" are continuation bytes.
+    if (!byte_token || !(t[3] == '8' || t[3] == '9' || t[3] == 'A' || t[3] == 'B')) break;
+    ++keep;
+  }
+  ids_.erase(ids_.begin(), ids_.end() - static_cast<std::ptrdiff_t>(keep));
+  prefix_n_ = keep;
 }
 
 std::string StreamingDetokenizer::finish() {
@@ -35,9 +49,9 @@ std::string StreamingDetokenizer::finish() {
   finished_ = true;
   std::span<const TokenId> all(ids_);
   std::string prefix = tokenizer_->decode_bytes(all.first(prefix_n_), skip_special_);
-  std::string full = tokenizer_->decode(all, skip_special_);
+  std::string full = tokenizer_->decode_bytes(all, skip_special_);
   std::string fresh;
-  if (full.size() > prefix.size()) fresh = full.substr(prefix.size());
+  if (full.size() > prefix.size()) fresh = detail::utf8_repair(full.substr(prefix.size()));
   return release(std::move(fresh), /*final=*/true);
 }
 

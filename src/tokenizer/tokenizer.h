@@ -115,6 +115,7 @@ class StreamingDetokenizer {
 
  private:
   std::string release(std::string text, bool final);
+  void keep_context();
   const Tokenizer* tokenizer_;
   std::vector<std::string> stops_;
   bool skip_special_;

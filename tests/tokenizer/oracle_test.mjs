@@ -1,7 +1,7 @@
 // Compares recur's tokenizer with the real Hugging Face tokenizers (@anush008/tokenizers) on one
 // tokenizer: the corpus in corpus/ (whole files, paragraphs, lines) plus random Unicode strings
 // from a fixed seed. Checks ids (with and without special-token parsing, with the
-// post-processor), decode and skip-special decode, and decode(encode(x)) == x for byte-level ones.
+// post-processor), decode, streaming decode and skip-special decode, and decode(encode(x)) == x for byte-level ones.
 // Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM]
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
@@ -109,6 +109,7 @@ for (let i = 0; i < inputs.length; ++i) {
   if (!same(ours.encode_nospecial[i], noSpecial)) fail('encode parse_special=false', text, ours.encode_nospecial[i], noSpecial);
   const dec = await oracle.decode(ids, false);
   if (ours.decode[i] !== dec) fail('decode', text, ours.decode[i], dec);
+  if (ours.stream[i] !== dec) fail('streaming decode', text, ours.stream[i], dec);
   const decSkip = await oracle.decode(ids, true);
   if (ours.decode_skip[i] !== decSkip) fail('decode skip_special', text, ours.decode_skip[i], decSkip);
   if (byteLevel) {

@@ -1,1 +1,103 @@
-// placeholder
+// StreamingDetokenizer on the real tokenizers: the pushed pieces concatenate to the full decode,
+// each piece is whole UTF-8, and stop strings are found across token boundaries.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tokenizer/unicode.h"
+
+namespace recur::tokenizer {
+namespace {
+
+using testing::real;
+
+const char* kText =
+    "Hello, world! 你好，世界 🦊👩‍👩‍👧 e\xCC\x81 ŧėşŧ\n\n  indented\tcode() { return "
+    "42; "
+    "}\n"
+    "Ǆ ꙮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ᚠᛇᚻ 𓀀 ∰";
+
+class StreamingAll : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StreamingAll, PiecesConcatenateToTheFullDecode) {
+  const Tokenizer& tok = real(GetParam());
+  std::vector<TokenId> ids = tok.encode(kText);
+  StreamingDetokenizer stream(tok);
+  std::string joined;
+  for (TokenId id : ids) {
+    std::string piece = stream.push(id);
+    EXPECT_TRUE(detail::utf8_is_valid(piece)) << "split character after id " << id;
+    joined += piece;
+  }
+  joined += stream.finish();
+  EXPECT_EQ(joined, tok.decode(ids));
+  EXPECT_FALSE(stream.stopped());
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, StreamingAll,
+                         ::testing::Values("qwen3", "llama3", "deepseek_v3", "gemma3"));
+
+TEST(Streaming, StopStringAcrossTokens) {
+  const Tokenizer& tok = real("qwen3");
+  std::vector<TokenId> ids = tok.encode("The answer is 42. Observation: done");
+  StreamingDetokenizer stream(tok, {"Observation:", "42!"});
+  std::string out;
+  for (TokenId id : ids) {
+    out += stream.push(id);
+    if (stream.stopped()) break;
+  }
+  EXPECT_TRUE(stream.stopped());
+  EXPECT_EQ(stream.stop_index(), 0u);
+  EXPECT_EQ(out, "The answer is 42. ");
+  EXPECT_EQ(stream.push(ids[0]), "");  // nothing after a stop
+}
+
+TEST(Streaming, HoldsBackAPossibleStopStart) {
+  const Tokenizer& tok = real("qwen3");
+  StreamingDetokenizer stream(tok, {"</answer>"});
+  std::string out;
+  for (TokenId id : tok.encode("x </ans")) out += stream.push(id);
+  EXPECT_EQ(out, "x ");  // "</ans" may still become the stop string
+  out += stream.finish();
+  EXPECT_EQ(out, "x </ans");
+  EXPECT_FALSE(stream.stopped());
+}
+
+TEST(Streaming, StopStringInsideOneToken) {
+  const Tokenizer& tok = real("qwen3");
+  StreamingDetokenizer stream(tok, {"<|im_end|>"});
+  std::string out;
+  for (TokenId id : tok.encode("Sure.<|im_end|>ignored")) out += stream.push(id);
+  EXPECT_TRUE(stream.stopped());
+  EXPECT_EQ(out, "Sure.");
+}
+
+TEST(Streaming, SkipSpecial) {
+  const Tokenizer& tok = real("qwen3");
+  StreamingDetokenizer stream(tok, {}, /*skip_special=*/true);
+  std::string out;
+  for (TokenId id : tok.encode("<|im_start|>assistant\nHi<|im_end|>")) out += stream.push(id);
+  out += stream.finish();
+  EXPECT_EQ(out, "assistant\nHi");
+}
+
+TEST(Streaming, EmojiBytesAreHeldUntilComplete) {
+  const Tokenizer& tok = real("qwen3");
+  std::vector<TokenId> ids = tok.encode("𓀀");
+  ASSERT_GT(ids.size(), 1u);  // a rare character is several byte tokens
+  StreamingDetokenizer stream(tok);
+  for (std::size_t i = 0; i + 1 < ids.size(); ++i) EXPECT_EQ(stream.push(ids[i]), "");
+  EXPECT_EQ(stream.push(ids.back()), "𓀀");
+}
+
+TEST(Streaming, UnfinishedCharacterAtTheEndBecomesReplacement) {
+  const Tokenizer& tok = real("qwen3");
+  std::vector<TokenId> ids = tok.encode("𓀀");
+  StreamingDetokenizer stream(tok);
+  std::string out = stream.push(ids[0]);
+  out += stream.finish();
+  EXPECT_EQ(out, tok.decode(std::span(ids).first(1)));
+  EXPECT_TRUE(detail::utf8_is_valid(out));
+}
+
+}  // namespace
+}  // namespace recur::tokenizer

@@ -1,5 +1,5 @@
 // Test helper for the oracle comparison (oracle_test.mjs): loads a tokenizer directory, encodes
-// each string of a JSON array in every mode and writes the ids and decodes as JSON.
+// each string of a JSON array in every mode and writes the ids, decodes and streamed decodes.
 // Usage: tok_dump TOKENIZER_DIR INPUT.json OUTPUT.json
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
                         {"encode_nospecial", nlohmann::json::array()},
                         {"encode_addspecial", nlohmann::json::array()},
                         {"decode", nlohmann::json::array()},
-                        {"decode_skip", nlohmann::json::array()}};
+                        {"decode_skip", nlohmann::json::array()},
+                        {"stream", nlohmann::json::array()}};
   for (const auto& t : texts) {
     std::string text = t.get<std::string>();
     std::vector<TokenId> ids = tok->encode(text, EncodeOptions{.parse_special = true});
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
         tok->encode(text, EncodeOptions{.parse_special = true, .add_special_tokens = true}));
     out["decode"].push_back(tok->decode(ids));
     out["decode_skip"].push_back(tok->decode(ids, /*skip_special=*/true));
+    recur::tokenizer::StreamingDetokenizer stream(*tok);
+    std::string streamed;
+    for (TokenId id : ids) streamed += stream.push(id);
+    out["stream"].push_back(streamed + stream.finish());
   }
   auto st = recur::write_file_atomic(
       argv[3], out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
