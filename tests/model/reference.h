@@ -17,6 +17,7 @@ using Vec = std::vector<double>;
 struct Tensor {
   std::vector<std::int64_t> shape;
   Vec v;
+  bool bf16 = false;  // stored as bf16: the engine rounds matmul inputs to bf16 for these
   std::int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
   std::int64_t cols() const {
     return shape.size() < 2 ? 1 : static_cast<std::int64_t>(v.size()) / shape[0];
@@ -26,7 +27,8 @@ struct Tensor {
 // Reads `name` (RECUR_CHECK that it exists).
 Tensor load(const Checkpoint& ck, const std::string& name);
 
-// y = W x for W [rows, cols].
+// y = W x for W [rows, cols]; for a bf16 W, x is first rounded to bf16 as the engine's matmul
+// does by design (architecture section 6), so bf16 checkpoints can be checked tightly too.
 Vec matvec(const Tensor& w, const Vec& x);
 // Plain RMSNorm: w ⊙ x / sqrt(mean(x²) + eps); zero_centred uses (1 + w).
 Vec rms_norm(const Vec& x, const Vec& w, double eps, bool zero_centred);
@@ -52,6 +54,8 @@ namespace recur::model::reference {
 std::vector<Vec> causal_attention(const std::vector<Vec>& q, const std::vector<Vec>& k,
                                   const std::vector<Vec>& v, std::int64_t n_heads,
                                   std::int64_t n_kv_heads, std::int64_t head_dim);
+// Rounds K and V to bf16 when the engine's KV cache is bf16 (config dtype not float32).
+void round_like_kv_cache(const Checkpoint& ck, std::vector<Vec>* k, std::vector<Vec>* v);
 // The logits of the final hidden states against the (tied or separate) head.
 std::vector<Vec> head_logits(const Checkpoint& ck, const std::vector<Vec>& h, const Tensor& embed);
 }  // namespace recur::model::reference

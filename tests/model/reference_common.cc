@@ -12,6 +12,7 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
   RECUR_CHECK_MSG(t != nullptr, name.c_str());
   Tensor out;
   out.shape = t->shape;
+  out.bf16 = t->dtype == DType::kBF16;
   const std::size_t elem = t->dtype == DType::kF32 ? 4 : 2;
   out.v.resize(t->n_bytes / elem);
   for (std::size_t i = 0; i < out.v.size(); ++i) {
@@ -32,11 +33,15 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
 Vec matvec(const Tensor& w, const Vec& x) {
   const std::int64_t rows = w.rows(), cols = w.cols();
   RECUR_CHECK(static_cast<std::int64_t>(x.size()) == cols);
+  Vec xin = x;
+  if (w.bf16) {
+    for (double& e : xin) e = kernels::round_to_bf16(static_cast<float>(e));
+  }
   Vec y(static_cast<std::size_t>(rows), 0.0);
   for (std::int64_t r = 0; r < rows; ++r) {
     double s = 0.0;
     for (std::int64_t c = 0; c < cols; ++c)
-      s += w.v[static_cast<std::size_t>(r * cols + c)] * x[static_cast<std::size_t>(c)];
+      s += w.v[static_cast<std::size_t>(r * cols + c)] * xin[static_cast<std::size_t>(c)];
     y[static_cast<std::size_t>(r)] = s;
   }
   return y;
@@ -110,6 +115,18 @@ std::vector<Vec> causal_attention(const std::vector<Vec>& q, const std::vector<V
     }
   }
   return out;
+}
+
+void round_like_kv_cache(const Checkpoint& ck, std::vector<Vec>* k, std::vector<Vec>* v) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    auto d = ck.config().get_string(key);
+    if (d.is_ok() && *d == "float32") return;
+  }
+  for (auto* rows : {k, v}) {
+    for (Vec& row : *rows) {
+      for (double& e : row) e = kernels::round_to_bf16(static_cast<float>(e));
+    }
+  }
 }
 
 std::vector<Vec> head_logits(const Checkpoint& ck, const std::vector<Vec>& h, const Tensor& embed) {

@@ -44,6 +44,7 @@ std::vector<Vec> forward_qwen3(const Checkpoint& ck, const std::vector<std::int3
         std::copy(head.begin(), head.end(), dst.begin() + j * hd);
       }
     }
+    round_like_kv_cache(ck, &k, &v);
     const std::vector<Vec> att = causal_attention(q, k, v, H, Hkv, hd);
     const Tensor w_post = load(ck, p + "post_attention_layernorm.weight");
     const Tensor wg = load(ck, p + "mlp.gate_proj.weight"), wu = load(ck, p + "mlp.up_proj.weight");

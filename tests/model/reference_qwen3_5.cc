@@ -44,6 +44,7 @@ std::vector<Vec> gated_attention(const Checkpoint& ck, const std::string& p, con
       std::copy(head.begin(), head.end(), k[t].begin() + h * g.hd);
     }
   }
+  round_like_kv_cache(ck, &k, &v);
   std::vector<Vec> att = causal_attention(q, k, v, g.H, g.Hkv, g.hd);
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t i = 0; i < att[t].size(); ++i) att[t][i] *= sigmoid(gate[t][i]);
