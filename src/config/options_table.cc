@@ -382,6 +382,14 @@ std::vector<OptionSpec> build_table() {
                "'{\"enable_thinking\": false}'.",
        .scopes = kTemplate,
        .group = "template"},
+
+      // ---- tokenizer (recur tokenize)
+      {.name = "decode",
+       .type = T::kBool,
+       .default_text = "false",
+       .help = "Read token ids (whitespace, commas or a JSON array) on stdin and print their text.",
+       .scopes = kTokenize,
+       .group = "tokenize"},
   };
 }
 
