@@ -71,7 +71,7 @@ bool Lexer::consume_block_end() {
   std::string_view rest = src_.substr(pos_);
   if (rest.starts_with("-%}")) {
     pos_ += 3;
-    while (pos_ < src_.size() && is_ws(src_[pos_])) ++pos_;
+    pos_ = src_.size() - lstrip_ws(src_.substr(pos_)).size();
   } else if (rest.starts_with("+%}")) {
     pos_ += 3;
   } else if (rest.starts_with("%}")) {
@@ -90,7 +90,7 @@ Status Lexer::lex_comment(std::size_t start) {
   char before = end > pos_ ? src_[end - 1] : 0;
   pos_ = end + 2;
   if (before == '-') {
-    while (pos_ < src_.size() && is_ws(src_[pos_])) ++pos_;
+    pos_ = src_.size() - lstrip_ws(src_.substr(pos_)).size();
   } else if (before != '+' && pos_ < src_.size() && src_[pos_] == '\n') {
     ++pos_;
   }
@@ -198,9 +198,7 @@ Status Lexer::lex_tag(bool is_block, std::size_t start) {
     if (depth == 0 && !is_block && (rest.starts_with("-}}") || rest.starts_with("}}"))) {
       bool strip = rest[0] == '-';
       pos_ += strip ? 3 : 2;
-      if (strip) {
-        while (pos_ < src_.size() && is_ws(src_[pos_])) ++pos_;
-      }
+      if (strip) pos_ = src_.size() - lstrip_ws(src_.substr(pos_)).size();
       line_starting_ = src_[pos_ - 1] == '\n';
       emit(TokenKind::kVarEnd, "", end_offset);
       return Status::ok();

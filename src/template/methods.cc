@@ -32,33 +32,38 @@ Status method_error(std::string message) {
 Value split(const std::string& s, const Value& sep_v, std::int64_t maxsplit, bool from_right) {
   Value::List parts;
   if (sep_v.is_undefined() || sep_v.is_none()) {  // runs of whitespace, no empty strings
-    std::vector<std::string> words;
-    std::size_t i = 0;
-    while (i < s.size()) {
-      while (i < s.size() && is_ws(s[i])) ++i;
-      if (i >= s.size()) break;
+    std::vector<char32_t> cps = decode_utf8(s);
+    std::size_t i = 0, n = cps.size();
+    if (from_right) {  // rsplit(None, k): split from the end, the head keeps its leading space
+      std::vector<std::string> words;
+      std::size_t end = n;
+      while (true) {
+        while (end > 0 && is_py_space(cps[end - 1])) --end;
+        if (end == 0) break;
+        if (maxsplit >= 0 && static_cast<std::int64_t>(words.size()) == maxsplit) {
+          words.push_back(encode_utf8(cps, 0, end));
+          break;
+        }
+        std::size_t begin = end;
+        while (begin > 0 && !is_py_space(cps[begin - 1])) --begin;
+        words.push_back(encode_utf8(cps, begin, end));
+        end = begin;
+      }
+      for (auto it = words.rbegin(); it != words.rend(); ++it) parts.emplace_back(*it);
+      return Value::list(std::move(parts));
+    }
+    while (true) {
+      while (i < n && is_py_space(cps[i])) ++i;
+      if (i >= n) break;
+      if (maxsplit >= 0 && static_cast<std::int64_t>(parts.size()) == maxsplit) {
+        parts.emplace_back(encode_utf8(cps, i, n));  // the remainder keeps trailing space
+        break;
+      }
       std::size_t j = i;
-      while (j < s.size() && !is_ws(s[j])) ++j;
-      words.push_back(s.substr(i, j - i));
+      while (j < n && !is_py_space(cps[j])) ++j;
+      parts.emplace_back(encode_utf8(cps, i, j));
       i = j;
     }
-    if (maxsplit >= 0 && static_cast<std::int64_t>(words.size()) > maxsplit + 1) {
-      // Rare in templates: fall back to joining the tail with single spaces is not Python's
-      // behaviour, so keep the exact remainder instead.
-      std::vector<std::string> exact;
-      std::size_t pos = 0;
-      for (std::int64_t k = 0; k < maxsplit; ++k) {
-        while (pos < s.size() && is_ws(s[pos])) ++pos;
-        std::size_t j = pos;
-        while (j < s.size() && !is_ws(s[j])) ++j;
-        exact.push_back(s.substr(pos, j - pos));
-        pos = j;
-      }
-      while (pos < s.size() && is_ws(s[pos])) ++pos;
-      exact.push_back(std::string(rstrip_ws(s.substr(pos))));
-      words = std::move(exact);
-    }
-    for (auto& w : words) parts.emplace_back(std::move(w));
     return Value::list(std::move(parts));
   }
   const std::string sep = sep_v.to_str();

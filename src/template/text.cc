@@ -5,12 +5,47 @@
 
 namespace recur::tmpl {
 
+bool is_py_space(char32_t c) {
+  if (c < 0x80) return is_ws(static_cast<char>(c));
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+namespace {
+// Length of the UTF-8 sequence ending at s.back() if it decodes to a space, else 0.
+std::size_t trailing_space_len(std::string_view s) {
+  if (is_ws(s.back())) return 1;
+  if (!(s.back() & 0x80)) return 0;
+  std::size_t start = s.size() - 1;
+  while (start > 0 && s.size() - start < 4 && (s[start] & 0xC0) == 0x80) --start;
+  std::vector<char32_t> cps = decode_utf8(s.substr(start));
+  return cps.size() == 1 && is_py_space(cps[0]) ? s.size() - start : 0;
+}
+std::size_t leading_space_len(std::string_view s) {
+  if (is_ws(s.front())) return 1;
+  if (!(s.front() & 0x80)) return 0;
+  auto c = static_cast<unsigned char>(s.front());
+  std::size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  if (len > s.size()) return 0;
+  std::vector<char32_t> cps = decode_utf8(s.substr(0, len));
+  return cps.size() == 1 && is_py_space(cps[0]) ? len : 0;
+}
+}  // namespace
+
 std::string_view rstrip_ws(std::string_view s) {
-  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
+  while (!s.empty()) {
+    std::size_t n = trailing_space_len(s);
+    if (n == 0) break;
+    s.remove_suffix(n);
+  }
   return s;
 }
 std::string_view lstrip_ws(std::string_view s) {
-  while (!s.empty() && is_ws(s.front())) s.remove_prefix(1);
+  while (!s.empty()) {
+    std::size_t n = leading_space_len(s);
+    if (n == 0) break;
+    s.remove_prefix(n);
+  }
   return s;
 }
 

@@ -16,6 +16,9 @@ inline bool is_ws(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' ||
          (c >= '\x1c' && c <= '\x1f');
 }
+// Python's str.isspace for any code point (the Unicode White_Space set Python uses).
+bool is_py_space(char32_t c);
+// Python's str.rstrip()/lstrip() with no argument: ASCII and Unicode whitespace.
 std::string_view rstrip_ws(std::string_view s);
 std::string_view lstrip_ws(std::string_view s);
 

@@ -13,7 +13,8 @@ MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "yo", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]},
         {"role": "tool", "content": "r"}]
 CTX = {"messages": MSGS, "n": 7, "f": 2.5, "s": "  Hello World  ", "items": [3, 1, 2], "d": {"b": 2, "a": 1},
-       "u": "héllo wörld 😀", "none": None, "t": True, "nested": {"x": {"y": [10, 20, 30]}}}
+       "u": "héllo wörld 😀", "none": None, "t": True, "nested": {"x": {"y": [10, 20, 30]}},
+       "ws": "\u00a0\u3000 hi\u2003there \u00a0\n"}
 
 FEATURES = [
     ("whitespace_trim_lstrip", "{% if true %}\n    A\n{% endif %}\n  {% for i in [1,2] %}\n{{ i }}\n  {% endfor %}\nend"),
@@ -79,6 +80,8 @@ FEATURES = [
     ("strftime", "{{ strftime_now('%Y-%m-%d %d %b %Y') }}"),
     ("real_qwen_think_split", "{% set content = '<think>\\nreason\\n</think>\\n\\nanswer' %}{{ content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') }}|{{ content.split('</think>')[-1].lstrip('\\n') }}"),
     ("unicode_ops", "{{ u | upper }} {{ u[0] }} {{ u[-1] }} {{ u.split(' ') }} {{ u | length }} {{ u.strip('h😀') }}"),
+    ("unicode_whitespace", "[{{ ws | trim }}] [{{ ws.strip() }}] [{{ ws.lstrip() }}] {{ ws.split() }} {{ 'a\u3000b c'.split(None, 1) }} {{ ' a b  '.split(None, 1) }} {{ ' a b  '.rsplit(None, 1) }} {{ ws | length }}"),
+    ("unicode_whitespace_control", "a\u00a0 {{- 'b' -}} \u3000\nc {%- if true -%} \u2003 d{% endif %}"),
     ("error_raise_exception", "{{ raise_exception('Custom failure: ' ~ n) }}"),
     ("error_undefined_attr", "line one\n{{ nope.attr }}"),
     ("error_type_concat", "{{ 'a' + 1 }}"),
