@@ -23,7 +23,7 @@ ThreadPool::~ThreadPool() {
 
 // A worker that woke for job `gen` may only get here after that job finished and a new one began;
 // it must not run the new job's indices with the old (destroyed) function.
-void ThreadPool::drain(const std::function<void(std::size_t)>& fn, std::size_t gen) {
+void ThreadPool::drain(const Task& fn, std::size_t gen) {
   for (;;) {
     std::size_t i;
     {
@@ -37,7 +37,7 @@ void ThreadPool::drain(const std::function<void(std::size_t)>& fn, std::size_t g
   }
 }
 
-void ThreadPool::run(std::size_t n_tasks, const std::function<void(std::size_t)>& fn) {
+void ThreadPool::run_task(std::size_t n_tasks, Task fn) {
   if (n_tasks == 0) return;
   if (workers_.empty() || n_tasks == 1) {
     for (std::size_t i = 0; i < n_tasks; ++i) fn(i);
@@ -63,7 +63,7 @@ void ThreadPool::run(std::size_t n_tasks, const std::function<void(std::size_t)>
 void ThreadPool::worker_loop() {
   std::size_t seen = 0;
   for (;;) {
-    const std::function<void(std::size_t)>* job;
+    const Task* job;
     {
       std::unique_lock lock(mu_);
       wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
