@@ -68,7 +68,12 @@ Peak measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds
 // matmul call) taken in turn and timed one by one across the pool, the best window kept. Best-of
 // over short windows is the same statistic time_matmul_bf16 uses, so the ratios compare like
 // with like on a shared machine.
-double measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds) {
+struct Bandwidth {
+  double wall = 0;
+  double cpu = 0;
+};
+
+Bandwidth measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds) {
   const std::int64_t n_words = bytes / 8;
   constexpr std::int64_t kWindowWords = (std::int64_t{64} << 20) / 8;
   std::vector<std::uint64_t> buf(static_cast<std::size_t>(n_words));
@@ -76,11 +81,12 @@ double measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double secon
     buf[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i);
   constexpr std::int64_t kSlices = 64;
   std::vector<std::uint64_t> sinks(kSlices);
-  double best = 0;
+  Bandwidth best;
   const auto start = Clock::now();
   for (std::int64_t rep = 0; rep < 16 || seconds_since(start) < 3 * seconds; ++rep) {
     const std::uint64_t* window = buf.data() + (rep * kWindowWords) % (n_words - kWindowWords + 1);
     const auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
     pool.run(kSlices, [&](std::size_t s) {
       const std::int64_t begin = kWindowWords * static_cast<std::int64_t>(s) / kSlices;
       const std::int64_t end = kWindowWords * static_cast<std::int64_t>(s + 1) / kSlices;
@@ -93,7 +99,9 @@ double measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double secon
       }
       sinks[s] += a + b + c + d;
     });
-    best = std::max(best, static_cast<double>(kWindowWords * 8) / seconds_since(t0));
+    const double bytes_read = static_cast<double>(kWindowWords * 8);
+    best.cpu = std::max(best.cpu, bytes_read * pool.n_threads() / (cpu_seconds() - c0));
+    best.wall = std::max(best.wall, bytes_read / seconds_since(t0));
   }
   __asm__ volatile("" : : "r"(sinks.data()) : "memory");
   return best;
@@ -125,7 +133,9 @@ Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
     c.peak_cpu_flops = std::max(c.peak_cpu_flops, p.cpu_flops);
   }
   c.buffer_bytes = std::int64_t{512} << 20;  // well past any LLC of a 2-64 core part
-  c.read_bytes_per_s = measure_read_bandwidth(pool, c.buffer_bytes, seconds);
+  const Bandwidth bw = measure_read_bandwidth(pool, c.buffer_bytes, seconds);
+  c.read_bytes_per_s = bw.wall;
+  c.read_cpu_bytes_per_s = bw.cpu;
   return c;
 }
 
@@ -177,6 +187,7 @@ MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::i
   t.flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) / best;
   t.bytes_per_s = 2.0 * static_cast<double>(w_elems) / best;
   t.cpu_flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) * pool.n_threads() / best_cpu;
+  t.cpu_bytes_per_s = 2.0 * static_cast<double>(w_elems) * pool.n_threads() / best_cpu;
   return t;
 }
 
