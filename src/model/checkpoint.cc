@@ -121,6 +121,13 @@ const TensorInfo* Checkpoint::find(std::string_view name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  out.reserve(by_name_.size());
+  for (const auto& [name, t] : by_name_) out.push_back(name);
+  return out;
+}
+
 std::size_t Checkpoint::n_weight_bytes() const {
   std::size_t n = 0;
   for (const auto& [name, t] : by_name_) n += t->n_bytes;

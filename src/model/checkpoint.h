@@ -29,6 +29,8 @@ class Checkpoint {
   // nullptr when absent.
   const TensorInfo* find(std::string_view name) const;
   std::size_t n_tensors() const { return by_name_.size(); }
+  // Every tensor name in the checkpoint, sorted.
+  std::vector<std::string> names() const;
   // Identity of config + tensor headers + a sample of every tensor's bytes (stable, cheap).
   std::uint64_t content_hash() const { return content_hash_; }
   std::size_t n_weight_bytes() const;

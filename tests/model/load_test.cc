@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "model/checkpoint.h"
 #include "model/model.h"
 #include "test_util.h"
 
@@ -199,6 +201,59 @@ TEST(Load, IndexPointingAtWrongShardIsAnError) {
   ASSERT_FALSE(m.is_ok());
   EXPECT_NE(m.status().message().find("the index places tensor"), std::string::npos)
       << m.status().message();
+}
+
+// Appends an F32 tensor of `shape` (zeros) to a shard: a new header entry plus bytes at the end.
+void add_tensor(const std::string& shard, const std::string& name,
+                const std::vector<std::int64_t>& shape) {
+  std::string bytes = slurp(shard);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  const std::size_t data_len = bytes.size() - 8 - n;
+  std::size_t count = 1;
+  for (auto d : shape) count *= static_cast<std::size_t>(d);
+  edit_header(shard, [&](nlohmann::json& h) {
+    h[name] = {
+        {"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data_len, data_len + 4 * count}}};
+  });
+  spit(shard, slurp(shard) + std::string(4 * count, '\0'));
+}
+
+TEST(Load, UnusedTensorsAreSkippedAndEveryUsedOneIsListed) {
+  TempDir tmp("load_skip");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kQwen3_5, modelgen::DType::kBF16);
+  ThreadPool pool(1);
+  std::vector<std::int32_t> tokens = {5, 6, 7};
+  auto logits_of = [&](const std::string& d) {
+    auto m = Model::load(d);
+    EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+    auto seq = (*m)->new_sequence();
+    SeqChunk c{.seq = seq.get(), .tokens = tokens};
+    auto r = (*m)->forward(pool, {&c, 1});
+    return std::vector<float>(r->row(0).begin(), r->row(0).end());
+  };
+  const auto before = logits_of(dir);
+  fs::remove(dir + "/model.safetensors.index.json");
+  std::string shard = first_shard(dir);
+  add_tensor(shard, "mtp.fc.weight", {4, 8});
+  add_tensor(shard, "model.visual.blocks.0.attn.qkv.weight", {6, 2});
+  EXPECT_EQ(before, logits_of(dir));
+  auto m = Model::load(dir);
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(m.is_ok() && ck.is_ok());
+  std::set<std::string> listed;
+  for (const auto& t : (*m)->tensors()) {
+    listed.insert(t.name);
+    const TensorInfo* info = ck->find(t.name);
+    ASSERT_TRUE(info != nullptr || !t.required) << t.name;
+    if (info != nullptr) {
+      EXPECT_EQ(info->shape, t.shape) << t.name;
+    }
+  }
+  for (const auto& name : ck->names()) {
+    const bool skipped = name.starts_with("mtp.") || name.starts_with("model.visual.");
+    EXPECT_NE(listed.count(name) == 1, skipped) << name;
+  }
 }
 
 TEST(Load, NotACheckpoint) {
