@@ -120,6 +120,10 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std
 Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
 
+// Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
+// scaling is refused rather than silently run with the wrong frequencies.
+Status check_default_rope(const ConfigJson& c);
+
 // KV dtype shared by the loader and the from-config size function: f32 for f32 checkpoints
 // (exact reference tests), bf16 otherwise (half the memory; design section 6).
 Result<kernels::DType> kv_dtype_from_config(const ConfigJson& c);

@@ -31,6 +31,7 @@ Result<Qwen3Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(double theta, c.get_float("rope_parameters.rope_theta", theta_top));
   RECUR_ASSIGN_OR_RETURN(q.tied, c.get_bool("tie_word_embeddings", false));
   RECUR_ASSIGN_OR_RETURN(q.kv_dtype, kv_dtype_from_config(c));
+  RECUR_RETURN_IF_ERROR(check_default_rope(c));
   q.eps = static_cast<float>(eps);
   q.rope_theta = static_cast<float>(theta);
   for (auto [v, name] : {std::pair{q.d_model, "hidden_size"},

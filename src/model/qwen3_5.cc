@@ -70,6 +70,7 @@ Result<Qwen35Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.tied, c.get_bool("tie_word_embeddings", false));
   RECUR_ASSIGN_OR_RETURN(q.is_attention, parse_schedule(c, q.n_layers));
   RECUR_ASSIGN_OR_RETURN(q.kv_dtype, kv_dtype_from_config(c));
+  RECUR_RETURN_IF_ERROR(check_default_rope(c));
   q.eps = static_cast<float>(eps);
   q.rope_theta = static_cast<float>(theta);
   q.rotary_dim = static_cast<std::int64_t>(static_cast<double>(q.head_dim) * factor);

@@ -44,6 +44,19 @@ Result<const FamilyInfo*> find_family(const ConfigJson& config) {
                config.file(), type, fmt::join(supported, ", "));
 }
 
+Status check_default_rope(const ConfigJson& c) {
+  for (const char* key :
+       {"rope_scaling.rope_type", "rope_scaling.type", "rope_parameters.rope_type"}) {
+    if (!c.has(key)) continue;
+    RECUR_ASSIGN_OR_RETURN(std::string type, c.get_string(key));
+    if (type != "default") {
+      return Error(StatusCode::kUnimplemented, "{}: {} '{}' is not supported (only 'default')",
+                   c.file(), key, type);
+    }
+  }
+  return Status::ok();
+}
+
 Result<kernels::DType> kv_dtype_from_config(const ConfigJson& c) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (!c.has(key)) continue;

@@ -134,6 +134,17 @@ TEST(StateSizes, DerivesScheduleFromIntervalWhenLayerTypesAbsent) {
   EXPECT_EQ(layout->layers[2].kind, LayerStateSpec::Kind::kRecurrent);
 }
 
+TEST(StateSizes, RopeScalingIsRefused) {
+  std::string cfg = kQwen3_06b;
+  cfg.replace(cfg.find("\"rms_norm_eps\""), 0,
+              R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0}, )");
+  auto r = state_layout_from_config(cfg);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("rope_scaling.rope_type 'yarn' is not supported"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(StateSizes, BadGeometryIsAnError) {
   auto r = state_layout_from_config(
       R"({"model_type":"mamba2","hidden_size":768,"num_hidden_layers":2,"vocab_size":10,
