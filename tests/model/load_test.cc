@@ -256,6 +256,41 @@ TEST(Load, UnusedTensorsAreSkippedAndEveryUsedOneIsListed) {
   }
 }
 
+// Qwen3_5ForCausalLM (text-only) checkpoints keep the fields at the top level, use model_type
+// qwen3_5_text and the tensor prefix model. instead of model.language_model.
+TEST(Load, TextOnlyQwen35LayoutGivesTheSameLogits) {
+  TempDir tmp("load_textonly");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kQwen3_5, modelgen::DType::kBF16);
+  ThreadPool pool(1);
+  std::vector<std::int32_t> tokens = {9, 8, 7, 6};
+  auto logits_of = [&](const std::string& d) {
+    auto m = Model::load(d);
+    EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+    if (!m.is_ok()) return std::vector<float>();
+    auto seq = (*m)->new_sequence();
+    SeqChunk c{.seq = seq.get(), .tokens = tokens};
+    auto r = (*m)->forward(pool, {&c, 1});
+    return std::vector<float>(r->row(0).begin(), r->row(0).end());
+  };
+  const auto want = logits_of(dir);
+  auto cfg = nlohmann::json::parse(slurp(dir + "/config.json"));
+  ASSERT_TRUE(cfg.contains("text_config"));
+  nlohmann::json flat = cfg["text_config"];
+  flat["model_type"] = "qwen3_5_text";
+  flat["tie_word_embeddings"] = cfg.value("tie_word_embeddings", false);
+  spit(dir + "/config.json", flat.dump());
+  fs::remove(dir + "/model.safetensors.index.json");
+  const std::string from = "model.language_model.";
+  edit_header(first_shard(dir), [&](nlohmann::json& h) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [name, v] : h.items()) {
+      out[name.starts_with(from) ? "model." + name.substr(from.size()) : name] = v;
+    }
+    h = out;
+  });
+  EXPECT_EQ(want, logits_of(dir));
+}
+
 TEST(Load, NotACheckpoint) {
   TempDir tmp("load_none");
   auto m = Model::load(tmp.path());
