@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "test_util.h"
 
 namespace recur::model {
@@ -105,6 +107,34 @@ TEST(Safetensors, HugeShapeIsRejectedWithoutOverflow) {
       safetensors_bytes(
           R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
       "too large");
+}
+
+// Invariant 5: random corruption of a valid file is an error or a valid parse, never a crash or
+// a view outside the buffer (run under ASan in the sanitizer build).
+TEST(Safetensors, RandomCorruptionNeverEscapesTheBuffer) {
+  const std::string h =
+      R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},)"
+      R"("b":{"dtype":"F32","shape":[3],"data_offsets":[12,24]},"__metadata__":{"k":"v"}})";
+  const auto good = safetensors_bytes(h, 24);
+  std::mt19937 rng(42);
+  int n_ok = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    auto b = good;
+    const int n_flips = 1 + static_cast<int>(rng() % 3);
+    for (int f = 0; f < n_flips; ++f) {
+      b[rng() % b.size()] =
+          static_cast<std::uint8_t>(rng() % 2 ? rng() : "0123456789[]{},:\""[rng() % 17]);
+    }
+    if (rng() % 8 == 0) b.resize(rng() % b.size());
+    auto r = parse(b);
+    if (!r.is_ok()) continue;
+    ++n_ok;
+    for (const auto& t : r->tensors) {
+      ASSERT_GE(t.data, b.data());
+      ASSERT_LE(t.data + t.n_bytes, b.data() + b.size());
+    }
+  }
+  EXPECT_GT(n_ok, 0);  // some corruptions (in the data block) stay valid
 }
 
 }  // namespace
