@@ -25,6 +25,10 @@ void Interpreter::Scope::set(std::string_view name, Value v) {
 Interpreter::Interpreter(const Source& source, const RenderOptions& options)
     : source_(source), options_(options) {}
 
+Interpreter::~Interpreter() {
+  for (Value& ns : namespaces_) ns.as_dict().items.clear();
+}
+
 Status Interpreter::error(std::uint32_t offset, std::string_view message) const {
   SourcePos p = source_.position(offset);
   return Error(StatusCode::kInvalidArgument, "template error at line {}, column {}: {}", p.line,
@@ -211,6 +215,10 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, std::string& out)
 
 Status Interpreter::assign(const std::vector<Target>& targets, const Value& value,
                            std::uint32_t offset) {
+  // Values only grow across statements through assignments: bounding depth here bounds it all.
+  if (value.depth() >= kMaxValueDepth) {
+    return error(offset, fmt::format("value nested deeper than {} levels", kMaxValueDepth));
+  }
   if (targets.size() == 1 && targets[0].attr.empty()) {
     scope_->set(targets[0].name, value);
     return Status::ok();

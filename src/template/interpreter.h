@@ -21,6 +21,12 @@ namespace recur::tmpl {
 class Interpreter {
  public:
   Interpreter(const Source& source, const RenderOptions& options);
+  // Empties every namespace of the render: a namespace holding itself would otherwise leak.
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+  // Remembers a namespace created by this render (for the destructor).
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
   Result<std::string> render(const Body& body, const Value& context);
 
@@ -84,6 +90,7 @@ class Interpreter {
   std::uint64_t steps_ = 0;
   int depth_ = 0;
   std::size_t output_bytes_ = 0;
+  std::vector<Value> namespaces_;
 };
 
 // Attribute and item lookup with Jinja2's rules (eval.cc): obj.name tries the attribute (methods

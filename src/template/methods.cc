@@ -311,8 +311,9 @@ Result<Value> g_range(Interpreter&, CallArgs& args) {
   return Value::list(std::move(out));
 }
 
-Result<Value> g_namespace(Interpreter&, CallArgs& args) {
+Result<Value> g_namespace(Interpreter& in, CallArgs& args) {
   Value ns = Value::namespace_object();
+  in.track_namespace(ns);
   for (const Value& p : args.positional) {
     if (!p.is_dict()) return method_error("namespace() takes mappings as positional arguments");
     for (const auto& [k, v] : p.as_dict().items) ns.as_dict().set_key(k, v);

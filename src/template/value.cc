@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -27,6 +28,8 @@ Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
 Value Value::list(List items) {
   Value v;
   v.kind_ = Kind::kList;
+  for (const Value& item : items) v.depth_ = std::max(v.depth_, item.depth());
+  ++v.depth_;
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
@@ -51,6 +54,12 @@ Value Value::callable(std::string name, NativeFn fn) {
   v.kind_ = Kind::kCallable;
   v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
   return v;
+}
+
+std::uint32_t Value::depth() const {
+  if (kind_ == Kind::kList) return depth_;
+  if (kind_ == Kind::kDict) return dict_->depth;
+  return 0;
 }
 
 bool Value::is_namespace() const { return kind_ == Kind::kDict && dict_->is_namespace; }
@@ -152,7 +161,10 @@ std::string Value::to_str() const {
   }
 }
 
-std::string Value::repr() const {
+std::string Value::repr() const { return repr(static_cast<int>(kMaxValueDepth) + 8); }
+
+std::string Value::repr(int max_depth) const {
+  if (max_depth <= 0 && (kind_ == Kind::kList || kind_ == Kind::kDict)) return "...";
   switch (kind_) {
     case Kind::kUndefined:
       return "Undefined";
@@ -170,7 +182,7 @@ std::string Value::repr() const {
       std::string out = tuple_ ? "(" : "[";
       for (std::size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
-        out += (*list_)[i].repr();
+        out += (*list_)[i].repr(max_depth - 1);
       }
       if (tuple_) return out + (list_->size() == 1 ? ",)" : ")");
       return out + "]";
@@ -181,7 +193,7 @@ std::string Value::repr() const {
       for (const auto& [k, v] : dict_->items) {
         if (!first) out += ", ";
         first = false;
-        out += k.repr() + ": " + v.repr();
+        out += k.repr() + ": " + v.repr(max_depth - 1);
       }
       return out + (dict_->is_namespace ? "}>" : "}");
     }
@@ -267,12 +279,15 @@ const Value* Value::Dict::find_key(const Value& key) const {
 }
 void Value::Dict::set(std::string_view key, Value v) {
   if (Value* existing = find(key)) {
+    depth = std::max(depth, v.depth() + 1);
     *existing = std::move(v);
   } else {
+    depth = std::max(depth, v.depth() + 1);
     items.emplace_back(Value(key), std::move(v));
   }
 }
 void Value::Dict::set_key(const Value& key, Value v) {
+  depth = std::max(depth, v.depth() + 1);
   if (const Value* existing = find_key(key)) {
     *const_cast<Value*>(existing) = std::move(v);
   } else {

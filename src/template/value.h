@@ -91,12 +91,18 @@ class Value {
   Dict& as_dict() const { return *dict_; }
   const Callable& as_callable() const { return *fn_; }
 
+  // Container nesting: 0 for scalars, 1 + the deepest item for lists and dicts. Bounded by the
+  // interpreter (kMaxValueDepth) so destroying or printing a value cannot exhaust the stack.
+  std::uint32_t depth() const;
+
   // Python truthiness.
   bool truthy() const;
   // str(x) as Jinja prints it: undefined prints "", None "None", floats as Python's repr.
   std::string to_str() const;
   // repr(x): strings quoted, for printing lists and dicts.
   std::string repr() const;
+  // repr() that prints "..." below max_depth levels (self-referencing namespaces).
+  std::string repr(int max_depth) const;
   // Jinja's type name in error messages ("dict object", "str object").
   std::string type_name() const;
 
@@ -107,6 +113,7 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
   bool tuple_ = false;
+  std::uint32_t depth_ = 0;  // lists only (immutable); dicts keep theirs in Dict::depth
   std::int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -120,6 +127,7 @@ class Value {
 struct Value::Dict {
   std::vector<std::pair<Value, Value>> items;
   bool is_namespace = false;
+  std::uint32_t depth = 1;  // never decreases; see Value::depth
 
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
@@ -128,6 +136,9 @@ struct Value::Dict {
   void set_key(const Value& key, Value v);
   bool erase(std::string_view key);
 };
+
+// Deepest container nesting a template may build.
+inline constexpr std::uint32_t kMaxValueDepth = 512;
 
 // Python's repr() of a float: shortest round-trip digits, "1.0", "1e-05", "1e+16", "inf", "nan".
 std::string python_float_repr(double f);

@@ -117,6 +117,20 @@ TEST(TemplateLimits, DeepNestingIsAnErrorNotACrash) {
   EXPECT_FALSE(value_from_json(std::string(100000, '[') + std::string(100000, ']')).is_ok());
 }
 
+TEST(TemplateLimits, DeepValuesAndSelfReferenceAreSafe) {
+  auto deep = render(
+      "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}{{ ns.x | length }}");
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_NE(deep.status().message().find("nested deeper"), std::string::npos);
+  auto cyclic =
+      render("{% set ns = namespace(x=1) %}{% set ns.self = ns %}{{ ns.self.x }}{{ ns }}");
+  ASSERT_TRUE(cyclic.is_ok()) << cyclic.status().message();
+  EXPECT_TRUE(cyclic->starts_with("1<Namespace {'x': 1, 'self': <Namespace {'x': 1, 'self'"));
+  EXPECT_FALSE(
+      render("{% set ns = namespace(x=1) %}{% set ns.self = ns %}{{ ns | tojson }}").is_ok());
+}
+
 // Every prefix of every real template (at a stride) must parse or fail cleanly, and render or
 // fail cleanly: a malformed template never crashes.
 TEST(TemplateRobustness, TruncatedRealTemplatesFailCleanly) {
