@@ -150,6 +150,7 @@ Status parse_added_tokens(const Json& j, Model& model) {
     RECUR_ASSIGN_OR_RETURN(a.single_word, opt_bool(t, "single_word", false, path));
     auto index = static_cast<std::uint32_t>(model.added.size());
     model.added_by_id[a.id] = index;
+    model.added_by_content[a.content] = a.id;
     (a.normalized ? model.normalized_matcher : model.raw_matcher).add(a.content, index);
     model.added.push_back(std::move(a));
   }

@@ -92,6 +92,7 @@ struct Model {
   Bpe bpe;
   std::vector<AddedToken> added;                           // as listed in tokenizer.json
   std::unordered_map<TokenId, std::uint32_t> added_by_id;  // id -> index in added
+  std::unordered_map<std::string, TokenId> added_by_content;
   AddedMatcher raw_matcher;                                // added tokens with normalized == false
   AddedMatcher normalized_matcher;                         // normalized == true
   std::vector<NormStep> normalizers;

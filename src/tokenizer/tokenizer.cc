@@ -136,9 +136,8 @@ std::string Tokenizer::decode_bytes(std::span<const TokenId> ids, bool skip_spec
 }
 
 std::optional<TokenId> Tokenizer::token_id(std::string_view token) const {
-  for (const AddedToken& a : model_->added) {
-    if (a.content == token) return a.id;
-  }
+  auto added = model_->added_by_content.find(std::string(token));
+  if (added != model_->added_by_content.end()) return added->second;
   return model_->bpe.token_to_id.lookup(token);
 }
 
