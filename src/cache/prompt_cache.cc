@@ -17,6 +17,10 @@ InsertResult PromptCache::insert(const CacheKey& key, Origin origin, TokenSpan t
   return store.insert(key, origin, tokens, std::move(snapshot));
 }
 
+bool PromptCache::retire(const CacheKey& key, Origin origin, TokenSpan tokens, bool truncatable) {
+  return store_for(truncatable).retire(key, origin, tokens);
+}
+
 std::int64_t PromptCache::sweep() { return prefix_.sweep() + snapshot_.sweep(); }
 
 ClearResult PromptCache::clear() {

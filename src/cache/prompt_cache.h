@@ -26,6 +26,9 @@ class PromptCache {
   InsertResult insert(const CacheKey& key, Origin origin, TokenSpan tokens,
                       std::shared_ptr<const Snapshot> snapshot);
 
+  // Store::retire in the store of the model's kind of state.
+  bool retire(const CacheKey& key, Origin origin, TokenSpan tokens, bool truncatable);
+
   std::int64_t sweep();  // both stores; returns the expired entries
   ClearResult clear();   // both stores; the sum of what was freed
   PromptCacheStats stats() const;

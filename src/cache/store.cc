@@ -85,6 +85,24 @@ std::int64_t Store::supersede(const PartitionKey& pkey, const SessionKey& sessio
   return static_cast<std::int64_t>(doomed.size());
 }
 
+bool Store::retire(const CacheKey& key, Origin origin, TokenSpan tokens) {
+  MutexLock lock(mu_);
+  Partition* part = find_partition(PartitionKey{key.tenant, key.bucket});
+  if (part == nullptr) return false;
+  Entry* found = nullptr;
+  const auto n_tokens = static_cast<std::int64_t>(tokens.size());
+  part->tree.walk(tokens, [&](RadixTree::Node* node) {
+    if (node->depth != n_tokens) return;
+    for (Entry* e : node->entries) {
+      if (e->origin == origin && e->session == key.session) found = e;
+    }
+  });
+  if (found == nullptr) return false;
+  remove(found);
+  ++stats_.supersedes;
+  return true;
+}
+
 void Store::evict_for(const Entry* newcomer, InsertResult& result) {
   while (static_cast<std::int64_t>(lru_.size()) > policy_.max_entries ||
          bytes_ > policy_.capacity_bytes) {

@@ -94,6 +94,11 @@ class Store {
   InsertResult insert(const CacheKey& key, Origin origin, TokenSpan tokens,
                       std::shared_ptr<const Snapshot> snapshot) RECUR_EXCLUDES(mu_);
 
+  // Removes the entry of exactly this key, origin and tokens, if one is stored: a later snapshot
+  // of the same conversation made it redundant (the engine retires a turn's completion snapshot
+  // once that turn's warm-up is stored). Counted as a supersede. Returns whether one was removed.
+  bool retire(const CacheKey& key, Origin origin, TokenSpan tokens) RECUR_EXCLUDES(mu_);
+
   // Expires every entry idle for the TTL or longer; returns how many. Every lookup and insert
   // does the same first, so this is only needed to free memory while the store is not used.
   std::int64_t sweep() RECUR_EXCLUDES(mu_);

@@ -84,7 +84,8 @@ Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
   return channel;
 }
 
-void Engine::submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens) {
+void Engine::submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens,
+                           std::vector<TokenId> retire) {
   if (cache_ == nullptr || !options_.warmup || tokens.empty() ||
       static_cast<std::int64_t>(tokens.size()) >= options_.ctx_size) {
     return;
@@ -92,6 +93,7 @@ void Engine::submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens) {
   auto w = std::make_unique<Warmup>();
   w->key = std::move(key);
   w->tokens = std::move(tokens);
+  w->retire = std::move(retire);
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;

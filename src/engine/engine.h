@@ -60,8 +60,11 @@ class Engine {
   Result<std::shared_ptr<RequestChannel>> submit(GenerationRequest request);
   // Queues a warm-up: prefill `tokens` (the anticipated prefix of a conversation's next turn,
   // design section 5) from the best cached state in spare capacity and store it with origin
-  // warmup. Dropped when warm-ups are off, the cache is off, or too many are pending.
-  void submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens);
+  // warmup. Dropped when warm-ups are off, the cache is off, or too many are pending. Once it is
+  // stored, the turn's completion snapshot (`retire`: Event::completion_snapshot_tokens) is
+  // removed: the warm-up covers everything of it the next turn can use.
+  void submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens,
+                     std::vector<TokenId> retire = {});
 
   EngineStats stats() const;
   const EngineOptions& options() const { return options_; }
@@ -83,7 +86,8 @@ class Engine {
   void plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& owners);
   void restore_from_cache(model::SequenceState& state, const cache::CacheKey& key,
                           std::span<const TokenId> tokens, CacheTrace* trace);
-  void store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
+  // Returns whether the cache admitted it.
+  bool store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
                       cache::Origin origin, std::span<const TokenId> tokens);
   bool origin_wanted(cache::Origin origin) const;
   void after_prefill_piece(Sequence& seq);

@@ -31,6 +31,7 @@ struct Engine::Sequence {
 struct Engine::Warmup {
   cache::CacheKey key;
   std::vector<TokenId> tokens;
+  std::vector<TokenId> retire;  // the turn's completion snapshot, removed once this is stored
   std::unique_ptr<model::SequenceState> state;
   bool done = false;
 };

@@ -72,15 +72,16 @@ void Engine::restore_from_cache(model::SequenceState& state, const cache::CacheK
   trace->origin = cache::origin_name(r.origin);
 }
 
-void Engine::store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
+bool Engine::store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
                             cache::Origin origin, std::span<const TokenId> tokens) {
-  if (!origin_wanted(origin)) return;
+  if (!origin_wanted(origin)) return false;
   RECUR_CHECK(static_cast<std::int64_t>(tokens.size()) == state.n_tokens());
   auto snap = std::make_shared<CachedState>(state.snapshot());
   cache::InsertResult r = cache_->insert(key, origin, tokens, std::move(snap));
   log::debug("cache insert origin={} tokens={} outcome={} superseded={} evicted={}",
              cache::origin_name(origin), tokens.size(), cache::insert_outcome_name(r.outcome),
              r.superseded, r.evicted_lru);
+  return r.admitted();
 }
 
 void Engine::admit() {
@@ -127,7 +128,11 @@ void Engine::admit() {
     CacheTrace ignored;
     restore_from_cache(*w->state, w->key, w->tokens, &ignored);
     if (w->state->n_tokens() >= static_cast<std::int64_t>(w->tokens.size())) {
-      release_state(std::move(w->state));  // already stored: nothing to do
+      // Already stored (a dense prefix entry covers it): only the retirement is left to do.
+      if (!w->retire.empty()) {
+        cache_->retire(w->key, cache::Origin::kCompletion, w->retire, truncatable_);
+      }
+      release_state(std::move(w->state));
       n_warmups_done_.fetch_add(1);
       continue;
     }
@@ -204,7 +209,10 @@ void Engine::step() {
         if (p.warmup != nullptr) {
           Warmup& w = *p.warmup;
           if (w.state->n_tokens() == static_cast<std::int64_t>(w.tokens.size())) {
-            store_snapshot(*w.state, w.key, cache::Origin::kWarmup, w.tokens);
+            if (store_snapshot(*w.state, w.key, cache::Origin::kWarmup, w.tokens) &&
+                !w.retire.empty()) {
+              cache_->retire(w.key, cache::Origin::kCompletion, w.retire, truncatable_);
+            }
             w.done = true;
           }
           continue;
@@ -284,7 +292,9 @@ void Engine::finish(Sequence& seq, FinishReason reason, Status error) {
     // Exactly the tokens forwarded: the prompt and every generated token but the last sampled.
     std::span<const TokenId> forwarded(seq.tokens.data(),
                                        static_cast<std::size_t>(seq.state->n_tokens()));
-    store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded);
+    if (store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded)) {
+      seq.out.completion_snapshot_tokens.assign(forwarded.begin(), forwarded.end());
+    }
   }
   seq.out.done = true;
   seq.out.finish = reason;

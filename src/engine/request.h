@@ -61,6 +61,9 @@ struct Event {
   CacheTrace trace;   // filled on the first event and on done
   Status error;       // kError
   double ttft_s = 0;  // seconds from admission to the first token (first event with samples)
+  // On done: the tokens of the completion snapshot stored for this turn (empty if none), so the
+  // turn's warm-up can retire it (submit_warmup).
+  std::vector<TokenId> completion_snapshot_tokens;
 };
 
 // Engine thread -> one HTTP thread. Thread-safe.

@@ -112,7 +112,7 @@ void ChatTurn::run(ChunkWriter& out) {
     break;
   }
 
-  const engine::Event& done = got.last;
+  engine::Event& done = got.last;
   observe(metrics, done, ttft);
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
@@ -161,7 +161,10 @@ void ChatTurn::run(ChunkWriter& out) {
                       .tools_json = request.tools_json,
                       .kwargs_json = request.chat_template_kwargs_json};
   auto prefix = backend->formatter->next_turn_prefix(in, reply);
-  if (!prefix.empty()) backend->engine->submit_warmup(key, std::move(prefix));
+  if (!prefix.empty()) {
+    backend->engine->submit_warmup(key, std::move(prefix),
+                                   std::move(got.last.completion_snapshot_tokens));
+  }
 }
 
 void TextTurn::run(ChunkWriter& out) {

@@ -295,3 +295,37 @@ TEST_F(SnapshotStoreTest, BorrowedSnapshotOutlivesItsEviction) {
 
 }  // namespace
 }  // namespace recur::cache
+
+namespace recur::cache {
+namespace {
+
+TEST(StoreRetire, RemovesExactlyTheNamedEntry) {
+  ManualClock clock;
+  Store store(
+      MatchMode::kExactPrefix,
+      {.enabled = true, .capacity_bytes = 1'000'000, .max_entries = 100, .min_prefix_tokens = 4},
+      clock);
+  const std::vector<Token> t = testing::iota_tokens(40);
+  const std::vector<Token> shorter(t.begin(), t.begin() + 20);
+  store.insert(testing::key_for("s"), Origin::kCompletion, t, testing::snap(100, 40, false, 1));
+  store.insert(testing::key_for("s"), Origin::kWarmup, t, testing::snap(100, 40, false, 2));
+  // Other session, other origin, other length: nothing to retire.
+  EXPECT_FALSE(store.retire(testing::key_for("other"), Origin::kCompletion, t));
+  EXPECT_FALSE(store.retire(testing::key_for("s"), Origin::kBoundary, t));
+  EXPECT_FALSE(store.retire(testing::key_for("s"), Origin::kCompletion, shorter));
+  EXPECT_EQ(store.stats().entries, 2);
+  EXPECT_TRUE(store.retire(testing::key_for("s"), Origin::kCompletion, t));
+  EXPECT_FALSE(store.retire(testing::key_for("s"), Origin::kCompletion, t));
+  StoreStats s = store.stats();
+  EXPECT_EQ(s.entries, 1);
+  EXPECT_EQ(s.bytes, 100);
+  EXPECT_EQ(s.supersedes, 1);
+  EXPECT_EQ(s.evictions_lru, 0);
+  auto left = store.list_entries();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].origin, Origin::kWarmup);
+  store.check_invariants();
+}
+
+}  // namespace
+}  // namespace recur::cache
