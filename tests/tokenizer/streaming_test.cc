@@ -11,7 +11,8 @@ namespace {
 using testing::real;
 
 const char* kText =
-    "Hello, world! 你好，世界 🦊👩‍👩‍👧 e\xCC\x81 ŧėşŧ\n\n  indented\tcode() { return "
+    "Hello, world! 你好，世界 🦊👩‍👩‍👧 e\xCC\x81 ŧėşŧ\n\n  indented\tcode() { "
+    "return "
     "42; "
     "}\n"
     "Ǆ ꙮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ᚠᛇᚻ 𓀀 ∰";
@@ -97,6 +98,29 @@ TEST(Streaming, UnfinishedCharacterAtTheEndBecomesReplacement) {
   out += stream.finish();
   EXPECT_EQ(out, tok.decode(std::span(ids).first(1)));
   EXPECT_TRUE(detail::utf8_is_valid(out));
+}
+
+}  // namespace
+}  // namespace recur::tokenizer
+
+namespace recur::tokenizer {
+namespace {
+
+// Llama 2 style: the decoder drops the "▁" the pre-tokenizer put before the first word only.
+TEST(Streaming, MetaspaceFirstTokenSpace) {
+  std::string json = R"({"pre_tokenizer": {"type": "Metaspace", "replacement": "▁",
+      "prepend_scheme": "always", "split": true},
+    "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"},
+    "model": {"type": "BPE", "vocab": {"▁": 0, "a": 1, "▁a": 2, "b": 3}, "merges": ["▁ a"]}})";
+  auto tok = Tokenizer::load(json, "");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  std::vector<TokenId> ids = tok->encode("a a ba");
+  ASSERT_EQ(tok->decode(ids), "a a ba");
+  StreamingDetokenizer stream(*tok);
+  std::string out;
+  for (TokenId id : ids) out += stream.push(id);
+  out += stream.finish();
+  EXPECT_EQ(out, "a a ba");
 }
 
 }  // namespace

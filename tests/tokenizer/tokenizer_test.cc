@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <thread>
 
 #include "test_util.h"
+#include "tokenizer/unicode.h"
 
 namespace recur::tokenizer {
 namespace {
@@ -69,6 +71,17 @@ TEST(Gemma3, PostProcessorAddsBos) {
 TEST(Tokenizer, InvalidUtf8IsEncodedAsReplacementCharacter) {
   const Tokenizer& tok = real("qwen3");
   EXPECT_EQ(tok.encode("a\xFF b\xE2\x82"), tok.encode("a\xEF\xBF\xBD b\xEF\xBF\xBD"));
+}
+
+TEST(Tokenizer, RandomBytesRoundTripAsRepairedText) {
+  // Llama 3 has no normalizer: decode(encode(x)) is x with invalid UTF-8 replaced by U+FFFD.
+  const Tokenizer& tok = real("llama3");
+  std::mt19937 rng(99);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(rng() % 40, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : 0x20 + rng() % 0x60);
+    ASSERT_EQ(tok.decode(tok.encode(bytes)), detail::utf8_repair(bytes)) << i;
+  }
 }
 
 TEST(Tokenizer, DecodeSkipsUnknownIds) {
