@@ -36,6 +36,20 @@ if [ -f "$root/tests/node/package.json" ]; then
   fi
 fi
 
+# promtool (validates /metrics in the tests): only the binary, from Debian's prometheus package,
+# without installing the server.
+promtool="$build/tools/promtool"
+if [ ! -x "$promtool" ]; then
+  echo "setup: extracting promtool from Debian's prometheus package" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1 ||
+     { apt-get update -qq && apt-get download prometheus >/dev/null; })
+  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"
+  mkdir -p "$build/tools"
+  cp "$tmp/x/usr/bin/promtool" "$promtool"
+  rm -rf "$tmp"
+fi
+
 cmake_args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 [ -n "${RECUR_SANITIZE:-}" ] && cmake_args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE")
 [ -f "$build/build.ninja" ] || cmake "${cmake_args[@]}" >/dev/null
