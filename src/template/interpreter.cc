@@ -269,10 +269,18 @@ Result<std::string> Interpreter::render_capture(const Body& body, std::uint32_t)
   return text;
 }
 
+// The macro lives in the scope it closes over: holding that scope weakly avoids a reference
+// cycle (a leak per render). A macro called after its scope ended (smuggled out of a loop
+// through a namespace) is an error instead.
 Value Interpreter::make_macro(const Stmt& s, std::shared_ptr<Scope> closure) {
   const Stmt* stmt = &s;
-  return Value::callable(s.text, [stmt, closure](Interpreter& in, CallArgs& args) {
-    return in.call_macro({stmt->text, stmt->params, stmt->body, stmt->offset}, closure, args);
+  std::weak_ptr<Scope> weak = closure;
+  return Value::callable(s.text, [stmt, weak](Interpreter& in, CallArgs& args) -> Result<Value> {
+    std::shared_ptr<Scope> scope = weak.lock();
+    if (!scope) {
+      return in.error(stmt->offset, fmt::format("macro '{}' outlived its scope", stmt->text));
+    }
+    return in.call_macro({stmt->text, stmt->params, stmt->body, stmt->offset}, scope, args);
   });
 }
 
