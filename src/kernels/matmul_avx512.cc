@@ -5,6 +5,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "kernels/matmul_isa.h"
 
@@ -83,25 +85,17 @@ void tile_f32(const float* x, std::int64_t ldx, const W* w, std::int64_t ldw, st
     for (int j = 0; j < RN; ++j) y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
-// Calls Tile<rm, rn>::run for the remainder shapes 1..kMr x 1..kNr.
+// Tile<rm, rn>::run for every edge shape 1..kMr x 1..kNr, indexed by (rm - 1) * kNr + rn - 1.
+template <template <int, int> class Tile, int... I>
+constexpr auto make_tile_table(std::integer_sequence<int, I...>) {
+  return std::array{&Tile<I / kNr + 1, I % kNr + 1>::run...};
+}
+
 template <template <int, int> class Tile, typename... Args>
 void tile_any(int rm, int rn, Args... args) {
-  switch (rm * 8 + rn) {
-#define RECUR_TILE_CASE(a, b) \
-  case a * 8 + b:             \
-    return Tile<a, b>::run(args...);
-    RECUR_TILE_CASE(1, 1)
-    RECUR_TILE_CASE(1, 2)
-    RECUR_TILE_CASE(1, 3)
-    RECUR_TILE_CASE(1, 4)
-    RECUR_TILE_CASE(2, 1)
-    RECUR_TILE_CASE(2, 2)
-    RECUR_TILE_CASE(2, 3) RECUR_TILE_CASE(2, 4) RECUR_TILE_CASE(3, 1) RECUR_TILE_CASE(3, 2)
-        RECUR_TILE_CASE(3, 3) RECUR_TILE_CASE(3, 4) RECUR_TILE_CASE(4, 1) RECUR_TILE_CASE(4, 2)
-            RECUR_TILE_CASE(4, 3) RECUR_TILE_CASE(4, 4)
-#undef RECUR_TILE_CASE
-                default : return;
-  }
+  static constexpr auto kTable =
+      make_tile_table<Tile>(std::make_integer_sequence<int, kMr * kNr>{});
+  kTable[static_cast<std::size_t>((rm - 1) * kNr + rn - 1)](args...);
 }
 
 template <int RM, int RN>
