@@ -155,6 +155,7 @@ namespace {
 Value make_loop(const std::vector<Value>& items, std::size_t i) {
   Value loop = Value::dict();
   auto& d = loop.as_dict();
+  d.items.reserve(13);
   auto n = static_cast<std::int64_t>(items.size());
   auto idx = static_cast<std::int64_t>(i);
   d.set("index0", Value(idx));

@@ -3,6 +3,9 @@
 // Usage: template_render TEMPLATE.jinja CONTEXT.json [NOW_UNIX_SECONDS]
 //        template_render --batch CASES.json   (array of {"template": path, "context": {...},
 //        "now": seconds}; prints an array of {"ok", "out", "error"} in the same order)
+//        template_render --repeat N TEMPLATE CONTEXT.json   (parse once, render N times, print
+//        the mean render time in microseconds to stderr: the figure docs/templates.md quotes)
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,8 +53,31 @@ int run_batch(const char* cases_path) {
   return 0;
 }
 
+int run_repeat(int n, const char* template_path, const char* context_path) {
+  std::string source, context_text;
+  if (n <= 0 || !read_file(template_path, source) || !read_file(context_path, context_text)) {
+    return 2;
+  }
+  auto tmpl = recur::tmpl::Template::parse(source);
+  auto context = recur::tmpl::value_from_json(context_text);
+  if (!tmpl.is_ok() || !context.is_ok()) return 1;
+  auto start = std::chrono::steady_clock::now();
+  std::size_t n_bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    auto out = tmpl->render(*context);
+    if (!out.is_ok()) return 1;
+    n_bytes += out->size();
+  }
+  std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
+  std::fprintf(stderr, "%.1f us per render (%zu bytes)\n", elapsed.count() / n, n_bytes / n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--batch") return run_batch(argv[2]);
+  if (argc == 5 && std::string(argv[1]) == "--repeat") {
+    return run_repeat(std::atoi(argv[2]), argv[3], argv[4]);
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s TEMPLATE CONTEXT.json [NOW]\n", argv[0]);
     return 2;
