@@ -298,6 +298,16 @@ std::vector<OptionSpec> build_table() {
        .max = 9.007199254740991e15,
        .short_flag = 's'},
 
+      // ---- benchmarks (recur bench)
+      {.name = "bench-seconds",
+       .type = T::kFloat,
+       .default_text = "1",
+       .help = "Seconds each machine-ceiling probe runs (the best of three is kept).",
+       .scopes = kBench,
+       .group = "bench",
+       .min = 0.05,
+       .max = 60},
+
       // ---- checkpoint generator (recur make-model)
       {.name = "family",
        .type = T::kEnum,
