@@ -17,7 +17,8 @@ namespace {
 using testing::make_checkpoint;
 using testing::TempDir;
 
-constexpr int kSeqLen = 40;
+// Longer than two attention key blocks (kernels::kAttentionBlock = 64), so chunks straddle blocks.
+constexpr int kSeqLen = 150;
 
 std::vector<std::int32_t> random_tokens(std::mt19937& rng, std::int64_t vocab, int n) {
   std::uniform_int_distribution<std::int32_t> d(0, static_cast<std::int32_t>(vocab - 1));
@@ -153,7 +154,7 @@ TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) 
       want.push_back(one_prefill(m, seqs.back()));
     }
     for (int threads : {1, 3}) check_random_chunks(m, seqs[0], want[0], rng, threads);
-    for (std::size_t k : {std::size_t{1}, std::size_t{17}, seqs[1].size() - 1}) {
+    for (std::size_t k : {std::size_t{1}, std::size_t{17}, std::size_t{70}, seqs[1].size() - 1}) {
       check_snapshot_then_decode(m, seqs[1], want[1], k);
     }
     for (int threads : {1, 3}) check_batched(m, seqs, want, rng, threads);
