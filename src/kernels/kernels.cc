@@ -10,6 +10,20 @@
 #include "util/check.h"
 
 namespace recur::kernels {
+
+// Kernels with vector forms (vec_impl.h): one switch each, the avx512 code also serving amx.
+#define RECUR_VEC_DISPATCH(fn, ...)            \
+  switch (active_isa()) {                      \
+    case Isa::kAmx:                            \
+    case Isa::kAvx512:                         \
+      return detail::fn##_avx512(__VA_ARGS__); \
+    case Isa::kAvx2:                           \
+      return detail::fn##_avx2(__VA_ARGS__);   \
+    case Isa::kScalar:                         \
+    case Isa::kAuto:                           \
+      return ref::fn(__VA_ARGS__);             \
+  }
+
 void matmul(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w, float* y) {
   RECUR_CHECK(n_rows >= 0 && w.rows >= 0 && w.cols >= 0);
   if (n_rows == 0 || w.rows == 0) return;
@@ -28,7 +42,7 @@ void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, 
 
 void rms_norm_gated(const float* x, const float* z, const float* w, float* y,
                     const RowsShape& shape, float eps) {
-  ref::rms_norm_gated(x, z, w, y, shape, eps);
+  RECUR_VEC_DISPATCH(rms_norm_gated, x, z, w, y, shape, eps)
 }
 
 void rms_norm_gate_first(const float* x, const float* z, const float* w, float* y,
@@ -59,19 +73,6 @@ void attention(ThreadPool& pool, const float* q, const void* k_cache, const void
   });
 }
 
-// The vector activations: one switch per kernel, avx512 code also serving amx.
-#define RECUR_VEC_DISPATCH(fn, ...)            \
-  switch (active_isa()) {                      \
-    case Isa::kAmx:                            \
-    case Isa::kAvx512:                         \
-      return detail::fn##_avx512(__VA_ARGS__); \
-    case Isa::kAvx2:                           \
-      return detail::fn##_avx2(__VA_ARGS__);   \
-    case Isa::kScalar:                         \
-    case Isa::kAuto:                           \
-      return ref::fn(__VA_ARGS__);             \
-  }
-
 void silu(float* x, std::int64_t n) { RECUR_VEC_DISPATCH(silu, x, n) }
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
   RECUR_VEC_DISPATCH(swiglu, gate, up, out, n)
@@ -81,13 +82,13 @@ void softplus(float* x, std::int64_t n) { ref::softplus(x, n); }
 void mul_sigmoid(float* x, const float* gate, std::int64_t n) {
   RECUR_VEC_DISPATCH(mul_sigmoid, x, gate, n)
 }
-#undef RECUR_VEC_DISPATCH
 void add(float* y, const float* x, std::int64_t n) { ref::add(y, x, n); }
 void softmax(float* x, std::int64_t n) { ref::softmax(x, n); }
 
 void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,
                    const Conv1dShape& shape) {
-  ref::causal_conv1d(x, w, bias, state, y, shape);
+  RECUR_CHECK(shape.kernel >= 1 && shape.kernel <= 16);
+  RECUR_VEC_DISPATCH(causal_conv1d, x, w, bias, state, y, shape)
 }
 
 void gated_delta_rule(ThreadPool& pool, const GatedDeltaInputs& in, float* state, float* out,
@@ -115,5 +116,7 @@ void mamba2_scan(ThreadPool& pool, const Mamba2Inputs& in, float* state, float* 
     detail::mamba2_head(in, state + hh * shape.head_dim * shape.d_state, y, shape, hh, isa);
   });
 }
+
+#undef RECUR_VEC_DISPATCH
 
 }  // namespace recur::kernels

@@ -34,4 +34,13 @@ void mul_sigmoid_avx2(float* x, const float* gate, std::int64_t n) {
   avx2::mul_sigmoid(x, gate, n);
 }
 
+void rms_norm_gated_avx2(const float* x, const float* z, const float* w, float* y,
+                         const RowsShape& shape, float eps) {
+  avx2::rms_norm_gated(x, z, w, y, shape, eps);
+}
+void causal_conv1d_avx2(const float* x, const float* w, const float* bias, float* state, float* y,
+                        const Conv1dShape& shape) {
+  avx2::causal_conv1d(x, w, bias, state, y, shape);
+}
+
 }  // namespace recur::kernels::detail

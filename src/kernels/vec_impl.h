@@ -204,4 +204,55 @@ inline void mul_sigmoid(float* __restrict x, const float* __restrict gate, std::
   for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_poly(-gate[i]));
 }
 
+// Norm-then-gate (GDN output norm): the reference's order with the vector silu.
+inline void rms_norm_gated(const float* x, const float* z, const float* w, float* y,
+                           const RowsShape& shape, float eps) {
+  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : shape.width;
+  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : shape.width;
+  for (std::int64_t r = 0; r < shape.n_rows; ++r) {
+    const float* xr = x + r * xs;
+    const float* zr = z + r * xs;
+    float* yr = y + r * ys;
+    const float inv =
+        1.0f /
+        std::sqrt(sum_squares_lanes(xr, shape.width) / static_cast<float>(shape.width) + eps);
+    for (std::int64_t i = 0; i < shape.width; ++i)
+      yr[i] = ((xr[i] * inv) * w[i]) * (zr[i] / (1.0f + exp_poly(-zr[i])));
+  }
+}
+
+// Causal depthwise conv1d, token by token over blocks of kConvBlock channels: the block's input is
+// copied before its output is written and the state rows are shifted per block, so y may alias x.
+// Per channel the sum runs over j = 0..K-1 then adds the bias, as in the reference.
+inline constexpr std::int64_t kConvBlock = 64;
+inline void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,
+                          const Conv1dShape& shape) {
+  const std::int64_t ch = shape.channels, kk = shape.kernel;
+  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : ch;
+  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : ch;
+  for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
+    for (std::int64_t c0 = 0; c0 < ch; c0 += kConvBlock) {
+      const std::int64_t nc = min_i(kConvBlock, ch - c0);
+      alignas(64) float in[kConvBlock];
+      alignas(64) float acc[kConvBlock] = {};
+      for (std::int64_t c = 0; c < nc; ++c) in[c] = x[t * xs + c0 + c];
+      for (std::int64_t j = 0; j + 1 < kk; ++j) {
+        const float* __restrict sj = state + j * ch + c0;
+        for (std::int64_t c = 0; c < nc; ++c) acc[c] += w[(c0 + c) * kk + j] * sj[c];
+      }
+      for (std::int64_t c = 0; c < nc; ++c) acc[c] += w[(c0 + c) * kk + kk - 1] * in[c];
+      if (bias != nullptr)
+        for (std::int64_t c = 0; c < nc; ++c) acc[c] += bias[c0 + c];
+      if (shape.apply_silu)
+        for (std::int64_t c = 0; c < nc; ++c) acc[c] = acc[c] / (1.0f + exp_poly(-acc[c]));
+      float* __restrict yt = y + t * ys + c0;
+      for (std::int64_t c = 0; c < nc; ++c) yt[c] = acc[c];
+      for (std::int64_t j = 0; j + 2 < kk; ++j)
+        for (std::int64_t c = 0; c < nc; ++c) state[j * ch + c0 + c] = state[(j + 1) * ch + c0 + c];
+      if (kk > 1)
+        for (std::int64_t c = 0; c < nc; ++c) state[(kk - 2) * ch + c0 + c] = in[c];
+    }
+  }
+}
+
 }  // namespace recur::kernels::detail::RECUR_VEC_NS

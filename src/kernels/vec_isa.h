@@ -19,7 +19,11 @@ namespace recur::kernels::detail {
   void silu_##isa(float* x, std::int64_t n);                                                       \
   void sigmoid_##isa(float* x, std::int64_t n);                                                    \
   void swiglu_##isa(const float* gate, const float* up, float* out, std::int64_t n);               \
-  void mul_sigmoid_##isa(float* x, const float* gate, std::int64_t n);
+  void mul_sigmoid_##isa(float* x, const float* gate, std::int64_t n);                             \
+  void rms_norm_gated_##isa(const float* x, const float* z, const float* w, float* y,              \
+                            const RowsShape& shape, float eps);                                    \
+  void causal_conv1d_##isa(const float* x, const float* w, const float* bias, float* state,        \
+                           float* y, const Conv1dShape& shape);
 RECUR_DECLARE_VEC(avx2)
 RECUR_DECLARE_VEC(avx512)
 #undef RECUR_DECLARE_VEC

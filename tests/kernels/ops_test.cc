@@ -213,5 +213,25 @@ TEST(Ops, Conv1dIsSplitInvariant) {
   }
 }
 
+// In place (y == x) and for every kernel width 1..5, against the reference run out of place.
+TEST(Ops, Conv1dInPlaceAndKernelWidths) {
+  const std::int64_t ch = 70, n_tok = 9;
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t kk = 1; kk <= 5; ++kk) {
+      auto w = random_floats(static_cast<std::size_t>(ch * kk), 1);
+      auto x = random_floats(static_cast<std::size_t>(n_tok * ch), 2);
+      auto s0 = random_floats(static_cast<std::size_t>((kk - 1) * ch), 3);
+      const Conv1dShape shape{.n_tokens = n_tok, .channels = ch, .kernel = kk};
+      auto s_ref = s0, s_got = s0, got = x;
+      std::vector<float> want(x.size());
+      ref::causal_conv1d(x.data(), w.data(), nullptr, s_ref.data(), want.data(), shape);
+      causal_conv1d(got.data(), w.data(), nullptr, s_got.data(), got.data(), shape);
+      expect_near_all(got, want, 2e-6f, std::string("conv in place ") + isa_name(isa));
+      ASSERT_TRUE(testing::same_bytes(s_got.data(), s_ref.data(), s_ref.size())) << kk;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace recur::kernels
