@@ -12,7 +12,7 @@ namespace {
 
 // tdpbf16ps semantics: C[m][n] += Σ_pairs A[m][2p..2p+1] · B[p][n][0..1], in f32.
 struct EmulatedTiles {
-  static inline thread_local std::uint8_t reg[8][16 * 64];
+  alignas(64) static inline thread_local std::uint8_t reg[8][16 * 64];
   template <int T>
   static void zero() {
     std::memset(reg[T], 0, sizeof(reg[T]));
@@ -29,15 +29,19 @@ struct EmulatedTiles {
   }
   template <int C, int A, int B>
   static void dot() {
-    auto* c = reinterpret_cast<float*>(reg[C]);
-    const auto* a = reinterpret_cast<const std::uint16_t*>(reg[A]);
-    const auto* b = reinterpret_cast<const std::uint16_t*>(reg[B]);
+    // Typed copies of the raw tile bytes (no aliasing through casts).
+    float c[256];
+    std::uint16_t a[512], b[512];
+    std::memcpy(c, reg[C], sizeof(c));
+    std::memcpy(a, reg[A], sizeof(a));
+    std::memcpy(b, reg[B], sizeof(b));
     for (int m = 0; m < 16; ++m)
       for (int n = 0; n < 16; ++n)
         for (int p = 0; p < 16; ++p)
           for (int e = 0; e < 2; ++e)
             c[m * 16 + n] +=
                 bf16_to_f32(a[m * 32 + 2 * p + e]) * bf16_to_f32(b[p * 32 + 2 * n + e]);
+    std::memcpy(reg[C], c, sizeof(c));
   }
 };
 
