@@ -1,6 +1,6 @@
 // Compares recur's tokenizer with the real Hugging Face tokenizers (@anush008/tokenizers) on one
 // tokenizer: the corpus in corpus/ (whole files, paragraphs, lines) plus random Unicode strings
-// from a fixed seed. Checks ids (with and without special-token parsing, with the
+// from a fixed seed (short ones, and a few long ones for the heap path of BPE). Checks ids (with and without special-token parsing, with the
 // post-processor), decode, streaming decode and skip-special decode, and decode(encode(x)) == x for byte-level ones.
 // Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM] [gpt2|gpt2_prefix]
 import { createRequire } from 'node:module';
@@ -52,11 +52,11 @@ const RANGES = [
 const PIECES = [' ', '  ', '\n', '\n\n', '\t', '\r\n', '   \n ', "'s", "'LL", '123', '٣٤',
   '\u200d', '\ufe0f', '👩‍👩‍👧', '🇯🇵', 'e\u0301', '\u00a0', '\u3000', '\u0085', '\u180e', '\u2028'];
 
-function randomStrings(n, specials) {
-  const r = rng(20261129);
+function randomStrings(n, specials, maxLen, seed) {
+  const r = rng(seed);
   const out = [];
   for (let i = 0; i < n; ++i) {
-    const len = 1 + Math.floor(r() * 40);
+    const len = 1 + Math.floor(r() * maxLen);
     let s = '';
     while ([...s].length < len) {
       const k = r();
@@ -87,7 +87,10 @@ function corpusStrings() {
 }
 
 const specials = json.added_tokens.slice(0, 40).map((t) => t.content);
-const inputs = [...corpusStrings(), ...randomStrings(nRandom, specials), ''];
+// Short strings, and a few long ones (long words take BPE's heap path).
+const inputs = [...corpusStrings(), ...randomStrings(nRandom, specials, 40, 20261129),
+  ...randomStrings(Math.ceil(nRandom / 100), specials, 2000, 7), 'x'.repeat(5000),
+  '\u4e00'.repeat(700), ''];
 
 fs.writeFileSync(path.join(tmp, 'in.json'), JSON.stringify(inputs));
 execFileSync(tool, [dir, path.join(tmp, 'in.json'), path.join(tmp, 'out.json')], { stdio: 'inherit' });
