@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "app/runtime.h"
+#include "chat/formatter.h"
 #include "engine/engine.h"
 #include "util/log.h"
 
@@ -19,16 +20,32 @@ int cmd_run(const config::Options& opts) {
     log::error("recur run: {}", rt.status().message());
     return kExitFailure;
   }
-  if (opts.get_bool("chat")) {
-    return not_available("run --chat", "chat templates are not wired into recur run yet");
-  }
   const std::string& prompt = opts.get_string("prompt");
   if (prompt.empty()) {
     log::error("recur run: no prompt: pass -p TEXT (--prompt, env RECUR_PROMPT)");
     return kExitUsage;
   }
   engine::GenerationRequest req;
-  req.prompt = rt->tokenizer->encode(prompt, {.parse_special = true});
+  if (opts.get_bool("chat")) {
+    // One user turn through the checkpoint's chat template, as the server would render it.
+    auto formatter = chat::ChatFormatter::create(*rt->tokenizer);
+    if (!formatter) {
+      log::error("recur run --chat: {}", formatter.status().message());
+      return kExitFailure;
+    }
+    chat::Message user;
+    user.role = "user";
+    user.content = prompt;
+    std::vector<chat::Message> messages = {user};
+    auto p = formatter->build_prompt({.messages = messages});
+    if (!p) {
+      log::error("recur run --chat: {}", p.status().message());
+      return kExitFailure;
+    }
+    req.prompt = std::move(p->tokens);
+  } else {
+    req.prompt = rt->tokenizer->encode(prompt, {.parse_special = true});
+  }
   req.max_tokens = opts.get_int("max-tokens");
   req.stop_token_ids = rt->stop_token_ids;
   req.sampling = {.temperature = static_cast<float>(opts.get_float("temperature")),

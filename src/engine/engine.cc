@@ -72,7 +72,10 @@ Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return Error(StatusCode::kCancelled, "the server is shutting down");
-    if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+    // --max-queue counts requests that must wait: free sequence slots take requests at once.
+    const std::int64_t free_slots =
+        std::max<std::int64_t>(0, options_.parallel - n_active_.load() - n_queued_.load());
+    if (static_cast<std::int64_t>(queue_.size()) >= options_.max_queue + free_slots) {
       return Error(StatusCode::kResourceExhausted,
                    "the request queue is full ({} waiting, --max-queue); retry shortly",
                    queue_.size());
