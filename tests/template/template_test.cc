@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -151,6 +152,54 @@ TEST(TemplateRobustness, TruncatedRealTemplatesFailCleanly) {
   }
   EXPECT_GT(n_total, 1000);
   EXPECT_GT(n_parsed, 0);
+}
+
+// Fixed-seed mutations of the real templates (Jinja punctuation inserted, bytes flipped, spans
+// deleted): parse and render either succeed or fail with a Status, never crash or hang.
+TEST(TemplateRobustness, MutatedRealTemplatesFailCleanly) {
+  auto context = value_from_json(
+      R"({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+          {"role": "assistant", "content": "a", "tool_calls": [{"function": {"name": "f",
+          "arguments": {"x": 1}}}]}, {"role": "tool", "content": "r"}],
+          "tools": [{"type": "function", "function": {"name": "f"}}],
+          "add_generation_prompt": true})");
+  ASSERT_TRUE(context.is_ok());
+  std::vector<std::string> sources;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::filesystem::path(RECUR_SOURCE_DIR) / "tests/template/chat_templates")) {
+    sources.push_back(read_file(entry.path()));
+  }
+  std::sort(sources.begin(), sources.end());
+  static const char* kPieces[] = {"{%", "%}",     "{{",    "}}",   "{#", "#}", "(",
+                                  ")",  "[",      "]",     "'",    "\"", "|",  ".",
+                                  "-",  "endfor", "endif", "loop", "~",  "%"};
+  std::uint64_t state = 42;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  RenderOptions options;
+  options.limits.max_steps = 200000;
+  int n_rendered = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string s = sources[next() % sources.size()];
+    for (int k = 0; k < 3; ++k) {
+      std::size_t at = next() % (s.size() + 1);
+      switch (next() % 3) {
+        case 0:
+          s.insert(at, kPieces[next() % std::size(kPieces)]);
+          break;
+        case 1:
+          if (at < s.size()) s[at] = static_cast<char>(next() & 0xff);
+          break;
+        default:
+          s.erase(at, next() % 40);
+      }
+    }
+    auto t = Template::parse(s);
+    if (t.is_ok() && t->render(*context, options).is_ok()) ++n_rendered;
+  }
+  EXPECT_GT(n_rendered, 0);
 }
 
 TEST(TemplateValues, PythonFloatRepr) {
