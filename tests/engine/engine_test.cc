@@ -1,0 +1,194 @@
+// The engine thread over a real generated checkpoint: cache on/off and batched/solo give the same
+// tokens, cancellation frees the sequence, bad submissions are refused with named limits, and
+// boundary/completion snapshots land in the cache. Also run under ThreadSanitizer.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "modelgen/generator.h"
+
+namespace recur::engine {
+namespace {
+
+class EngineTest : public testing::TestWithParam<modelgen::Family> {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() /
+            ("recur_engine_test_" + std::to_string(::getpid()) + "_" +
+             modelgen::family_name(GetParam())))
+               .string();
+    modelgen::GenSpec spec;
+    spec.family = GetParam();
+    ASSERT_TRUE(modelgen::write_checkpoint(spec, dir_).is_ok());
+    auto m = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    model_ = std::move(m).value();
+    auto t = tokenizer::Tokenizer::load_dir(dir_);
+    ASSERT_TRUE(t.is_ok());
+    tok_ = std::make_unique<tokenizer::Tokenizer>(std::move(t).value());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<cache::PromptCache> make_cache() {
+    const auto& layout = model_->state_layout();
+    cache::CacheSettings s;
+    s.min_prefix_tokens = 4;
+    s.block_tokens = 1;
+    auto b = cache::choose_budgets(
+        {.snapshot_bytes_at = [&](std::int64_t n) { return layout.snapshot_bytes(n); },
+         .truncatable = layout.truncatable(),
+         .context_tokens = 512},
+        s, std::int64_t{1} << 30);
+    return std::make_unique<cache::PromptCache>(b, clock_);
+  }
+
+  GenerationRequest request(std::vector<TokenId> prompt, std::uint64_t seed, int max_tokens = 12) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    r.sampling = {.temperature = 0.9f, .top_p = 0.95f, .seed = seed, .logprobs = true};
+    r.cache_key.session = cache::SessionKey::from_request("conv", "");
+    r.history_boundary = static_cast<std::int64_t>(r.prompt.size()) - 3;
+    return r;
+  }
+
+  // Runs a request to the end: the sampled ids and the done event.
+  static std::pair<std::vector<TokenId>, Event> drain(RequestChannel& ch) {
+    std::vector<TokenId> ids;
+    for (;;) {
+      auto e = ch.pop(std::chrono::milliseconds(10000));
+      EXPECT_TRUE(e.has_value()) << "no event in 10 s";
+      if (!e) return {ids, Event{}};
+      for (const auto& s : e->samples) ids.push_back(s.id);
+      if (e->done) return {ids, *e};
+    }
+  }
+
+  std::vector<TokenId> prompt_of(const std::string& text) {
+    return tok_->encode(text, {.parse_special = true});
+  }
+
+  std::string dir_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tok_;
+  ManualClock clock_;
+};
+
+TEST_P(EngineTest, CacheOnAndOffGiveTheSameTokensOverTurns) {
+  ThreadPool pool(2);
+  auto cache = make_cache();
+  Engine with(EngineOptions{.parallel = 2, .prefill_chunk = 7, .ctx_size = 512}, *model_, *tok_,
+              cache.get(), pool);
+  with.start();
+  ThreadPool pool2(1);
+  // A model is driven by one engine thread at a time (it owns its scratch): a second instance.
+  auto other = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+  ASSERT_TRUE(other.is_ok());
+  Engine without(EngineOptions{.parallel = 2, .prefill_chunk = 64, .ctx_size = 512}, **other, *tok_,
+                 nullptr, pool2);
+  without.start();
+  std::vector<TokenId> prompt =
+      prompt_of("<|im_start|>user\nHello there, how are things?<|im_end|>\n");
+  std::int64_t cached_total = 0;
+  for (int turn = 0; turn < 3; ++turn) {
+    auto a = with.submit(request(prompt, 7 + turn));
+    auto b = without.submit(request(prompt, 7 + turn));
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    auto [ids_a, done_a] = drain(**a);
+    auto [ids_b, done_b] = drain(**b);
+    ASSERT_EQ(ids_a, ids_b) << "turn " << turn;
+    EXPECT_EQ(done_a.usage.completion_tokens, done_b.usage.completion_tokens);
+    EXPECT_EQ(done_b.usage.cached_tokens, 0);
+    if (turn > 0) {
+      EXPECT_GT(done_a.usage.cached_tokens, 0)
+          << "turn " << turn << ": " << done_a.trace.to_header();
+    }
+    cached_total += done_a.usage.cached_tokens;
+    // The next turn extends this one: prompt + reply + a new user message.
+    prompt.insert(prompt.end(), ids_a.begin(), ids_a.end());
+    auto more = prompt_of("<|im_end|>\n<|im_start|>user\nAnd then?<|im_end|>\n");
+    prompt.insert(prompt.end(), more.begin(), more.end());
+  }
+  EXPECT_GT(cached_total, 0);
+  auto stats = cache->stats();
+  auto& store = model_->state_layout().truncatable() ? stats.prefix : stats.snapshot;
+  EXPECT_GT(store.inserts, 0);
+  EXPECT_GT(store.hits, 0);
+}
+
+TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {
+  ThreadPool pool(2);
+  Engine engine(EngineOptions{.parallel = 3, .prefill_chunk = 5, .ctx_size = 512}, *model_, *tok_,
+                nullptr, pool);
+  engine.start();
+  const std::vector<std::string> texts = {"alpha beta gamma", "one two three four five",
+                                          "the quick brown fox", "x", "hello, world"};
+  std::vector<std::vector<TokenId>> solo;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto ch = engine.submit(request(prompt_of(texts[i]), 100 + i));
+    ASSERT_TRUE(ch.is_ok());
+    solo.push_back(drain(**ch).first);
+  }
+  std::vector<std::vector<TokenId>> together(texts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    clients.emplace_back([&, i] {
+      auto ch = engine.submit(request(prompt_of(texts[i]), 100 + i));
+      ASSERT_TRUE(ch.is_ok());
+      together[i] = drain(**ch).first;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(together, solo);
+}
+
+TEST_P(EngineTest, CancelledRequestIsFreed) {
+  ThreadPool pool(1);
+  Engine engine(EngineOptions{.parallel = 1, .ctx_size = 512}, *model_, *tok_, nullptr, pool);
+  engine.start();
+  auto ch = engine.submit(request(prompt_of("tell me a long story"), 1, 400));
+  ASSERT_TRUE(ch.is_ok());
+  auto first = (*ch)->pop(std::chrono::milliseconds(10000));
+  ASSERT_TRUE(first.has_value());
+  (*ch)->cancel();
+  auto [ids, done] = drain(**ch);
+  EXPECT_EQ(done.finish, FinishReason::kCancelled);
+  for (int i = 0; i < 500 && engine.stats().active != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(engine.stats().active, 0);
+}
+
+TEST_P(EngineTest, SubmissionsBeyondLimitsAreRefusedNamingThem) {
+  ThreadPool pool(1);
+  Engine engine(EngineOptions{.parallel = 1, .max_queue = 0, .ctx_size = 64}, *model_, *tok_,
+                nullptr, pool);
+  // Not started: nothing is admitted, so the queue fills deterministically.
+  EXPECT_EQ(engine.submit(request({}, 1)).status().code(), StatusCode::kInvalidArgument);
+  auto too_long = engine.submit(request(std::vector<TokenId>(64, 5), 1));
+  EXPECT_EQ(too_long.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(too_long.status().message().find("--ctx-size"), std::string::npos);
+  auto over = engine.submit(request(std::vector<TokenId>(60, 5), 1, 10));
+  EXPECT_NE(over.status().message().find("max_tokens"), std::string::npos);
+  auto bad_id = engine.submit(request({1, 2, static_cast<TokenId>(model_->vocab_size())}, 1));
+  EXPECT_EQ(bad_id.status().code(), StatusCode::kInvalidArgument);
+  GenerationRequest bad_sampling = request({1, 2, 3}, 1);
+  bad_sampling.sampling.top_p = 0;
+  EXPECT_NE(engine.submit(bad_sampling).status().message().find("top_p"), std::string::npos);
+  ASSERT_TRUE(engine.submit(request({1, 2, 3}, 1, 4)).is_ok());  // the one free slot
+  auto full = engine.submit(request({1, 2, 3}, 1, 4));
+  EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(full.status().message().find("--max-queue"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, EngineTest,
+                         testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
+                                         modelgen::Family::kQwen3),
+                         [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
+
+}  // namespace
+}  // namespace recur::engine
