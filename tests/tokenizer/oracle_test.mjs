@@ -1,7 +1,8 @@
 // Compares recur's tokenizer with the real Hugging Face tokenizers (@anush008/tokenizers) on one
 // tokenizer: the corpus in corpus/ (whole files, paragraphs, lines) plus random Unicode strings
-// from a fixed seed (short ones, and a few long ones for the heap path of BPE). Checks ids (with and without special-token parsing, with the
-// post-processor), decode, streaming decode and skip-special decode, and decode(encode(x)) == x for byte-level ones.
+// from a fixed seed (short ones, and a few long ones for the heap path of BPE). Checks ids (with
+// and without special-token parsing, with the post-processor), decode, streaming decode and
+// skip-special decode, and decode(encode(x)) == x for byte-level vocabularies.
 // Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM] [gpt2|gpt2_prefix]
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
