@@ -73,10 +73,26 @@ Result<Value> f_trim(Interpreter&, Value& v, CallArgs& args) {
   return Value(py_strip(v.to_str(), chars.is_string() ? &c : nullptr, true, true));
 }
 
+// HF's tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 Result<Value> f_tojson(Interpreter&, Value& v, CallArgs& args) {
-  Value indent = arg(args, 0, "indent", Value::none());
-  RECUR_ASSIGN_OR_RETURN(std::string s,
-                         to_json(v, indent.is_int() ? static_cast<int>(indent.as_int()) : -1));
+  JsonOptions o;
+  o.ensure_ascii = arg(args, 0, "ensure_ascii", Value(false)).truthy();
+  Value indent = arg(args, 1, "indent", Value::none());
+  if (indent.is_int() || indent.is_string()) {
+    o.pretty = true;
+    o.indent = indent.is_string()
+                   ? indent.as_string()
+                   : std::string(
+                         static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_int())), ' ');
+    o.item_sep = ",";
+  }
+  Value separators = arg(args, 2, "separators", Value::none());
+  if (separators.is_list() && separators.as_list().size() == 2) {
+    o.item_sep = separators.as_list()[0].to_str();
+    o.key_sep = separators.as_list()[1].to_str();
+  }
+  o.sort_keys = arg(args, 3, "sort_keys", Value(false)).truthy();
+  RECUR_ASSIGN_OR_RETURN(std::string s, to_json(v, o));
   return Value(std::move(s));
 }
 

@@ -114,8 +114,17 @@ bool has_method(const Value& obj, std::string_view name);
 // The globals every render sees: range, namespace, dict, raise_exception, strftime_now, ...
 void add_globals(std::vector<std::pair<std::string, Value>>& vars);
 
-// json.dumps(x, ensure_ascii=False, indent=indent) as Hugging Face's tojson does (json.cc).
-Result<std::string> to_json(const Value& v, int indent);
+// json.dumps's options as Hugging Face's tojson filter passes them (defaults: HF's).
+struct JsonOptions {
+  bool ensure_ascii = false;
+  bool pretty = false;  // indent given: newlines, `indent` per level, "," item separator
+  std::string indent;
+  std::string item_sep = ", ";
+  std::string key_sep = ": ";
+  bool sort_keys = false;
+};
+// json.dumps(x, ...) as Hugging Face's tojson calls it (json.cc).
+Result<std::string> to_json(const Value& v, const JsonOptions& options);
 
 // Argument helpers for builtins: the i-th positional or the named keyword, else `fallback`.
 Value arg(CallArgs& args, std::size_t index, std::string_view keyword, Value fallback = {});

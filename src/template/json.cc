@@ -1,18 +1,37 @@
 // JSON in and out of template values. Out: Python's json.dumps(x, ensure_ascii=False,
 // indent=...) as Hugging Face's tojson filter calls it (", " and ": " separators, keys in insertion
 // order, floats as Python's repr). In: ordered JSON objects, ints kept apart from floats.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "template/interpreter.h"
 #include "template/template.h"
+#include "template/text.h"
 
 namespace recur::tmpl {
 namespace {
 
 constexpr int kMaxJsonDepth = 512;
 
-void append_json_string(std::string& out, std::string_view s) {
+void append_json_string(std::string& out, std::string_view s, bool ensure_ascii) {
   out += '"';
+  if (ensure_ascii) {
+    for (char32_t c : decode_utf8(s)) {
+      if (c < 0x80) {
+        std::string one(1, static_cast<char>(c));
+        std::string escaped;
+        append_json_string(escaped, one, false);
+        out += escaped.substr(1, escaped.size() - 2);
+      } else if (c < 0x10000) {
+        out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(c));
+      } else {
+        char32_t v = c - 0x10000;
+        out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+      }
+    }
+    out += '"';
+    return;
+  }
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (ch) {
@@ -48,14 +67,22 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-Status dump(std::string& out, const Value& v, int indent, int level) {
+std::string key_text(const Value& k) {
+  if (k.is_bool()) return k.as_bool() ? "true" : "false";
+  if (k.is_none()) return "null";
+  return k.to_str();
+}
+
+Status dump(std::string& out, const Value& v, const JsonOptions& o, int level) {
   if (level > kMaxJsonDepth) {
     return Status(StatusCode::kInvalidArgument, "tojson: value nested too deeply");
   }
   auto newline = [&](int lvl) {
-    if (indent >= 0) out += "\n" + std::string(static_cast<std::size_t>(indent * lvl), ' ');
+    if (!o.pretty) return;
+    out += '\n';
+    for (int i = 0; i < lvl; ++i) out += o.indent;
   };
-  const char* item_sep = indent >= 0 ? "," : ", ";
+  const std::string& item_sep = o.item_sep;
   switch (v.kind()) {
     case Kind::kNone:
       out += "null";
@@ -72,7 +99,7 @@ Status dump(std::string& out, const Value& v, int indent, int level) {
       return Status::ok();
     }
     case Kind::kString:
-      append_json_string(out, v.as_string());
+      append_json_string(out, v.as_string(), o.ensure_ascii);
       return Status::ok();
     case Kind::kList: {
       const auto& items = v.as_list();
@@ -84,7 +111,7 @@ Status dump(std::string& out, const Value& v, int indent, int level) {
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_sep;
         newline(level + 1);
-        RECUR_RETURN_IF_ERROR(dump(out, items[i], indent, level + 1));
+        RECUR_RETURN_IF_ERROR(dump(out, items[i], o, level + 1));
       }
       newline(level);
       out += ']';
@@ -92,7 +119,16 @@ Status dump(std::string& out, const Value& v, int indent, int level) {
     }
     case Kind::kDict: {
       if (v.is_namespace()) break;
-      const auto& items = v.as_dict().items;
+      auto items = v.as_dict().items;
+      if (o.sort_keys) {
+        Status failure;
+        std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
+          auto r = less_than(a.first, b.first);
+          if (!r.is_ok()) failure = r.status();
+          return r.is_ok() && *r;
+        });
+        RECUR_RETURN_IF_ERROR(failure);
+      }
       if (items.empty()) {
         out += "{}";
         return Status::ok();
@@ -101,12 +137,9 @@ Status dump(std::string& out, const Value& v, int indent, int level) {
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_sep;
         newline(level + 1);
-        append_json_string(out, items[i].first.is_bool()
-                                    ? (items[i].first.as_bool() ? "true" : "false")
-                                : items[i].first.is_none() ? "null"
-                                                           : items[i].first.to_str());
-        out += ": ";
-        RECUR_RETURN_IF_ERROR(dump(out, items[i].second, indent, level + 1));
+        append_json_string(out, key_text(items[i].first), o.ensure_ascii);
+        out += o.key_sep;
+        RECUR_RETURN_IF_ERROR(dump(out, items[i].second, o, level + 1));
       }
       newline(level);
       out += '}';
@@ -160,9 +193,9 @@ Value from_json(const nlohmann::ordered_json& j, int depth, bool& too_deep) {
 
 }  // namespace
 
-Result<std::string> to_json(const Value& v, int indent) {
+Result<std::string> to_json(const Value& v, const JsonOptions& options) {
   std::string out;
-  RECUR_RETURN_IF_ERROR(dump(out, v, indent, 0));
+  RECUR_RETURN_IF_ERROR(dump(out, v, options, 0));
   return out;
 }
 

@@ -59,6 +59,7 @@ FEATURES = [
     ("print_values", "{{ none }} {{ true }} {{ d }} {{ messages[2].tool_calls }} {{ undefined_var }}|"),
     ("tojson", "{{ d | tojson }} {{ messages[2] | tojson }} {{ u | tojson }} {{ 'q\"\\\\\\n\\t\\x01' | tojson }} {{ [1.0, 2.5, none, true] | tojson }} {{ {} | tojson }} {{ [] | tojson }}"),
     ("tojson_indent", "{{ nested | tojson(indent=2) }}\n{{ [1, [2, {}], {'a': []}] | tojson(indent=4) }}"),
+    ("tojson_options", "{{ u | tojson(ensure_ascii=true) }} {{ d | tojson(sort_keys=true) }} {{ nested | tojson(separators=(',', ':')) }} {{ d | tojson(true) }} {{ items | tojson(indent='\t') }} {{ d | tojson(indent=0) }} {{ {'k': u} | tojson(ensure_ascii=false) }}"),
     ("filter_trim_strip", "[{{ s | trim }}] [{{ s.strip() }}] [{{ s.lstrip() }}] [{{ s.rstrip() }}] [{{ 'xxhixx'.strip('x') }}] [{{ '\\n\\nhi\\n'.lstrip('\\n') }}] [{{ s | trim('  H') }}]"),
     ("filter_string_case", "{{ s | upper }} {{ s | lower }} {{ 'hello world' | title }} {{ 'hELLO' | capitalize }} {{ 'abc'.upper() }} {{ 'ABC'.lower() }}"),
     ("filter_length", "{{ items | length }} {{ u | length }} {{ d | count }} {{ nope | length }} {{ 'abc' | length }}"),
