@@ -496,7 +496,8 @@ Result<Value> Interpreter::apply_filter(std::string_view name, Value operand, Ca
   RECUR_RETURN_IF_ERROR(count_step(offset));
   // Filters that stringify their input print Undefined as ""; the others fail on it, as in
   // Jinja2 (e.g. tojson of an undefined value).
-  if (operand.is_undefined() && name == "tojson") {
+  if (operand.is_undefined() &&
+      (name == "tojson" || name == "int" || name == "float" || name == "abs" || name == "round")) {
     return error(
         offset, operand.undefined_hint().empty() ? "value is undefined" : operand.undefined_hint());
   }
