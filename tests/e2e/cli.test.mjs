@@ -1,0 +1,65 @@
+// The recur binary's command line: dispatch, --help, option errors that name flag and variable,
+// exit codes, SIGTERM while serving.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { RECUR, makeModel, startServer, tempDir } from './harness.mjs';
+
+const run = (args, env = {}) =>
+  spawnSync(RECUR, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 });
+
+test('top-level help lists the commands; unknown ones are refused', () => {
+  const help = run(['--help']);
+  assert.equal(help.status, 0);
+  for (const c of ['serve', 'run', 'bench', 'make-model', 'tokenize', 'template', 'version']) {
+    assert.match(help.stdout, new RegExp(`\\b${c}\\b`));
+  }
+  const bad = run(['frobnicate']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /unknown command 'frobnicate'/);
+  assert.match(run(['version']).stdout, /^recur \d+\.\d+\.\d+/);
+});
+
+test('each command has --help with defaults and environment names', () => {
+  for (const c of ['serve', 'run', 'bench', 'make-model', 'tokenize', 'template']) {
+    const r = run([c, '--help']);
+    assert.equal(r.status, 0, c);
+    assert.match(r.stdout, /\[env: RECUR_/, c);
+  }
+  assert.match(run(['serve', '--help']).stdout, /--prompt-cache-snapshot-capacity-bytes/);
+});
+
+test('invalid values stop startup with one line naming the flag, variable and value', () => {
+  const a = run(['serve', '--parallel', 'many']);
+  assert.equal(a.status, 2);
+  assert.match(a.stderr, /--parallel \(env RECUR_PARALLEL\): invalid value 'many'/);
+  const b = run(['serve'], { RECUR_PROMPT_CACHE_CAPACITY_BYTES: '0' });
+  assert.equal(b.status, 2);
+  assert.match(b.stderr, /environment variable RECUR_PROMPT_CACHE_CAPACITY_BYTES .*'0'/);
+  const c = run(['serve', '--no-such-flag']);
+  assert.equal(c.status, 2);
+  assert.match(c.stderr, /unknown option '--no-such-flag'/);
+  assert.equal(b.stderr.trim().split('\n').length, 1);
+});
+
+test('a missing or broken checkpoint is one clear error', () => {
+  const r = run(['run', '-m', '/nonexistent/model', '-p', 'hi']);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /\/nonexistent\/model/);
+  const empty = tempDir('empty');
+  const s = run(['serve', '-m', empty, '--port', '0']);
+  assert.equal(s.status, 1);
+  assert.match(s.stderr, /tokenizer\.json|config\.json/);
+});
+
+test('recur run prints a completion and throughput', () => {
+  const r = run(['run', '-m', makeModel('qwen3_5'), '-p', 'Hello', '-n', '5', '--chat']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /prompt \d+ tokens, .* tok\/s prefill \| generated 5 tokens/);
+});
+
+test('SIGTERM drains and exits 0', async () => {
+  const server = await startServer(makeModel('mamba2'));
+  assert.equal(await server.stop(), 0);
+  assert.match(server.log(), /draining/);
+});
