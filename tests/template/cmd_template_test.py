@@ -38,6 +38,26 @@ def special_tokens(config):
     return out
 
 
+def check_errors(recur, node_modules, work_dir):
+    """The template's own raise_exception reaches the user with its message and exit status 1;
+    a missing --messages is a usage error (2)."""
+    failures = 0
+    gemma = os.path.join(node_modules, "@lenml", "tokenizer-gemma3", "models")
+    bad = os.path.join(work_dir, "not_alternating.json")
+    with open(bad, "w", encoding="utf-8") as f:
+        json.dump([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], f)
+    proc = subprocess.run([recur, "template", "-m", gemma, "--messages", bad], capture_output=True)
+    err = proc.stderr.decode()
+    if proc.returncode != 1 or "Conversation roles must alternate" not in err or "line " not in err:
+        print("raise_exception: rc={} stderr={!r}".format(proc.returncode, err))
+        failures += 1
+    proc = subprocess.run([recur, "template", "-m", gemma], capture_output=True)
+    if proc.returncode != 2 or "--messages" not in proc.stderr.decode():
+        print("missing --messages: rc={} stderr={!r}".format(proc.returncode, proc.stderr.decode()))
+        failures += 1
+    return failures
+
+
 def main():
     recur, source_dir, node_modules, work_dir = sys.argv[1:5]
     os.makedirs(work_dir, exist_ok=True)
@@ -98,6 +118,7 @@ def main():
         if reported != "{} tokens".format(count):
             print("{}: token count {!r}, HF tokenizer says {}".format(label, reported, count))
             failures += 1
+    failures += check_errors(recur, node_modules, work_dir)
     print("recur template: {} runs, {} failures".format(len(runs), failures))
     return 1 if failures else 0
 
