@@ -138,6 +138,72 @@ Result<Value> str_format(const std::string& f, CallArgs& args) {
   return Value(std::move(out));
 }
 
+Result<Value> str_replace(const std::string& s, CallArgs& args) {
+  std::string from = arg(args, 0, "old").to_str(), to = arg(args, 1, "new").to_str();
+  std::int64_t count = arg(args, 2, "count", Value(-1)).as_int();
+  if (from.empty()) return method_error("replace with an empty pattern is not supported");
+  std::string out;
+  std::size_t start = 0;
+  for (std::int64_t n = 0; count < 0 || n < count; ++n) {
+    std::size_t at = s.find(from, start);
+    if (at == std::string::npos) break;
+    out += s.substr(start, at - start) + to;
+    start = at + from.size();
+  }
+  return Value(out + s.substr(start));
+}
+
+// find/rfind/index/count: positions are in code points, as Python counts them.
+Result<Value> str_search(const std::string& s, std::string_view name, const std::string& needle) {
+  if (name == "count") {
+    if (needle.empty()) return Value(static_cast<std::int64_t>(count_code_points(s) + 1));
+    std::int64_t n = 0;
+    for (std::size_t at = s.find(needle); at != std::string::npos;
+         at = s.find(needle, at + needle.size())) {
+      ++n;
+    }
+    return Value(n);
+  }
+  std::size_t at = name == "rfind" ? s.rfind(needle) : s.find(needle);
+  if (at == std::string::npos) {
+    if (name == "index") return method_error("substring not found");
+    return Value(-1);
+  }
+  return Value(static_cast<std::int64_t>(count_code_points(s.substr(0, at))));
+}
+
+Value str_splitlines(const std::string& s) {
+  Value::List lines;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    std::size_t nl = s.find_first_of("\r\n", start);
+    if (nl == std::string::npos) nl = s.size();
+    lines.emplace_back(s.substr(start, nl - start));
+    start = nl + ((nl + 1 < s.size() && s[nl] == '\r' && s[nl + 1] == '\n') ? 2 : 1);
+  }
+  return Value::list(std::move(lines));
+}
+
+// isdigit/isalpha/isalnum/isspace/isupper/islower over ASCII.
+Value str_predicate(const std::string& s, std::string_view name) {
+  auto all = [&](int (*pred)(int)) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
+      return pred(static_cast<unsigned char>(c)) != 0;
+    });
+  };
+  if (name == "isdigit") return Value(all(::isdigit));
+  if (name == "isalpha") return Value(all(::isalpha));
+  if (name == "isalnum") return Value(all(::isalnum));
+  if (name == "isspace") return Value(all(::isspace));
+  bool cased = std::any_of(s.begin(), s.end(),
+                           [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  bool none_other = std::none_of(s.begin(), s.end(), [&](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return name == "isupper" ? std::islower(u) : std::isupper(u);
+  });
+  return Value(cased && none_other);
+}
+
 Result<Value> str_method(const std::string& s, std::string_view name, CallArgs& args) {
   Value a0 = arg(args, 0, "");
   if (name == "split" || name == "rsplit") {
@@ -151,38 +217,12 @@ Result<Value> str_method(const std::string& s, std::string_view name, CallArgs& 
     return Value(
         py_strip(s, a0.is_string() ? &chars : nullptr, name != "rstrip", name != "lstrip"));
   }
-  if (name == "startswith" || name == "endswith")
+  if (name == "startswith" || name == "endswith") {
     return Value(affix_match(s, a0, name == "startswith"));
-  if (name == "replace") {
-    std::string from = a0.to_str(), to = arg(args, 1, "").to_str();
-    std::int64_t count = arg(args, 2, "count", Value(-1)).as_int();
-    if (from.empty()) return method_error("replace with an empty pattern is not supported");
-    std::string out;
-    std::size_t start = 0;
-    for (std::int64_t n = 0; count < 0 || n < count; ++n) {
-      std::size_t at = s.find(from, start);
-      if (at == std::string::npos) break;
-      out += s.substr(start, at - start) + to;
-      start = at + from.size();
-    }
-    return Value(out + s.substr(start));
   }
-  if (name == "find" || name == "rfind" || name == "index") {
-    std::size_t at = name == "rfind" ? s.rfind(a0.to_str()) : s.find(a0.to_str());
-    if (at == std::string::npos) {
-      if (name == "index") return method_error("substring not found");
-      return Value(-1);
-    }
-    return Value(static_cast<std::int64_t>(count_code_points(s.substr(0, at))));
-  }
-  if (name == "count") {
-    std::string needle = a0.to_str();
-    if (needle.empty()) return Value(static_cast<std::int64_t>(count_code_points(s) + 1));
-    std::int64_t n = 0;
-    for (std::size_t at = s.find(needle); at != std::string::npos;
-         at = s.find(needle, at + needle.size()))
-      ++n;
-    return Value(n);
+  if (name == "replace") return str_replace(s, args);
+  if (name == "find" || name == "rfind" || name == "index" || name == "count") {
+    return str_search(s, name, a0.to_str());
   }
   if (name == "join") {
     RECUR_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(a0));
@@ -195,35 +235,8 @@ Result<Value> str_method(const std::string& s, std::string_view name, CallArgs& 
     std::string p = a0.to_str();
     return Value(s.starts_with(p) ? s.substr(p.size()) : s);
   }
-  if (name == "splitlines") {
-    Value::List lines;
-    std::size_t start = 0;
-    while (start < s.size()) {
-      std::size_t nl = s.find_first_of("\r\n", start);
-      if (nl == std::string::npos) nl = s.size();
-      lines.emplace_back(s.substr(start, nl - start));
-      start = nl + ((nl + 1 < s.size() && s[nl] == '\r' && s[nl + 1] == '\n') ? 2 : 1);
-    }
-    return Value::list(std::move(lines));
-  }
-  auto all = [&](auto pred) {
-    return !s.empty() && std::all_of(s.begin(), s.end(),
-                                     [&](char c) { return pred(static_cast<unsigned char>(c)); });
-  };
-  if (name == "isdigit") return Value(all(::isdigit));
-  if (name == "isalpha") return Value(all(::isalpha));
-  if (name == "isalnum") return Value(all(::isalnum));
-  if (name == "isspace") return Value(all(::isspace));
-  if (name == "isupper" || name == "islower") {
-    bool cased = std::any_of(s.begin(), s.end(),
-                             [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
-    bool none_other = std::none_of(s.begin(), s.end(), [&](char c) {
-      auto u = static_cast<unsigned char>(c);
-      return name == "isupper" ? std::islower(u) : std::isupper(u);
-    });
-    return Value(cased && none_other);
-  }
-  return Value();  // upper/lower/title/capitalize go through the filters of the same name
+  if (name == "splitlines") return str_splitlines(s);
+  return str_predicate(s, name);
 }
 
 }  // namespace
