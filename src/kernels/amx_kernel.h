@@ -35,6 +35,7 @@ inline std::int64_t vnni_index(std::int64_t m, std::int64_t k, std::int64_t kp) 
 inline void pack_x_block(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::int64_t mb,
                          std::uint16_t* out) {
   const std::int64_t kp = padded_k(k_dim);
+  if (kp == 0) return;  // K = 0: nothing to pack (and out may be null)
   std::uint16_t* block = out + mb * kTileRows * kp;
   std::memset(block, 0, static_cast<std::size_t>(kTileRows * kp) * 2);
   const std::int64_t m_end = std::min(n_rows, (mb + 1) * kTileRows);

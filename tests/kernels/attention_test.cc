@@ -82,6 +82,38 @@ TEST(Attention, MatchesReferenceAndIsSplitInvariant) {
     for (const auto& v : outs) ASSERT_TRUE(testing::same_bytes(v.data(), outs[0].data(), v.size()));
 }
 
+// Head sizes 1..2x16+3 and GQA groups 1, 3: every ISA against the reference at a few positions.
+TEST(Attention, OddHeadSizesMatchReference) {
+  ThreadPool pool(2);
+  for (std::int64_t hd : {1, 15, 16, 17, 35, 128}) {
+    for (std::int64_t group : {1, 3}) {
+      const std::int64_t n_kv = 2, n_heads = n_kv * group, n_tok = 70;
+      const Cache cache = make_cache(n_tok * n_kv * hd, static_cast<std::uint32_t>(hd));
+      auto q = random_floats(static_cast<std::size_t>(n_tok * n_heads * hd), 7, -2, 2);
+      for (Isa isa : testing::runnable_isas()) {
+        testing::ScopedIsa scoped(isa);
+        for (DType kv : {DType::kF32, DType::kBF16}) {
+          const AttentionShape s{.n_q = n_tok,
+                                 .pos0 = 0,
+                                 .n_kv = n_tok,
+                                 .n_heads = n_heads,
+                                 .n_kv_heads = n_kv,
+                                 .head_dim = hd,
+                                 .scale = 1.0f / std::sqrt(float(hd)),
+                                 .kv_dtype = kv};
+          std::vector<float> got(q.size()), want(q.size());
+          attention(pool, q.data(), cache.k(kv), cache.v(kv), got.data(), s);
+          for (std::int64_t i = 0; i < n_tok; ++i)
+            for (std::int64_t h = 0; h < n_heads; ++h)
+              ref::attention_query(q.data(), cache.k(kv), cache.v(kv), want.data(), s, i, h);
+          for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 2e-5f) << isa_name(isa) << " hd " << hd << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Attention, TwoKeysByHand) {
   // One head, head_dim 1: q = 1, keys 0 and ln 3, scale 1 -> weights 1/4, 3/4.
   const float q[2] = {0.0f, 1.0f};

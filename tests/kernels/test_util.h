@@ -69,7 +69,7 @@ inline OwnedWeight make_weight(DType dtype, std::int64_t rows, std::int64_t cols
 }
 
 inline bool same_bytes(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
 }
 
 }  // namespace recur::kernels::testing
