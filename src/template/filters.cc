@@ -512,79 +512,99 @@ bool is_sequence(const Value& v) {
   return v.is_string() || v.is_list() || (v.is_dict() && !v.is_namespace());
 }
 
+// Tests that look only at the value's type or truth.
+const std::map<std::string_view, bool (*)(const Value&)>& kind_tests() {
+  static const std::map<std::string_view, bool (*)(const Value&)> table = {
+      {"defined", [](const Value& v) { return !v.is_undefined(); }},
+      {"undefined", [](const Value& v) { return v.is_undefined(); }},
+      {"none", [](const Value& v) { return v.is_none(); }},
+      {"boolean", [](const Value& v) { return v.is_bool(); }},
+      {"true", [](const Value& v) { return v.is_bool() && v.as_bool(); }},
+      {"false", [](const Value& v) { return v.is_bool() && !v.as_bool(); }},
+      {"integer", [](const Value& v) { return v.is_int(); }},
+      {"float", [](const Value& v) { return v.is_float(); }},
+      {"number", [](const Value& v) { return v.is_number(); }},
+      {"string", [](const Value& v) { return v.is_string(); }},
+      {"mapping", [](const Value& v) { return v.is_dict() && !v.is_namespace(); }},
+      {"iterable",
+       [](const Value& v) {
+         return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+       }},
+      {"sequence", [](const Value& v) { return is_sequence(v) || v.is_undefined(); }},
+      {"callable", [](const Value& v) { return v.is_callable(); }},
+  };
+  return table;
+}
+
+// eq/ne/lt/gt/le/ge and their aliases, as Python's comparison of v with other.
+Result<bool> compare_test(std::string_view op, const Value& v, const Value& other) {
+  if (op == "==") return v == other;
+  if (op == "!=") return !(v == other);
+  if (op == "<") return less_than(v, other);
+  if (op == ">") return less_than(other, v);
+  if (op == "<=") {
+    RECUR_ASSIGN_OR_RETURN(bool gt, less_than(other, v));
+    return !gt;
+  }
+  RECUR_ASSIGN_OR_RETURN(bool lt, less_than(v, other));
+  return !lt;
+}
+
+Result<bool> number_test(std::string_view name, const Value& v, const Value& other) {
+  if (!v.is_int() && !v.is_bool()) {
+    return filter_error(fmt::format("test '{}' needs an integer", name));
+  }
+  if (name == "divisibleby") {
+    if (!other.is_int() || other.as_int() == 0) {
+      return filter_error("divisibleby needs a non-zero integer");
+    }
+    return v.as_int() % other.as_int() == 0;
+  }
+  return (v.as_int() % 2 != 0) == (name == "odd");
+}
+
+bool case_test(std::string_view name, const Value& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.as_string();
+  bool has_cased = std::any_of(s.begin(), s.end(),
+                               [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  bool all = std::none_of(s.begin(), s.end(), [&](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return name == "lower" ? std::isupper(u) : std::islower(u);
+  });
+  return has_cased && all;
+}
+
 }  // namespace
 
 Result<bool> Interpreter::apply_test(std::string_view name, const Value& v, CallArgs& args,
                                      std::uint32_t offset) {
-  Value other = arg(args, 0, "");
-  auto cmp = [&](std::string_view op) -> Result<bool> {
-    if (op == "==") return v == other;
-    if (op == "!=") return !(v == other);
-    if (op == "<") return less_than(v, other);
-    if (op == ">") return less_than(other, v);
-    if (op == "<=") {
-      RECUR_ASSIGN_OR_RETURN(bool gt, less_than(other, v));
-      return !gt;
-    }
-    RECUR_ASSIGN_OR_RETURN(bool lt, less_than(v, other));
-    return !lt;
-  };
-  if (name == "defined") return !v.is_undefined();
-  if (name == "undefined") return v.is_undefined();
-  if (name == "none") return v.is_none();
-  if (name == "boolean") return v.is_bool();
-  if (name == "true") return v.is_bool() && v.as_bool();
-  if (name == "false") return v.is_bool() && !v.as_bool();
-  if (name == "integer") return v.is_int();
-  if (name == "float") return v.is_float();
-  if (name == "number") return v.is_number();
-  if (name == "string") return v.is_string();
-  if (name == "mapping") return v.is_dict() && !v.is_namespace();
-  if (name == "iterable") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
-  if (name == "sequence") return is_sequence(v) || v.is_undefined();
-  if (name == "callable") return v.is_callable();
-  if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (!v.is_int() && !v.is_bool())
-      return error(offset, fmt::format("test '{}' needs an integer", name));
-    if (name == "divisibleby") {
-      if (!other.is_int() || other.as_int() == 0)
-        return error(offset, "divisibleby needs a non-zero integer");
-      return v.as_int() % other.as_int() == 0;
-    }
-    return (v.as_int() % 2 != 0) == (name == "odd");
-  }
-  if (name == "lower" || name == "upper") {
-    if (!v.is_string()) return false;
-    const std::string& s = v.as_string();
-    bool has_cased = std::any_of(
-        s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
-    bool all = std::none_of(s.begin(), s.end(), [&](char c) {
-      return name == "lower" ? std::isupper(static_cast<unsigned char>(c))
-                             : std::islower(static_cast<unsigned char>(c));
-    });
-    return has_cased && all;
-  }
-  if (name == "sameas") {
-    if (v.is_list() || v.is_dict()) return v == other && v.kind() == other.kind();
-    return v.kind() == other.kind() && v == other;
-  }
-  if (name == "in") {
-    auto r = contains(other, v);
-    if (!r.is_ok()) return locate(r.status(), offset);
-    return *r;
-  }
   static const std::map<std::string_view, std::string_view> kCompare = {
       {"eq", "=="}, {"equalto", "=="}, {"==", "=="}, {"ne", "!="}, {"!=", "!="},
       {"lt", "<"},  {"lessthan", "<"}, {"<", "<"},   {"gt", ">"},  {"greaterthan", ">"},
       {">", ">"},   {"le", "<="},      {"<=", "<="}, {"ge", ">="}, {">=", ">="}};
+  if (auto it = kind_tests().find(name); it != kind_tests().end()) return it->second(v);
+  Value other = arg(args, 0, "");
+  Result<bool> r = false;
   if (auto it = kCompare.find(name); it != kCompare.end()) {
-    auto r = cmp(it->second);
-    if (!r.is_ok()) return locate(r.status(), offset);
-    return *r;
+    r = compare_test(it->second, v, other);
+  } else if (name == "odd" || name == "even" || name == "divisibleby") {
+    r = number_test(name, v, other);
+  } else if (name == "lower" || name == "upper") {
+    return case_test(name, v);
+  } else if (name == "sameas") {
+    return v.kind() == other.kind() && v == other;
+  } else if (name == "in") {
+    r = contains(other, v);
+  } else if (name == "filter") {
+    return filters().count(v.to_str()) > 0;
+  } else if (name == "test") {
+    return true;
+  } else {
+    return error(offset, fmt::format("no test named '{}'", name));
   }
-  if (name == "filter") return filters().count(v.to_str()) > 0;
-  if (name == "test") return true;
-  return error(offset, fmt::format("no test named '{}'", name));
+  if (!r.is_ok()) return locate(r.status(), offset);
+  return *r;
 }
 
 }  // namespace recur::tmpl
