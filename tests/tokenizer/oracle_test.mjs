@@ -3,7 +3,7 @@
 // from a fixed seed (short ones, and a few long ones for the heap path of BPE). Checks ids (with
 // and without special-token parsing, with the post-processor), decode, streaming decode and
 // skip-special decode, and decode(encode(x)) == x for byte-level vocabularies.
-// Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM] [gpt2|gpt2_prefix]
+// Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM] [gpt2|gpt2_prefix|llama2|metaspace]
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,15 +19,30 @@ const [tool, sourceDir, nRandomArg, variant] = process.argv.slice(2);
 const nRandom = Number(nRandomArg ?? 3000);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'recur-tok-'));
 const json = JSON.parse(fs.readFileSync(path.join(sourceDir, 'tokenizer.json'), 'utf8'));
-// Variants exercise pre-tokenizers the real files do not use, on a real vocabulary: GPT-2 /
-// GPT-NeoX's ByteLevel with its own regex, with and without the prefix space.
+// Variants exercise pipelines the real files do not use, on a real vocabulary: GPT-2 / GPT-NeoX's
+// ByteLevel with its own regex, with and without the prefix space (on a byte-level vocabulary);
+// Llama 2's Prepend + Replace normalizer with a Strip decoder, and a Metaspace pre-tokenizer (on
+// Gemma's SentencePiece-style vocabulary).
 let dir = sourceDir;
 if (variant) {
+  const sp = '\u2581';
   const variants = {
-    gpt2: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-    gpt2_prefix: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    gpt2: { pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true } },
+    gpt2_prefix: { pre_tokenizer: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true } },
+    llama2: {
+      normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: sp },
+        { type: 'Replace', pattern: { String: ' ' }, content: sp }] },
+      pre_tokenizer: null,
+      decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: sp }, content: ' ' },
+        { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    },
+    metaspace: {
+      normalizer: null,
+      pre_tokenizer: { type: 'Metaspace', replacement: sp, prepend_scheme: 'first', split: true },
+      decoder: { type: 'Metaspace', replacement: sp, prepend_scheme: 'first', split: true },
+    },
   };
-  json.pre_tokenizer = variants[variant];
+  Object.assign(json, variants[variant]);
   dir = path.join(tmp, 'variant');
   fs.mkdirSync(dir);
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(json));
