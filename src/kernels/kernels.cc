@@ -47,7 +47,10 @@ void rms_norm_gated(const float* x, const float* z, const float* w, float* y,
 
 void rms_norm_gate_first(const float* x, const float* z, const float* w, float* y,
                          const RowsShape& shape, std::int64_t group_size, float eps) {
-  ref::rms_norm_gate_first(x, z, w, y, shape, group_size, eps);
+  RECUR_CHECK(group_size > 0 && shape.width % group_size == 0);
+  if (group_size > detail::kMaxGateGroup)
+    return ref::rms_norm_gate_first(x, z, w, y, shape, group_size, eps);
+  RECUR_VEC_DISPATCH(rms_norm_gate_first, x, z, w, y, shape, group_size, eps)
 }
 
 void l2_norm(float* x, const RowsShape& shape, float eps, float scale) {

@@ -43,4 +43,9 @@ void causal_conv1d_avx512(const float* x, const float* w, const float* bias, flo
   avx512::causal_conv1d(x, w, bias, state, y, shape);
 }
 
+void rms_norm_gate_first_avx512(const float* x, const float* z, const float* w, float* y,
+                                const RowsShape& shape, std::int64_t group_size, float eps) {
+  avx512::rms_norm_gate_first(x, z, w, y, shape, group_size, eps);
+}
+
 }  // namespace recur::kernels::detail

@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
+#include "kernels/vec_isa.h"
 
 namespace recur::kernels::detail::RECUR_VEC_NS {
 
@@ -218,6 +219,28 @@ inline void rms_norm_gated(const float* x, const float* z, const float* w, float
         std::sqrt(sum_squares_lanes(xr, shape.width) / static_cast<float>(shape.width) + eps);
     for (std::int64_t i = 0; i < shape.width; ++i)
       yr[i] = ((xr[i] * inv) * w[i]) * (zr[i] / (1.0f + exp_poly(-zr[i])));
+  }
+}
+
+// Gate-then-norm (Mamba2 mixer norm), per group; the gated values go through a stack buffer of
+// one group (at most kMaxGroup), so the sum of squares and the scaling see the same h.
+inline constexpr std::int64_t kMaxGroup = kMaxGateGroup;
+inline void rms_norm_gate_first(const float* x, const float* z, const float* w, float* y,
+                                const RowsShape& shape, std::int64_t group_size, float eps) {
+  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : shape.width;
+  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : shape.width;
+  alignas(64) float h[kMaxGroup];
+  for (std::int64_t r = 0; r < shape.n_rows; ++r) {
+    for (std::int64_t g0 = 0; g0 < shape.width; g0 += group_size) {
+      const float* __restrict xr = x + r * xs + g0;
+      const float* __restrict zr = z + r * xs + g0;
+      for (std::int64_t i = 0; i < group_size; ++i)
+        h[i] = xr[i] * (zr[i] / (1.0f + exp_poly(-zr[i])));
+      const float inv =
+          1.0f / std::sqrt(sum_squares_lanes(h, group_size) / static_cast<float>(group_size) + eps);
+      float* yr = y + r * ys + g0;
+      for (std::int64_t i = 0; i < group_size; ++i) yr[i] = (h[i] * inv) * w[g0 + i];
+    }
   }
 }
 

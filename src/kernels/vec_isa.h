@@ -7,6 +7,10 @@
 
 namespace recur::kernels::detail {
 
+// Largest group the vector gate-then-norm handles (its stack buffer); wider groups use the
+// reference. Must equal kMaxGroup in vec_impl.h.
+inline constexpr std::int64_t kMaxGateGroup = 8192;
+
 #define RECUR_DECLARE_VEC(isa)                                                                     \
   void attention_query_##isa(const float* q, const void* k_cache, const void* v_cache, float* out, \
                              const AttentionShape& shape, std::int64_t i, std::int64_t h);         \
@@ -22,6 +26,8 @@ namespace recur::kernels::detail {
   void mul_sigmoid_##isa(float* x, const float* gate, std::int64_t n);                             \
   void rms_norm_gated_##isa(const float* x, const float* z, const float* w, float* y,              \
                             const RowsShape& shape, float eps);                                    \
+  void rms_norm_gate_first_##isa(const float* x, const float* z, const float* w, float* y,         \
+                                 const RowsShape& shape, std::int64_t group_size, float eps);      \
   void causal_conv1d_##isa(const float* x, const float* w, const float* bias, float* state,        \
                            float* y, const Conv1dShape& shape);
 RECUR_DECLARE_VEC(avx2)

@@ -162,6 +162,11 @@ TEST(Ops, VectorIsasAgreeBitForBit) {
     rms_norm(x.data(), g.data(), tmp.data(), {.n_rows = 10, .width = 100}, 1e-6f,
              NormWeight::kZeroCentred);
     out.insert(out.end(), tmp.begin(), tmp.end());
+    rms_norm_gate_first(x.data(), g.data(), x.data(), tmp.data(), {.n_rows = 10, .width = 100}, 50,
+                        1e-5f);
+    out.insert(out.end(), tmp.begin(), tmp.end());
+    rms_norm_gated(x.data(), g.data(), x.data(), tmp.data(), {.n_rows = 10, .width = 100}, 1e-6f);
+    out.insert(out.end(), tmp.begin(), tmp.end());
     outs.push_back(out);
   }
   for (const auto& o : outs) ASSERT_TRUE(testing::same_bytes(o.data(), outs[0].data(), o.size()));
