@@ -181,18 +181,33 @@ void unicode_normalize(NormalForm form, std::string& text) {
   if (U_SUCCESS(err)) text = std::move(out);
 }
 
+// HF lowercases character by character (Rust char::to_lowercase: full mappings, no context), so
+// a word-final capital sigma becomes σ, never ς: each character is mapped on its own.
 void unicode_lowercase(std::string& text) {
   UErrorCode err = U_ZERO_ERROR;
   UCaseMap* map = ucasemap_open("", 0, &err);
   if (U_FAILURE(err)) return;
-  std::string out(text.size() * 3 + 4, '\0');
-  std::int32_t n = ucasemap_utf8ToLower(map, out.data(), static_cast<std::int32_t>(out.size()),
-                                        text.data(), static_cast<std::int32_t>(text.size()), &err);
-  ucasemap_close(map);
-  if (U_SUCCESS(err)) {
-    out.resize(static_cast<std::size_t>(n));
-    text = std::move(out);
+  std::string out;
+  out.reserve(text.size());
+  char buf[32];
+  for (std::size_t pos = 0, n = 0; pos < text.size(); pos += n) {
+    n = utf8_lead_len(static_cast<unsigned char>(text[pos]));
+    if (n == 1) {
+      char c = text[pos];
+      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+      continue;
+    }
+    err = U_ZERO_ERROR;
+    std::int32_t len = ucasemap_utf8ToLower(map, buf, sizeof(buf), text.data() + pos,
+                                            static_cast<std::int32_t>(n), &err);
+    if (U_SUCCESS(err) && len > 0 && static_cast<std::size_t>(len) <= sizeof(buf)) {
+      out.append(buf, static_cast<std::size_t>(len));
+    } else {
+      out.append(text, pos, n);
+    }
   }
+  ucasemap_close(map);
+  text = std::move(out);
 }
 
 const std::array<char32_t, 256>& byte_chars() {

@@ -3,7 +3,7 @@
 // from a fixed seed (short ones, and a few long ones for the heap path of BPE). Checks ids (with
 // and without special-token parsing, with the post-processor), decode, streaming decode and
 // skip-special decode, and decode(encode(x)) == x for byte-level vocabularies.
-// Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM] [gpt2|gpt2_prefix|llama2|metaspace]
+// Usage: node oracle_test.mjs TOK_DUMP TOKENIZER_DIR [N_RANDOM] [VARIANT]
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -35,6 +35,23 @@ if (variant) {
       pre_tokenizer: null,
       decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: sp }, content: ' ' },
         { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    },
+    splits: {
+      pre_tokenizer: { type: 'Sequence', pretokenizers: [
+        { type: 'Split', pattern: { Regex: '\\p{P}+' }, behavior: 'Contiguous', invert: false },
+        { type: 'Digits', individual_digits: true },
+        { type: 'Split', pattern: { String: ' ' }, behavior: 'MergedWithNext', invert: false },
+        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
+    },
+    splits_inverted: {
+      normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, { type: 'Lowercase' },
+        { type: 'Strip', strip_left: true, strip_right: true }] },
+      pre_tokenizer: { type: 'Sequence', pretokenizers: [
+        { type: 'Split', pattern: { Regex: '[a-z]+' }, behavior: 'MergedWithPrevious', invert: true },
+        { type: 'WhitespaceSplit' },
+        { type: 'Split', pattern: { String: '1' }, behavior: 'Removed', invert: false },
+        { type: 'Digits', individual_digits: false },
+        { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
     },
     metaspace: {
       normalizer: null,
@@ -121,10 +138,16 @@ fs.rmSync(tmp, { recursive: true });
 
 // decode(encode(x)) == x holds for byte-level vocabularies unless a prefix space is added.
 const byteLevel = JSON.stringify(json.decoder ?? {}).includes('"ByteLevel"') &&
-  !JSON.stringify(json.pre_tokenizer ?? {}).includes('"add_prefix_space":true');
+  !JSON.stringify(json.pre_tokenizer ?? {}).includes('"add_prefix_space":true') &&
+  variant !== 'splits_inverted';  // it removes and rewrites text
 const nfc = JSON.stringify(json.normalizer ?? {}).includes('"NFC"');
 let failures = 0;
 function fail(kind, text, got, want) {
+  if (process.env.RECUR_ORACLE_DIFF && Array.isArray(got)) {
+    let k = 0;
+    while (k < got.length && got[k] === want[k]) ++k;
+    console.log(`first difference at id ${k}: recur ${JSON.stringify(got.slice(k, k + 6).map((i) => oracle.idToToken(i)))} oracle ${JSON.stringify(want.slice(k, k + 6).map((i) => oracle.idToToken(i)))}`);
+  }
   if (++failures <= 15) {
     console.log(`MISMATCH ${kind} on ${JSON.stringify(text).slice(0, 300)}\n  recur:  ${JSON.stringify(got).slice(0, 400)}\n  oracle: ${JSON.stringify(want).slice(0, 400)}`);
   }
