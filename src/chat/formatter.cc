@@ -48,8 +48,8 @@ tmpl::Value message_value(const Message& m) {
 }
 
 Result<tmpl::Value> build_context(const ChatInputs& in, bool add_generation_prompt,
-                                  const std::string& bos, const std::string& eos,
-                                  const Message* extra1, const Message* extra2) {
+                                  const tokenizer::SpecialTokens& special, const Message* extra1,
+                                  const Message* extra2) {
   tmpl::Value ctx = tmpl::Value::dict();
   auto& d = ctx.as_dict();
   tmpl::Value msgs = tmpl::Value::list();
@@ -63,8 +63,11 @@ Result<tmpl::Value> build_context(const ChatInputs& in, bool add_generation_prom
     d.set("tools", *tools);
   }
   d.set("add_generation_prompt", tmpl::Value(add_generation_prompt));
-  d.set("bos_token", tmpl::Value(bos));
-  d.set("eos_token", tmpl::Value(eos));
+  // As apply_chat_template: the special tokens the tokenizer defines, and only those.
+  if (special.bos_token) d.set("bos_token", tmpl::Value(*special.bos_token));
+  if (special.eos_token) d.set("eos_token", tmpl::Value(*special.eos_token));
+  if (special.pad_token) d.set("pad_token", tmpl::Value(*special.pad_token));
+  if (special.unk_token) d.set("unk_token", tmpl::Value(*special.unk_token));
   if (!in.kwargs_json.empty()) {
     auto kwargs = tmpl::value_from_json(in.kwargs_json);
     if (!kwargs) return kwargs.status().with_context("chat_template_kwargs");
@@ -90,9 +93,6 @@ std::int64_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> 
 ChatFormatter::ChatFormatter(const tokenizer::Tokenizer& tok, std::string source,
                              tmpl::Template parsed)
     : tok_(&tok), source_(std::move(source)), template_(std::move(parsed)) {
-  const auto& sp = tok.special_tokens();
-  bos_token_ = sp.bos_token.value_or("");
-  eos_token_ = sp.eos_token.value_or("");
   has_reasoning_ = source_.find("<think>") != std::string::npos;
 }
 
@@ -113,7 +113,7 @@ Result<ChatFormatter> ChatFormatter::create(const tokenizer::Tokenizer& tok, std
 
 Result<std::string> ChatFormatter::render(const ChatInputs& in, bool add_generation_prompt) const {
   RECUR_ASSIGN_OR_RETURN(
-      auto ctx, build_context(in, add_generation_prompt, bos_token_, eos_token_, nullptr, nullptr));
+      auto ctx, build_context(in, add_generation_prompt, tok_->special_tokens(), nullptr, nullptr));
   auto text = template_.render(ctx);
   if (!text) return text.status().with_context("chat template");
   return text;
@@ -145,7 +145,7 @@ std::vector<TokenId> ChatFormatter::next_turn_prefix(const ChatInputs& in,
     next.role = tool_turn ? "tool" : "user";
     next.content = placeholder;
     if (tool_turn) next.tool_call_id = reply.tool_calls.front().id;
-    auto ctx = build_context(in, true, bos_token_, eos_token_, &reply, &next);
+    auto ctx = build_context(in, true, tok_->special_tokens(), &reply, &next);
     if (!ctx) return std::nullopt;
     auto text = template_.render(*ctx);
     if (!text) return std::nullopt;

@@ -61,7 +61,6 @@ class ChatFormatter {
   const tokenizer::Tokenizer* tok_;
   std::string source_;
   tmpl::Template template_;
-  std::string bos_token_, eos_token_;
   bool has_reasoning_ = false;
 };
 
