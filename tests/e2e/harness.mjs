@@ -50,6 +50,11 @@ export async function startServer(modelDir, args = [], env = {}) {
     });
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${log}`)); });
   });
+  // A server that dies under a test says why: the tail of its log goes to the test's stderr.
+  let stopping = false;
+  proc.on('exit', (code, signal) => {
+    if (!stopping) console.error(`recur serve exited (code ${code}, signal ${signal}):\n${log.slice(-4000)}`);
+  });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     const r = await fetch(`${base}/health`).catch(() => null);
@@ -77,6 +82,7 @@ export async function startServer(modelDir, args = [], env = {}) {
     },
     async stop() {
       if (proc.exitCode !== null) return proc.exitCode;
+      stopping = true;
       proc.kill('SIGTERM');
       return await new Promise((res) => proc.on('exit', (code) => res(code)));
     },

@@ -88,7 +88,13 @@ TEST_F(HttpServerTest, CountsRequestsByRoute) {
   start({});
   client_->Get("/health");
   client_->Get("/unknown/path/abc");
-  std::string text = metrics_.render();
+  // The request is counted after its response is written: wait for the count to land.
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    text = metrics_.render();
+    if (text.find("route=\"other\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_NE(text.find("route=\"/health\""), std::string::npos);
   EXPECT_NE(text.find("route=\"other\""), std::string::npos);
   EXPECT_EQ(text.find("/unknown/path/abc"), std::string::npos) << "raw paths must not be labels";
