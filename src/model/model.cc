@@ -206,6 +206,13 @@ Status Model::validate(std::span<const SeqChunk> batch, std::int64_t* n_rows,
 }
 
 Result<Logits> Model::forward(ThreadPool& pool, std::span<const SeqChunk> batch) {
+  // One caller at a time: the scratch and logit buffers are the model's own. Two engine threads
+  // on one model would silently mix their activations, so that bug aborts here instead.
+  RECUR_CHECK_MSG(!in_forward_.exchange(true), "Model::forward called from two threads at once");
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag.store(false); }
+  } release{in_forward_};
   std::int64_t n_rows = 0, n_logit = 0;
   RECUR_RETURN_IF_ERROR(validate(batch, &n_rows, &n_logit));
   auto& chunks = chunks_->rows;

@@ -5,6 +5,7 @@
 // Thread-compatible: one caller (the engine thread) at a time; kernels use the pool passed in.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -102,6 +103,7 @@ class Model {
   std::vector<std::int64_t> logit_src_rows_;
   struct ChunkBuf;
   std::unique_ptr<ChunkBuf> chunks_;
+  std::atomic<bool> in_forward_{false};
 };
 
 // The state layout a checkpoint's config.json implies, without loading weights.
