@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "util/log.h"
 
@@ -99,6 +101,9 @@ struct HttpServer::Impl {
   std::set<std::string> open_paths;
   std::set<std::string> known_paths;
   int bound_port = -1;
+  std::mutex state_mu;  // guards the two flags below
+  bool stop_requested = false;
+  bool serving = false;
 
   Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
 
@@ -199,10 +204,32 @@ Status HttpServer::bind() {
 
 int HttpServer::port() const { return impl_->bound_port; }
 
-bool HttpServer::serve() { return impl_->server.listen_after_bind(); }
+bool HttpServer::serve() {
+  {
+    std::lock_guard lock(impl_->state_mu);
+    if (impl_->stop_requested) return false;
+    impl_->serving = true;
+  }
+  bool ok = impl_->server.listen_after_bind();
+  std::lock_guard lock(impl_->state_mu);
+  impl_->serving = false;
+  return ok;
+}
 
 void HttpServer::stop() {
-  if (impl_ && impl_->server.is_running()) impl_->server.stop();
+  if (!impl_) return;
+  {
+    std::lock_guard lock(impl_->state_mu);
+    impl_->stop_requested = true;
+    if (!impl_->serving) return;  // serve() has not started (it will not) or has returned
+  }
+  // serve() is entering httplib's accept loop: httplib's stop() only acts once the loop runs, so
+  // wait for it (a stop issued right after startup, e.g. when the model fails to load, must not be
+  // lost and leave the process listening forever).
+  for (int i = 0; i < 2000 && !impl_->server.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl_->server.stop();
 }
 
 }  // namespace recur::server

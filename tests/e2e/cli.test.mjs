@@ -6,7 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { RECUR, makeModel, startServer, tempDir } from './harness.mjs';
 
 const run = (args, env = {}) =>
-  spawnSync(RECUR, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 });
+  spawnSync(RECUR, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000,
+                          killSignal: 'SIGKILL' });
 
 test('top-level help lists the commands; unknown ones are refused', () => {
   const help = run(['--help']);
