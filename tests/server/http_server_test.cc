@@ -110,3 +110,28 @@ TEST(ConstantTimeEqual, Compares) {
 
 }  // namespace
 }  // namespace recur::server
+
+namespace recur::server {
+namespace {
+
+// Regression: a stop right after startup (a model that fails to load) was lost when httplib had
+// not entered its accept loop yet, and the process kept listening forever.
+TEST(HttpServerStop, IsNeverLostWhateverTheTiming) {
+  for (int delay_us : {0, 0, 10, 50, 200, 1000}) {
+    ServerMetrics metrics;
+    HttpServer server({.port = 0}, metrics);
+    ASSERT_TRUE(server.bind().is_ok());
+    std::thread t([&] { server.serve(); });
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+    server.stop();
+    t.join();  // hangs (and the test times out) if the stop was lost
+  }
+  ServerMetrics metrics;
+  HttpServer before({.port = 0}, metrics);
+  ASSERT_TRUE(before.bind().is_ok());
+  before.stop();
+  EXPECT_FALSE(before.serve()) << "a server stopped before serving does not start";
+}
+
+}  // namespace
+}  // namespace recur::server
