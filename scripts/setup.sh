@@ -11,7 +11,7 @@ apt_packages=(
   libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev
   libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
   prometheus-cpp-dev
-  nodejs npm python3 curl
+  nodejs npm python3 python3-jinja2 curl
 )
 missing=()
 for p in "${apt_packages[@]}"; do
