@@ -10,13 +10,16 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config clang clang-format
   libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev
   libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
-  prometheus-cpp-dev
-  nodejs npm python3 python3-jinja2 curl
+  prometheus-cpp-dev python3 python3-jinja2 curl
 )
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node may come from another package source that bundles npm (and conflicts with Debian's npm):
+# only when the commands are absent are Debian's packages installed.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
