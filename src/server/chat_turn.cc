@@ -200,7 +200,7 @@ void TextTurn::run(ChunkWriter& out) {
   const std::string finish = finish_reason_text(done.finish, false);
   if (stream) {
     std::string body = text_chunk_sse(meta, "", finish);
-    if (request.gen.include_usage) body += chat_usage_chunk_sse(meta, done.usage);
+    if (request.gen.include_usage) body += text_usage_chunk_sse(meta, done.usage);
     body += ": x-recur-cache " + done.trace.to_header() + "\n\n" + sse_done();
     out.write(body);
     return;

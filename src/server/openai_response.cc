@@ -106,11 +106,22 @@ std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& d,
   return "data: " + dump(out) + "\n\n";
 }
 
-std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage) {
-  json out = envelope(meta, "chat.completion.chunk");
+namespace {
+std::string usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage,
+                            const char* object) {
+  json out = envelope(meta, object);
   out["choices"] = json::array();
   out["usage"] = usage_object(usage);
   return "data: " + dump(out) + "\n\n";
+}
+}  // namespace
+
+std::string text_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage) {
+  return usage_chunk_sse(meta, usage, "text_completion");
+}
+
+std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage) {
+  return usage_chunk_sse(meta, usage, "chat.completion.chunk");
 }
 
 std::string sse_done() { return "data: [DONE]\n\n"; }

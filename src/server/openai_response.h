@@ -54,6 +54,8 @@ std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& delta,
                            const tokenizer::Tokenizer& tok);
 // The final usage chunk of stream_options.include_usage: empty choices, usage set.
 std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage);
+// The same for /v1/completions streams (object "text_completion").
+std::string text_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage);
 std::string sse_done();
 std::string sse_error(const std::string& error_json);
 

@@ -64,9 +64,22 @@ describe('chat API', () => {
     assert.equal(r.usage.completion_tokens, 8);
     const s = await client.completions.create({ model: 'qwen3_5', prompt: 'Once upon a time',
                                                 max_tokens: 8, temperature: 0, stream: true });
-    let text = '';
-    for await (const chunk of s) text += chunk.choices[0]?.text ?? '';
+    let text = '', usage = null, objects = new Set();
+    for await (const chunk of s) {
+      text += chunk.choices[0]?.text ?? '';
+      objects.add(chunk.object);
+      if (chunk.usage) usage = chunk.usage;
+    }
     assert.equal(text, r.choices[0].text);
+    assert.deepEqual([...objects], ['text_completion']);
+    assert.equal(usage, null, 'no usage chunk unless asked');
+    const withUsage = await client.completions.create({ model: 'qwen3_5', prompt: 'Once upon a time',
+      max_tokens: 8, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    for await (const chunk of withUsage) {
+      assert.equal(chunk.object, 'text_completion');
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(usage.completion_tokens, 8);
   });
 
   test('invalid requests are 400s naming the field', async () => {
