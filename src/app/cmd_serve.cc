@@ -72,9 +72,11 @@ int cmd_serve(const config::Options& opts) {
 
   server::ServerMetrics metrics;
   const std::int64_t ctx = opts.get_int("ctx-size");
-  server::Service service(
-      {.model_id = model_id(opts), .ctx_size = ctx, .warmup = opts.get_bool("prompt-cache-warmup")},
-      metrics);
+  server::Service service({.model_id = model_id(opts),
+                           .ctx_size = ctx,
+                           .warmup = opts.get_bool("prompt-cache-warmup"),
+                           .log_prompts = opts.get_bool("log-prompts")},
+                          metrics);
   server::HttpServer http(http_options(opts), metrics);
   service.register_routes(http);
   if (Status s = http.bind(); !s.is_ok()) {

@@ -115,7 +115,10 @@ EngineStats Engine::stats() const {
           .active = n_active_.load(),
           .warmups_pending = n_warmups_pending_.load(),
           .warmups_done = n_warmups_done_.load(),
-          .steps = n_steps_.load()};
+          .steps = n_steps_.load(),
+          .prefill_tokens = n_prefill_tokens_.load(),
+          .warmup_tokens = n_warmup_tokens_.load(),
+          .dropped_queued = n_dropped_queued_.load()};
 }
 
 bool Engine::idle() const {

@@ -40,6 +40,9 @@ struct EngineStats {
   std::int64_t warmups_pending = 0;
   std::int64_t warmups_done = 0;
   std::int64_t steps = 0;
+  std::int64_t prefill_tokens = 0;  // prompt tokens computed (not restored from the cache)
+  std::int64_t warmup_tokens = 0;   // tokens computed by warm-ups
+  std::int64_t dropped_queued = 0;  // requests whose client left before they were admitted
 };
 
 class Engine {
@@ -121,6 +124,9 @@ class Engine {
   std::atomic<std::int64_t> n_warmups_pending_{0};
   std::atomic<std::int64_t> n_warmups_done_{0};
   std::atomic<std::int64_t> n_steps_{0};
+  std::atomic<std::int64_t> n_prefill_tokens_{0};
+  std::atomic<std::int64_t> n_warmup_tokens_{0};
+  std::atomic<std::int64_t> n_dropped_queued_{0};
   std::thread thread_;
 };
 

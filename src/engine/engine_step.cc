@@ -89,6 +89,10 @@ void Engine::admit() {
   std::vector<std::unique_ptr<Warmup>> warmups;
   {
     std::lock_guard lock(mu_);
+    // A client that left while waiting gives its queue place back now, not when a slot frees.
+    const auto before = queue_.size();
+    std::erase_if(queue_, [](const auto& s) { return s->channel->cancelled(); });
+    n_dropped_queued_.fetch_add(static_cast<std::int64_t>(before - queue_.size()));
     while (!queue_.empty() &&
            active_.size() + admitted.size() < static_cast<std::size_t>(options_.parallel)) {
       admitted.push_back(std::move(queue_.front()));
@@ -205,8 +209,11 @@ void Engine::step() {
       fail_all(logits.status());
     } else {
       std::int64_t row = 0;
-      for (const Planned& p : owners) {
+      for (std::size_t i = 0; i < owners.size(); ++i) {
+        const Planned& p = owners[i];
+        const auto n_chunk = static_cast<std::int64_t>(chunks[i].tokens.size());
         if (p.warmup != nullptr) {
+          n_warmup_tokens_.fetch_add(n_chunk);
           Warmup& w = *p.warmup;
           if (w.state->n_tokens() == static_cast<std::int64_t>(w.tokens.size())) {
             if (store_snapshot(*w.state, w.key, cache::Origin::kWarmup, w.tokens) &&
@@ -218,7 +225,10 @@ void Engine::step() {
           continue;
         }
         Sequence& seq = *p.seq;
-        if (!seq.decoding) after_prefill_piece(seq);
+        if (!seq.decoding) {
+          n_prefill_tokens_.fetch_add(n_chunk);
+          after_prefill_piece(seq);
+        }
         if (p.wants_logits) on_sample(seq, logits->row(row++));
       }
     }

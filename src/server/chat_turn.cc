@@ -1,6 +1,7 @@
 #include "server/chat_turn.h"
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "chat/reasoning.h"
 #include "server/tool_calls.h"
@@ -45,6 +46,11 @@ void observe(ServerMetrics* m, const engine::Event& done, double ttft) {
 }
 
 }  // namespace
+
+std::string quoted_for_log(std::string_view text) {
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::optional<engine::Event> wait_event(engine::RequestChannel& channel, ChunkWriter& out,
                                         std::string_view heartbeat) {
@@ -114,6 +120,11 @@ void ChatTurn::run(ChunkWriter& out) {
 
   engine::Event& done = got.last;
   observe(metrics, done, ttft);
+  if (log_text) {
+    log::debug("completion id={} finish={} reasoning={} content={}", meta.id,
+               engine::finish_reason_name(done.finish), quoted_for_log(got.reasoning),
+               quoted_for_log(got.content));
+  }
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
     out.write(stream ? sse_error(error_body(done)) + sse_done() : error_body(done));
@@ -184,6 +195,7 @@ void TextTurn::run(ChunkWriter& out) {
     text += ev->text;
     if (stream && !ev->text.empty() && !out.write(text_chunk_sse(meta, ev->text, std::nullopt))) {
       channel->cancel();
+      if (metrics) metrics->add_cancelled("client_disconnect");
       return;
     }
     if (ev->done) {
@@ -192,6 +204,10 @@ void TextTurn::run(ChunkWriter& out) {
     }
   }
   observe(metrics, done, ttft);
+  if (log_text) {
+    log::debug("completion id={} finish={} text={}", meta.id,
+               engine::finish_reason_name(done.finish), quoted_for_log(text));
+  }
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
     out.write(stream ? sse_error(error_body(done)) + sse_done() : error_body(done));

@@ -24,6 +24,7 @@ struct ChatTurn {
   std::shared_ptr<engine::RequestChannel> channel;
   ServerMetrics* metrics = nullptr;
   bool warmup = true;
+  bool log_text = false;  // --log-prompts
 
   // Writes the whole response (stream or not) to `out`.
   void run(ChunkWriter& out);
@@ -36,9 +37,14 @@ struct TextTurn {
   const Backend* backend = nullptr;
   std::shared_ptr<engine::RequestChannel> channel;
   ServerMetrics* metrics = nullptr;
+  bool log_text = false;  // --log-prompts
 
   void run(ChunkWriter& out);
 };
+
+// A text as one JSON string literal, so a logged prompt stays on one line and cannot forge
+// log lines.
+std::string quoted_for_log(std::string_view text);
 
 // Waits for the next engine event, writing `heartbeat` to `out` while waiting. nullopt: the client
 // is gone (the channel has been cancelled).

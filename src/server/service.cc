@@ -130,6 +130,10 @@ HttpResponse Service::chat_completions(const HttpRequest& http) {
   turn->backend = be;
   turn->metrics = &metrics_;
   turn->warmup = options_.warmup;
+  turn->log_text = options_.log_prompts;
+  if (options_.log_prompts) {
+    log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt.text));
+  }
   engine::GenerationRequest ereq = engine_request(req.gen, turn->prompt.tokens);
   ereq.history_boundary = turn->prompt.history_boundary;
   ereq.cache_key = turn->key;
@@ -162,6 +166,10 @@ HttpResponse Service::completions(const HttpRequest& http) {
   turn->meta = {.id = next_id("cmpl"), .model = options_.model_id, .created = unix_now()};
   turn->backend = be;
   turn->metrics = &metrics_;
+  turn->log_text = options_.log_prompts;
+  if (options_.log_prompts) {
+    log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt_text));
+  }
   engine::GenerationRequest ereq = engine_request(req.gen, std::move(tokens));
   ereq.cache_key = cache_key(http, req.gen, /*template_signature=*/0);
   auto channel = be->engine->submit(std::move(ereq));

@@ -25,6 +25,7 @@ struct ServiceOptions {
   RequestLimits limits;
   std::int64_t ctx_size = 8192;
   bool warmup = true;
+  bool log_prompts = false;  // --log-prompts: prompt and completion text in debug logs
 };
 
 // What the routes serve once the model is loaded. Everything must outlive the service.

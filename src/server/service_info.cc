@@ -131,6 +131,16 @@ HttpResponse Service::metrics(const HttpRequest&) const {
     engine::EngineStats e = be->engine->stats();
     metrics_.set_queue_depth(e.queued);
     metrics_.set_active_sequences(e.active);
+    metrics_.sync_counter("recur_engine_steps_total", "Batched forward passes the engine ran.", "",
+                          static_cast<std::uint64_t>(e.steps));
+    metrics_.sync_counter("recur_computed_tokens_total",
+                          "Prompt tokens the engine computed rather than restored from the cache.",
+                          "kind=prompt", static_cast<std::uint64_t>(e.prefill_tokens));
+    metrics_.sync_counter("recur_computed_tokens_total", "", "kind=warmup",
+                          static_cast<std::uint64_t>(e.warmup_tokens));
+    metrics_.sync_counter("recur_dropped_queued_requests_total",
+                          "Queued requests dropped because their client disconnected.", "",
+                          static_cast<std::uint64_t>(e.dropped_queued));
     if (be->cache != nullptr) {
       cache::PromptCacheStats s = be->cache->stats();
       sync_store_metrics(metrics_, "prefix", s.prefix);

@@ -13,7 +13,8 @@ export const USER_MESSAGES = [
 
 export async function converse(server, model, opts) {
   const { turns = 6, thinking = true, sampling = { temperature: 0 }, key, salt, apiKey,
-          system = 'You are a concise assistant.', maxTokens = 16, settle = true, offset = 0 } = opts;
+          system = 'You are a concise assistant.', maxTokens = 16, settle = true, offset = 0,
+          between = null } = opts;
   const client = server.client({ apiKey });
   const messages = [{ role: 'system', content: system }];
   const transcript = [];
@@ -47,6 +48,7 @@ export async function converse(server, model, opts) {
     }
     messages.push(reply);
     if (settle) await server.warmupsSettled();
+    if (between) await between(t);  // e.g. other tenants' traffic between this conversation's turns
   }
   return transcript;
 }

@@ -163,6 +163,37 @@ TEST_P(EngineTest, CancelledRequestIsFreed) {
   EXPECT_EQ(engine.stats().active, 0);
 }
 
+// A request cancelled while it waits for a slot gives its queue place back at the next step,
+// while the running one goes on; it is never computed.
+TEST_P(EngineTest, CancelledQueuedRequestLeavesTheQueueAtOnce) {
+  ThreadPool pool(1);
+  Engine engine(EngineOptions{.parallel = 1, .max_queue = 1, .ctx_size = 512}, *model_, *tok_,
+                nullptr, pool);
+  engine.start();
+  auto running = engine.submit(request(prompt_of("tell me a long story"), 1, 400));
+  ASSERT_TRUE(running.is_ok());
+  ASSERT_TRUE((*running)->pop(std::chrono::milliseconds(10000)).has_value());  // it is decoding
+  const std::int64_t prefill_before = engine.stats().prefill_tokens;
+  auto waiting = engine.submit(request(prompt_of("and another one please"), 2, 4));
+  ASSERT_TRUE(waiting.is_ok());
+  EXPECT_EQ(engine.submit(request({1, 2, 3}, 3, 4)).status().code(),
+            StatusCode::kResourceExhausted);
+  (*waiting)->cancel();
+  for (int i = 0; i < 2000 && engine.stats().queued != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EngineStats s = engine.stats();
+  EXPECT_EQ(s.queued, 0);
+  EXPECT_EQ(s.active, 1) << "the running request goes on";
+  EXPECT_EQ(s.dropped_queued, 1);
+  EXPECT_EQ(s.prefill_tokens, prefill_before) << "the cancelled request was never computed";
+  auto next = engine.submit(request({1, 2, 3}, 3, 4));
+  EXPECT_TRUE(next.is_ok()) << "the queue place is free again";
+  (*running)->cancel();
+  drain(**running);
+  if (next.is_ok()) drain(**next);
+}
+
 TEST_P(EngineTest, SubmissionsBeyondLimitsAreRefusedNamingThem) {
   ThreadPool pool(1);
   Engine engine(EngineOptions{.parallel = 1, .max_queue = 0, .ctx_size = 64}, *model_, *tok_,
