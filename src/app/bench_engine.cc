@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include "util/check.h"
 
@@ -13,6 +14,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 // Deterministic token ids spread over the vocabulary.
@@ -59,18 +66,23 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
   const auto ids = tokens(n_tokens, model.vocab_size(), n_tokens);
   PrefillResult best{.n_tokens = n_tokens, .seconds = 1e30};
   const ModelCost cost = model_cost(model);
+  const double flops = cost.flops_per_token * static_cast<double>(n_tokens) + cost.head_flops;
+  double best_cpu = 1e30;
   for (int r = 0; r < reps; ++r) {
     auto seq = model.new_sequence();
     model::SeqChunk chunk{seq.get(), ids, model::LogitsWanted::kLast};
     auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
     auto logits = model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1));
+    const double cpu = cpu_seconds() - c0;
     double s = seconds_since(t0);
     RECUR_CHECK_MSG(logits.is_ok(), "bench forward failed");
     best.seconds = std::min(best.seconds, s);
+    best_cpu = std::min(best_cpu, cpu);
   }
   best.tokens_per_s = static_cast<double>(n_tokens) / best.seconds;
-  best.flops_per_s =
-      (cost.flops_per_token * static_cast<double>(n_tokens) + cost.head_flops) / best.seconds;
+  best.flops_per_s = flops / best.seconds;
+  best.cpu_flops_per_s = flops * pool.n_threads() / best_cpu;
   return best;
 }
 
@@ -92,11 +104,14 @@ DecodeResult bench_decode(model::Model& model, ThreadPool& pool, int n_sequences
   // One untimed step warms the caches and the KV growth.
   RECUR_CHECK(model.forward(pool, batch).is_ok());
   auto t0 = Clock::now();
+  const double c0 = cpu_seconds();
   for (int s = 0; s < n_steps; ++s) RECUR_CHECK(model.forward(pool, batch).is_ok());
+  const double cpu = cpu_seconds() - c0;
   double secs = seconds_since(t0);
   return {.n_sequences = n_sequences,
           .tokens_per_s = n_sequences * n_steps / secs,
-          .steps_per_s = n_steps / secs};
+          .steps_per_s = n_steps / secs,
+          .cpu_tokens_per_s = n_sequences * n_steps * pool.n_threads() / cpu};
 }
 
 }  // namespace recur::app

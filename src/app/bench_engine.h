@@ -23,6 +23,9 @@ struct PrefillResult {
   double seconds = 0;
   double tokens_per_s = 0;
   double flops_per_s = 0;
+  // From process CPU time of the same (best) run: n_threads · flops / cpu_seconds, the
+  // undisturbed estimate on a shared machine (time spent descheduled does not count).
+  double cpu_flops_per_s = 0;
 };
 // Best of `reps` single-chunk prefills of n_tokens (logits at the last position only).
 PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens, int reps);
@@ -31,6 +34,7 @@ struct DecodeResult {
   int n_sequences = 0;
   double tokens_per_s = 0;  // all sequences together
   double steps_per_s = 0;
+  double cpu_tokens_per_s = 0;  // n_threads · tokens / process CPU seconds
 };
 // n_sequences decode together after a short prefill each; timed over n_steps steps.
 DecodeResult bench_decode(model::Model& model, ThreadPool& pool, int n_sequences, int n_steps);

@@ -307,6 +307,18 @@ std::vector<OptionSpec> build_table() {
        .group = "bench",
        .min = 0.05,
        .max = 60},
+      {.name = "bench-prompts",
+       .type = T::kString,
+       .default_text = "128,512,2048",
+       .help = "Prompt lengths recur bench times prefill at (comma-separated tokens).",
+       .scopes = kBench,
+       .group = "bench"},
+      {.name = "bench-sequences",
+       .type = T::kString,
+       .default_text = "1,4",
+       .help = "Concurrent sequence counts recur bench times decode at (comma-separated).",
+       .scopes = kBench,
+       .group = "bench"},
 
       // ---- checkpoint generator (recur make-model)
       {.name = "family",
