@@ -67,12 +67,31 @@ void attention(ThreadPool& pool, const float* q, const void* k_cache, const void
   RECUR_CHECK(shape.n_kv_heads > 0 && shape.n_heads % shape.n_kv_heads == 0);
   RECUR_CHECK(shape.head_dim > 0 && shape.head_dim <= kMaxHeadDim);
   RECUR_CHECK(shape.kv_dtype == DType::kF32 || shape.kv_dtype == DType::kBF16);
-  const auto n_tasks = static_cast<std::size_t>(shape.n_q * shape.n_heads);
   const Isa isa = active_isa();
-  pool.run(n_tasks, [&](std::size_t task) {
-    const auto i = static_cast<std::int64_t>(task) / shape.n_heads;
-    const auto h = static_cast<std::int64_t>(task) % shape.n_heads;
-    detail::attention_query(q, k_cache, v_cache, out, shape, i, h, isa);
+  const std::int64_t group = shape.n_heads / shape.n_kv_heads;
+  if (isa == Isa::kScalar || group > detail::kAttentionTileRows) {
+    const auto n_tasks = static_cast<std::size_t>(shape.n_q * shape.n_heads);
+    pool.run(n_tasks, [&](std::size_t task) {
+      const auto i = static_cast<std::int64_t>(task) / shape.n_heads;
+      const auto h = static_cast<std::int64_t>(task) % shape.n_heads;
+      detail::attention_query(q, k_cache, v_cache, out, shape, i, h, isa);
+    });
+    return;
+  }
+  // Tiles of queries x the heads of one kv head, so K/V rows are read once per tile. The last
+  // queries see the most keys: their tiles go first so the pool's tail is short tasks.
+  const std::int64_t tile_q = detail::kAttentionTileRows / group;
+  const std::int64_t n_tiles = (shape.n_q + tile_q - 1) / tile_q;
+  pool.run(static_cast<std::size_t>(n_tiles * shape.n_kv_heads), [&](std::size_t task) {
+    const std::int64_t tile = n_tiles - 1 - static_cast<std::int64_t>(task) / shape.n_kv_heads;
+    const std::int64_t kvh = static_cast<std::int64_t>(task) % shape.n_kv_heads;
+    const std::int64_t i0 = tile * tile_q;
+    const std::int64_t n_i = std::min(tile_q, shape.n_q - i0);
+    if (isa == Isa::kAvx2) {
+      detail::attention_tile_avx2(q, k_cache, v_cache, out, shape, i0, n_i, kvh);
+    } else {
+      detail::attention_tile_avx512(q, k_cache, v_cache, out, shape, i0, n_i, kvh);
+    }
   });
 }
 
@@ -99,9 +118,26 @@ void gated_delta_rule(ThreadPool& pool, const GatedDeltaInputs& in, float* state
   RECUR_CHECK(shape.n_k_heads > 0 && shape.n_v_heads % shape.n_k_heads == 0);
   RECUR_CHECK(shape.v_dim <= kMaxHeadDim);
   const Isa isa = active_isa();
-  pool.run(static_cast<std::size_t>(shape.n_v_heads), [&](std::size_t j) {
-    const auto jj = static_cast<std::int64_t>(j);
-    detail::gated_delta_head(in, state + jj * shape.k_dim * shape.v_dim, out, shape, jj, isa);
+  const std::int64_t state_floats = shape.k_dim * shape.v_dim;
+  // A chunk of several tokens walks the state by column blocks (vec_impl.h); one token, the
+  // scalar ISA or a k_dim past the block buffer keep the per-head loop. Same bytes either way.
+  if (shape.n_tokens < 2 || isa == Isa::kScalar || shape.k_dim > kMaxHeadDim) {
+    pool.run(static_cast<std::size_t>(shape.n_v_heads), [&](std::size_t j) {
+      const auto jj = static_cast<std::int64_t>(j);
+      detail::gated_delta_head(in, state + jj * state_floats, out, shape, jj, isa);
+    });
+    return;
+  }
+  const std::int64_t n_blocks =
+      (shape.v_dim + detail::kGatedDeltaCols - 1) / detail::kGatedDeltaCols;
+  pool.run(static_cast<std::size_t>(shape.n_v_heads * n_blocks), [&](std::size_t task) {
+    const std::int64_t j = static_cast<std::int64_t>(task) / n_blocks;
+    const std::int64_t b0 = static_cast<std::int64_t>(task) % n_blocks * detail::kGatedDeltaCols;
+    if (isa == Isa::kAvx2) {
+      detail::gated_delta_cols_avx2(in, state + j * state_floats, out, shape, j, b0);
+    } else {
+      detail::gated_delta_cols_avx512(in, state + j * state_floats, out, shape, j, b0);
+    }
   });
 }
 

@@ -10,9 +10,20 @@ void attention_query_avx512(const float* q, const void* k_cache, const void* v_c
   avx512::attention_query(q, k_cache, v_cache, out, shape, i, h);
 }
 
+void attention_tile_avx512(const float* q, const void* k_cache, const void* v_cache, float* out,
+                           const AttentionShape& shape, std::int64_t i0, std::int64_t n_i,
+                           std::int64_t kvh) {
+  avx512::attention_tile(q, k_cache, v_cache, out, shape, i0, n_i, kvh);
+}
+
 void gated_delta_head_avx512(const GatedDeltaInputs& in, float* state_j, float* out,
                              const GatedDeltaShape& shape, std::int64_t j) {
   avx512::gated_delta_head(in, state_j, out, shape, j);
+}
+
+void gated_delta_cols_avx512(const GatedDeltaInputs& in, float* state_j, float* out,
+                             const GatedDeltaShape& shape, std::int64_t j, std::int64_t b0) {
+  avx512::gated_delta_cols(in, state_j, out, shape, j, b0);
 }
 
 void mamba2_head_avx512(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2Shape& shape,

@@ -27,18 +27,44 @@ inline std::int64_t min_i(std::int64_t a, std::int64_t b) { return a < b ? a : b
 
 inline constexpr int kLanes = 16;
 
-inline float tree_sum(float* p) {
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) p[l] += p[l + w];
-  return p[0];
+// 16 lanes as one GCC vector (one zmm, or two ymm on avx2): lane-wise arithmetic is the same on
+// both ISAs, and the compiler cannot reorder it (no -ffast-math, no contraction).
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V4 __attribute__((vector_size(16)));
+typedef float V2 __attribute__((vector_size(8)));
+
+inline V16 load16(const float* p) {
+  V16 v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store16(float* p, V16 v) { __builtin_memcpy(p, &v, sizeof(v)); }
+
+// The fixed pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1; lane 0 is the sum.
+inline float tree_sum(V16 p) {
+  const V8 s8 = __builtin_shufflevector(p, p, 0, 1, 2, 3, 4, 5, 6, 7) +
+                __builtin_shufflevector(p, p, 8, 9, 10, 11, 12, 13, 14, 15);
+  const V4 s4 =
+      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const V2 s2 = __builtin_shufflevector(s4, s4, 0, 1) + __builtin_shufflevector(s4, s4, 2, 3);
+  return s2[0] + s2[1];
 }
 
+// Lane l sums a[i]·b[i] over i ≡ l (mod 16) in increasing i, then tree_sum. A partial last chunk
+// adds zero products to the lanes past n, which leaves them unchanged (a lane is never −0).
 inline float dot_lanes(const float* __restrict a, const float* __restrict b, std::int64_t n) {
-  float p[kLanes] = {};
+  V16 p = {};
   std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) p[l] += a[i + l] * b[i + l];
-  for (int l = 0; i + l < n; ++l) p[l] += a[i + l] * b[i + l];
+  for (; i + kLanes <= n; i += kLanes) p += load16(a + i) * load16(b + i);
+  if (i < n) {
+    alignas(64) float ta[kLanes] = {}, tb[kLanes] = {};
+    for (int l = 0; i + l < n; ++l) {
+      ta[l] = a[i + l];
+      tb[l] = b[i + l];
+    }
+    p += load16(ta) * load16(tb);
+  }
   return tree_sum(p);
 }
 
@@ -99,6 +125,107 @@ inline void attention_query(const float* q, const void* k_cache, const void* v_c
   for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[d] * inv_l;
 }
 
+// A tile of query rows that share one kv head: the group's heads for queries i0 .. i0+n_i-1, row
+// r = query (r / group), head kvh·group + r % group. Each key block's K/V rows are widened once
+// for the tile, then every row runs attention_query's arithmetic over them, in its order: the
+// scores, the block max, the correction, then the keys in order (only the keys the row may see).
+inline constexpr std::int64_t kAttnTileRows = kAttentionTileRows;
+
+struct AttnRow {
+  const float* q = nullptr;
+  std::int64_t n_keys = 0;
+  float m = -std::numeric_limits<float>::infinity();
+  float l = 0.0f;
+  float* acc = nullptr;  // [head_dim]
+};
+
+// One row over keys b0 .. b0+n-1 (rows k[jj], v[jj]).
+inline void attention_row_block(AttnRow& row, const float* const* k, const float* const* v,
+                                std::int64_t n, std::int64_t hd, float scale) {
+  alignas(64) float p[kAttentionBlock];
+  float bm = -std::numeric_limits<float>::infinity();
+  for (std::int64_t jj = 0; jj < n; ++jj) {
+    p[jj] = dot_lanes(row.q, k[jj], hd) * scale;
+    bm = max_f(bm, p[jj]);
+  }
+  const float m_new = max_f(row.m, bm);
+  const float corr = std::exp(row.m - m_new);
+  float l = row.l * corr;
+  for (std::int64_t jj = 0; jj < n; ++jj) {
+    p[jj] = std::exp(p[jj] - m_new);
+    l += p[jj];
+  }
+  row.l = l;
+  row.m = m_new;
+  // Four 16-lane column chunks at a time: independent add chains, each walking the keys in order.
+  std::int64_t d = 0;
+  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) {
+    V16 a0 = load16(row.acc + d) * corr, a1 = load16(row.acc + d + kLanes) * corr;
+    V16 a2 = load16(row.acc + d + 2 * kLanes) * corr, a3 = load16(row.acc + d + 3 * kLanes) * corr;
+    for (std::int64_t jj = 0; jj < n; ++jj) {
+      const float* vj = v[jj] + d;
+      a0 += p[jj] * load16(vj);
+      a1 += p[jj] * load16(vj + kLanes);
+      a2 += p[jj] * load16(vj + 2 * kLanes);
+      a3 += p[jj] * load16(vj + 3 * kLanes);
+    }
+    store16(row.acc + d, a0);
+    store16(row.acc + d + kLanes, a1);
+    store16(row.acc + d + 2 * kLanes, a2);
+    store16(row.acc + d + 3 * kLanes, a3);
+  }
+  for (; d + kLanes <= hd; d += kLanes) {
+    V16 a = load16(row.acc + d) * corr;
+    for (std::int64_t jj = 0; jj < n; ++jj) a += p[jj] * load16(v[jj] + d);
+    store16(row.acc + d, a);
+  }
+  for (; d < hd; ++d) {
+    float a = row.acc[d] * corr;
+    for (std::int64_t jj = 0; jj < n; ++jj) a += p[jj] * v[jj][d];
+    row.acc[d] = a;
+  }
+}
+
+inline void attention_tile(const float* q, const void* k_cache, const void* v_cache, float* out,
+                           const AttentionShape& s, std::int64_t i0, std::int64_t n_i,
+                           std::int64_t kvh) {
+  const std::int64_t hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
+  const std::int64_t qhs = s.q_head_stride != 0 ? s.q_head_stride : hd;
+  const std::int64_t qts = s.q_token_stride != 0 ? s.q_token_stride : s.n_heads * qhs;
+  const std::int64_t kv_row = s.n_kv_heads * hd, n_rows = n_i * group;
+  AttnRow rows[kAttnTileRows];
+  alignas(64) float acc[kAttnTileRows][kMaxHeadDim];
+  for (std::int64_t r = 0; r < n_rows; ++r) {
+    const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
+    rows[r] = {.q = q + i * qts + h * qhs, .n_keys = s.pos0 + i + 1, .acc = acc[r]};
+    for (std::int64_t d = 0; d < hd; ++d) acc[r][d] = 0.0f;
+  }
+  // Widened K/V rows of one block (bf16 caches; f32 rows are used in place).
+  alignas(64) float kbuf[kAttentionBlock * kMaxHeadDim];
+  alignas(64) float vbuf[kAttentionBlock * kMaxHeadDim];
+  const float* kr[kAttentionBlock];
+  const float* vr[kAttentionBlock];
+  const std::int64_t all_keys = rows[n_rows - 1].n_keys;
+  for (std::int64_t b0 = 0; b0 < all_keys; b0 += kAttentionBlock) {
+    const std::int64_t b1 = min_i(b0 + kAttentionBlock, all_keys);
+    for (std::int64_t j = b0; j < b1; ++j) {
+      const std::int64_t e = j * kv_row + kvh * hd;
+      kr[j - b0] = kv_row_f32(k_cache, e, hd, s.kv_dtype, kbuf + (j - b0) * hd);
+      vr[j - b0] = kv_row_f32(v_cache, e, hd, s.kv_dtype, vbuf + (j - b0) * hd);
+    }
+    for (std::int64_t r = 0; r < n_rows; ++r) {
+      const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
+      if (n > 0) attention_row_block(rows[r], kr, vr, n, hd, s.scale);
+    }
+  }
+  for (std::int64_t r = 0; r < n_rows; ++r) {
+    const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
+    float* oh = out + (i * s.n_heads + h) * hd;
+    const float inv_l = 1.0f / rows[r].l;
+    for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[r][d] * inv_l;
+  }
+}
+
 // Same loops as ref::gated_delta_head; the inner loops run over Dv, so vectorising them keeps
 // the reference's order exactly.
 inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, float* out,
@@ -136,23 +263,160 @@ inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, fl
   }
 }
 
+// Columns b of S evolve independently (u[b] and o[b] read column b only), so a prefill walks the
+// state in blocks of kDeltaCols columns, copied into a contiguous buffer that stays in L1 for all
+// the call's tokens (in the state its rows are 4·Dv bytes apart and would crowd a few cache sets).
+// Per column the arithmetic and its order are gated_delta_head's: each 16-column vector carries
+// its own sums over a, and NV of them run side by side so the add chains overlap. Lanes past Dv
+// hold zeros and are never written back.
+inline constexpr std::int64_t kDeltaCols = kGatedDeltaCols;
+
+// 16 floats from p, lanes at or past `n` zero.
+inline V16 load16_upto(const float* p, std::int64_t n) {
+  if (n >= kLanes) return load16(p);
+  alignas(64) float t[kLanes] = {};
+  for (std::int64_t l = 0; l < n; ++l) t[l] = p[l];
+  return load16(t);
+}
+
+template <int NV>
+void gated_delta_cols_n(const GatedDeltaInputs& in, float* __restrict s, float* out,
+                        const GatedDeltaShape& shape, std::int64_t j, std::int64_t b0) {
+  const std::int64_t dk = shape.k_dim, dv = shape.v_dim;
+  const std::int64_t hk = j / (shape.n_v_heads / shape.n_k_heads);
+  V16 blk[kMaxHeadDim * NV];  // [Dk][NV] vectors of 16 columns
+  for (std::int64_t a = 0; a < dk; ++a)
+    for (int c = 0; c < NV; ++c)
+      blk[a * NV + c] = load16_upto(s + a * dv + b0 + c * kLanes, dv - b0 - c * kLanes);
+  for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
+    const float* q = in.q + t * shape.qkv_stride + hk * dk;
+    const float* k = in.k + t * shape.qkv_stride + hk * dk;
+    const float* v = in.v + t * shape.qkv_stride + j * dv + b0;
+    const float alpha = std::exp(in.g[t * shape.n_v_heads + j]);
+    const float beta = in.beta[t * shape.n_v_heads + j];
+    V16 kv[NV] = {};
+    for (std::int64_t a = 0; a < dk; ++a) {
+      const float ka = k[a];
+      for (int c = 0; c < NV; ++c) {
+        const V16 r = blk[a * NV + c] * alpha;
+        blk[a * NV + c] = r;
+        kv[c] += r * ka;
+      }
+    }
+    V16 u[NV], o[NV] = {};
+    for (int c = 0; c < NV; ++c)
+      u[c] = (load16_upto(v + c * kLanes, dv - b0 - c * kLanes) - kv[c]) * beta;
+    for (std::int64_t a = 0; a < dk; ++a) {
+      const float ka = k[a], qa = q[a];
+      for (int c = 0; c < NV; ++c) {
+        const V16 r = blk[a * NV + c] + ka * u[c];
+        blk[a * NV + c] = r;
+        o[c] += r * qa;
+      }
+    }
+    float* dst = out + (t * shape.n_v_heads + j) * dv + b0;
+    for (int c = 0; c < NV; ++c)
+      for (std::int64_t l = 0; l < kLanes && b0 + c * kLanes + l < dv; ++l)
+        dst[c * kLanes + l] = o[c][l];
+  }
+  for (std::int64_t a = 0; a < dk; ++a)
+    for (int c = 0; c < NV; ++c)
+      for (std::int64_t l = 0; l < kLanes && b0 + c * kLanes + l < dv; ++l)
+        s[a * dv + b0 + c * kLanes + l] = blk[a * NV + c][l];
+}
+
+inline void gated_delta_cols(const GatedDeltaInputs& in, float* __restrict s, float* out,
+                             const GatedDeltaShape& shape, std::int64_t j, std::int64_t b0) {
+  static_assert(kDeltaCols == 4 * kLanes);
+  switch ((min_i(kDeltaCols, shape.v_dim - b0) + kLanes - 1) / kLanes) {
+    case 1:
+      return gated_delta_cols_n<1>(in, s, out, shape, j, b0);
+    case 2:
+      return gated_delta_cols_n<2>(in, s, out, shape, j, b0);
+    case 3:
+      return gated_delta_cols_n<3>(in, s, out, shape, j, b0);
+    default:
+      return gated_delta_cols_n<4>(in, s, out, shape, j, b0);
+  }
+}
+
+// Rows p of a head's state evolve independently (dt and dA are per head, x[p] per row), so each
+// row runs through a block of kMambaTokens tokens while it stays in registers (d_state a multiple
+// of 16, up to 16·kMambaMaxVecs) or in L1, and B / C of the block are reused by every row. Per row
+// and token the arithmetic is the reference's, in its order (the dot as dot_lanes).
+inline constexpr std::int64_t kMambaTokens = 16;
+inline constexpr int kMambaMaxVecs = 8;
+
+struct MambaBlock {
+  std::int64_t h = 0, g = 0, t0 = 0, nt = 0;
+  float dt[kMambaTokens], da[kMambaTokens];
+};
+
+template <int NV>
+void mamba2_rows_reg(const Mamba2Inputs& in, float* __restrict s, float* y,
+                     const Mamba2Shape& shape, const MambaBlock& blk) {
+  const std::int64_t p_dim = shape.head_dim, n_dim = shape.d_state;
+  for (std::int64_t p = 0; p < p_dim; ++p) {
+    float* sp = s + p * n_dim;
+    V16 st[NV];
+    for (int c = 0; c < NV; ++c) st[c] = load16(sp + c * kLanes);
+    for (std::int64_t tt = 0; tt < blk.nt; ++tt) {
+      const std::int64_t t = blk.t0 + tt;
+      const float xp = in.x[t * shape.x_stride + blk.h * p_dim + p];
+      const float* bv = in.b + t * shape.x_stride + blk.g * n_dim;
+      const float* cv = in.c + t * shape.x_stride + blk.g * n_dim;
+      const float dtx = blk.dt[tt] * xp, dat = blk.da[tt];
+      V16 acc = {};
+      for (int c = 0; c < NV; ++c) {
+        st[c] = dat * st[c] + dtx * load16(bv + c * kLanes);
+        acc += st[c] * load16(cv + c * kLanes);
+      }
+      y[(t * shape.n_heads + blk.h) * p_dim + p] = tree_sum(acc) + in.d[blk.h] * xp;
+    }
+    for (int c = 0; c < NV; ++c) store16(sp + c * kLanes, st[c]);
+  }
+}
+
+inline void mamba2_rows_mem(const Mamba2Inputs& in, float* __restrict s, float* y,
+                            const Mamba2Shape& shape, const MambaBlock& blk) {
+  const std::int64_t p_dim = shape.head_dim, n_dim = shape.d_state;
+  for (std::int64_t p = 0; p < p_dim; ++p) {
+    float* __restrict sp = s + p * n_dim;
+    for (std::int64_t tt = 0; tt < blk.nt; ++tt) {
+      const std::int64_t t = blk.t0 + tt;
+      const float xp = in.x[t * shape.x_stride + blk.h * p_dim + p];
+      const float* __restrict bv = in.b + t * shape.x_stride + blk.g * n_dim;
+      const float* __restrict cv = in.c + t * shape.x_stride + blk.g * n_dim;
+      const float dtx = blk.dt[tt] * xp, dat = blk.da[tt];
+      for (std::int64_t n = 0; n < n_dim; ++n) sp[n] = dat * sp[n] + dtx * bv[n];
+      y[(t * shape.n_heads + blk.h) * p_dim + p] = dot_lanes(sp, cv, n_dim) + in.d[blk.h] * xp;
+    }
+  }
+}
+
 inline void mamba2_head(const Mamba2Inputs& in, float* __restrict s, float* y,
                         const Mamba2Shape& shape, std::int64_t h) {
-  const std::int64_t p_dim = shape.head_dim, n_dim = shape.d_state;
-  const std::int64_t g = h / (shape.n_heads / shape.n_groups);
+  const std::int64_t n_dim = shape.d_state;
   const float a = -std::exp(in.a_log[h]);
-  for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
-    const float* x = in.x + t * shape.x_stride + h * p_dim;
-    const float* __restrict bv = in.b + t * shape.x_stride + g * n_dim;
-    const float* __restrict cv = in.c + t * shape.x_stride + g * n_dim;
-    float dt = ref::softplus(in.dt_raw[t * shape.dt_stride + h] + in.dt_bias[h]);
-    dt = min_f(max_f(dt, shape.dt_min), shape.dt_max);
-    const float da = std::exp(dt * a);
-    for (std::int64_t p = 0; p < p_dim; ++p) {
-      float* __restrict sp = s + p * n_dim;
-      const float dtx = dt * x[p];
-      for (std::int64_t n = 0; n < n_dim; ++n) sp[n] = da * sp[n] + dtx * bv[n];
-      y[(t * shape.n_heads + h) * p_dim + p] = dot_lanes(sp, cv, n_dim) + in.d[h] * x[p];
+  MambaBlock blk{.h = h, .g = h / (shape.n_heads / shape.n_groups)};
+  const std::int64_t nv = n_dim % kLanes == 0 ? n_dim / kLanes : 0;
+  for (blk.t0 = 0; blk.t0 < shape.n_tokens; blk.t0 += kMambaTokens) {
+    blk.nt = min_i(kMambaTokens, shape.n_tokens - blk.t0);
+    for (std::int64_t tt = 0; tt < blk.nt; ++tt) {
+      const float d = ref::softplus(in.dt_raw[(blk.t0 + tt) * shape.dt_stride + h] + in.dt_bias[h]);
+      blk.dt[tt] = min_f(max_f(d, shape.dt_min), shape.dt_max);
+      blk.da[tt] = std::exp(blk.dt[tt] * a);
+    }
+    switch (nv) {
+      case 4:
+        mamba2_rows_reg<4>(in, s, y, shape, blk);
+        break;
+      case 8:
+        mamba2_rows_reg<8>(in, s, y, shape, blk);
+        break;
+      default:
+        mamba2_rows_mem(in, s, y, shape, blk);
+        break;
     }
   }
 }

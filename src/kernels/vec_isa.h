@@ -11,11 +11,22 @@ namespace recur::kernels::detail {
 // reference. Must equal kMaxGroup in vec_impl.h.
 inline constexpr std::int64_t kMaxGateGroup = 8192;
 
+// Query rows (group heads x queries) of one kv head that one attention task computes together.
+inline constexpr std::int64_t kAttentionTileRows = 32;
+
+// Value columns of the gated delta state one prefill task walks through all its tokens.
+inline constexpr std::int64_t kGatedDeltaCols = 64;
+
 #define RECUR_DECLARE_VEC(isa)                                                                     \
   void attention_query_##isa(const float* q, const void* k_cache, const void* v_cache, float* out, \
                              const AttentionShape& shape, std::int64_t i, std::int64_t h);         \
+  void attention_tile_##isa(const float* q, const void* k_cache, const void* v_cache, float* out,  \
+                            const AttentionShape& shape, std::int64_t i0, std::int64_t n_i,        \
+                            std::int64_t kvh);                                                     \
   void gated_delta_head_##isa(const GatedDeltaInputs& in, float* state_j, float* out,              \
                               const GatedDeltaShape& shape, std::int64_t j);                       \
+  void gated_delta_cols_##isa(const GatedDeltaInputs& in, float* state_j, float* out,              \
+                              const GatedDeltaShape& shape, std::int64_t j, std::int64_t b0);      \
   void mamba2_head_##isa(const Mamba2Inputs& in, float* state_h, float* y,                         \
                          const Mamba2Shape& shape, std::int64_t h);                                \
   void rms_norm_##isa(const float* x, const float* w, float* y, const RowsShape& shape, float eps, \

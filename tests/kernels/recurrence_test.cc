@@ -15,8 +15,9 @@ using testing::random_floats;
 
 constexpr std::int64_t kChunks[] = {1, 5, 1, 17, 8};  // 32 tokens
 
-TEST(GatedDelta, MatchesReferenceAndIsSplitInvariant) {
-  const std::int64_t hk = 2, hv = 4, dk = 19, dv = 35, n_tok = 32;
+// Dv of 35 and 80 reach every width of the column-block path (1-4 vectors, partial ones).
+void check_gated_delta(std::int64_t dk, std::int64_t dv) {
+  const std::int64_t hk = 2, hv = 4, n_tok = 32;
   const std::int64_t stride = 2 * hk * dk + hv * dv + 3;
   auto qkv = random_floats(static_cast<std::size_t>(n_tok * stride), 1);
   auto g = random_floats(static_cast<std::size_t>(n_tok * hv), 2, -2, 0);
@@ -62,6 +63,11 @@ TEST(GatedDelta, MatchesReferenceAndIsSplitInvariant) {
   }
 }
 
+TEST(GatedDelta, MatchesReferenceAndIsSplitInvariant) {
+  check_gated_delta(19, 35);
+  check_gated_delta(32, 80);
+}
+
 TEST(GatedDelta, OneStepByHand) {
   // Dk = Dv = 1, S = 2, g = ln 0.5, beta = 0.5, k = 1, v = 3, q = 2:
   // S = 1; u = 0.5 * (3 - 1) = 1; S = 2; o = 4.
@@ -79,8 +85,9 @@ TEST(GatedDelta, OneStepByHand) {
   EXPECT_FLOAT_EQ(bb, 1.0f / (1.0f + std::exp(1.0f)));
 }
 
-TEST(Mamba2, MatchesReferenceAndIsSplitInvariant) {
-  const std::int64_t h = 4, p = 7, n = 35, groups = 2, n_tok = 32;
+// d_state 35 takes the in-memory row path, 64 and 128 the in-register one.
+void check_mamba2(std::int64_t n) {
+  const std::int64_t h = 4, p = 7, groups = 2, n_tok = 32;
   const std::int64_t xs = h * p + 2 * groups * n + 1;
   auto xbc = random_floats(static_cast<std::size_t>(n_tok * xs), 1);
   auto dt = random_floats(static_cast<std::size_t>(n_tok * (h + 2)), 2, -4, 2);
@@ -133,6 +140,10 @@ TEST(Mamba2, MatchesReferenceAndIsSplitInvariant) {
   // avx2 and avx512 compile the same fixed-order loops: identical bytes.
   for (const auto& v : by_isa)
     ASSERT_TRUE(testing::same_bytes(v.data(), by_isa[0].data(), out_size));
+}
+
+TEST(Mamba2, MatchesReferenceAndIsSplitInvariant) {
+  for (std::int64_t n : {35, 64, 128}) check_mamba2(n);
 }
 
 TEST(Mamba2, OneStepByHand) {
