@@ -58,10 +58,22 @@ std::optional<double> decode_nonfinite(std::string_view s) {
 Result<ConfigJson> ConfigJson::parse(std::string_view text, const std::string& file) {
   ConfigJson c;
   c.file_ = file;
-  c.root_ = nlohmann::json::parse(quote_nonfinite_literals(text), nullptr,
+  // Copies and dump() (fingerprints, messages) recurse once per nesting level: a config.json of
+  // "[[[[..." would overflow the stack. Real configs nest 4 deep.
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  auto depth_check = [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    too_deep = too_deep || depth > kMaxDepth;
+    return true;
+  };
+  c.root_ = nlohmann::json::parse(quote_nonfinite_literals(text), depth_check,
                                   /*allow_exceptions=*/false);
   if (c.root_.is_discarded()) {
     return Error(StatusCode::kInvalidArgument, "{}: not valid JSON", file);
+  }
+  if (too_deep) {
+    return Error(StatusCode::kInvalidArgument, "{}: JSON nests deeper than {} levels", file,
+                 kMaxDepth);
   }
   if (!c.root_.is_object()) {
     return Error(StatusCode::kInvalidArgument, "{}: top level is not a JSON object", file);

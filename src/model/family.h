@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -123,6 +124,14 @@ Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const st
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.
 Status check_default_rope(const ConfigJson& c);
+
+// Upper bounds on a config's size fields, far above any real checkpoint, so that a corrupt
+// config.json is an error rather than a huge allocation or an int64 overflow in state sizes
+// (found by fuzz_config_json): layers <= 1024, widths (hidden, intermediate, vocab) <= 2^20, heads,
+// head dims, state sizes, groups, conv kernels and expand factors <= 4096.
+Status check_size_bounds(const ConfigJson& c, std::int64_t n_layers,
+                         std::initializer_list<std::int64_t> widths,
+                         std::initializer_list<std::int64_t> dims);
 
 // KV dtype shared by the loader and the from-config size function: f32 for f32 checkpoints
 // (exact reference tests), bf16 otherwise (half the memory; design section 6).

@@ -50,11 +50,14 @@ Result<Mamba2Config> parse_config(const ConfigJson& c) {
                  c.file());
   }
   for (std::int64_t v : {m.d_model, m.n_layers, m.vocab_size, m.n_heads, m.head_dim, m.d_state,
-                         m.n_groups, m.conv_kernel}) {
+                         m.n_groups, m.conv_kernel, m.expand}) {
     if (v <= 0) {
       return Error(StatusCode::kInvalidArgument, "{}: a size field is zero or negative", c.file());
     }
   }
+  RECUR_RETURN_IF_ERROR(
+      check_size_bounds(c, m.n_layers, {m.d_model, m.vocab_size},
+                        {m.n_heads, m.head_dim, m.d_state, m.n_groups, m.conv_kernel, m.expand}));
   if (m.n_heads * m.head_dim != m.expand * m.d_model || m.n_heads % m.n_groups != 0) {
     return Error(StatusCode::kInvalidArgument,
                  "{}: num_heads {} x head_dim {} must equal expand {} x hidden_size {}, and "

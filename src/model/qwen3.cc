@@ -23,7 +23,8 @@ Result<Qwen3Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.n_heads, c.get_int("num_attention_heads"));
   RECUR_ASSIGN_OR_RETURN(q.n_kv_heads, c.get_int("num_key_value_heads", q.n_heads));
   // Qwen3 head_dim is explicit (128 != 1024/16); fall back to the classic ratio if absent.
-  RECUR_ASSIGN_OR_RETURN(q.head_dim, c.get_int("head_dim", q.n_heads ? q.d_model / q.n_heads : 0));
+  RECUR_ASSIGN_OR_RETURN(q.head_dim,
+                         c.get_int("head_dim", q.n_heads > 0 ? q.d_model / q.n_heads : 0));
   RECUR_ASSIGN_OR_RETURN(q.d_ff, c.get_int("intermediate_size"));
   RECUR_ASSIGN_OR_RETURN(q.vocab_size, c.get_int("vocab_size"));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-6));
@@ -45,6 +46,8 @@ Result<Qwen3Config> parse_config(const ConfigJson& c) {
       return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
     }
   }
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_model, q.d_ff, q.vocab_size},
+                                          {q.n_heads, q.n_kv_heads, q.head_dim}));
   if (q.n_heads % q.n_kv_heads != 0 || q.head_dim % 2 != 0 || q.head_dim > kernels::kMaxHeadDim) {
     return Error(StatusCode::kInvalidArgument,
                  "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",

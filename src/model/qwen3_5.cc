@@ -54,7 +54,8 @@ Result<Qwen35Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.vocab_size, c.get_int("vocab_size"));
   RECUR_ASSIGN_OR_RETURN(q.n_heads, c.get_int("num_attention_heads"));
   RECUR_ASSIGN_OR_RETURN(q.n_kv_heads, c.get_int("num_key_value_heads", q.n_heads));
-  RECUR_ASSIGN_OR_RETURN(q.head_dim, c.get_int("head_dim", q.n_heads ? q.d_model / q.n_heads : 0));
+  RECUR_ASSIGN_OR_RETURN(q.head_dim,
+                         c.get_int("head_dim", q.n_heads > 0 ? q.d_model / q.n_heads : 0));
   RECUR_ASSIGN_OR_RETURN(q.lin_k_heads, c.get_int("linear_num_key_heads"));
   RECUR_ASSIGN_OR_RETURN(q.lin_v_heads, c.get_int("linear_num_value_heads"));
   RECUR_ASSIGN_OR_RETURN(q.lin_k_dim, c.get_int("linear_key_head_dim"));
@@ -68,18 +69,26 @@ Result<Qwen35Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(double factor,
                          c.get_float("rope_parameters.partial_rotary_factor", f_top));
   RECUR_ASSIGN_OR_RETURN(q.tied, c.get_bool("tie_word_embeddings", false));
-  RECUR_ASSIGN_OR_RETURN(q.is_attention, parse_schedule(c, q.n_layers));
   RECUR_ASSIGN_OR_RETURN(q.kv_dtype, kv_dtype_from_config(c));
   RECUR_RETURN_IF_ERROR(check_default_rope(c));
   q.eps = static_cast<float>(eps);
   q.rope_theta = static_cast<float>(theta);
-  q.rotary_dim = static_cast<std::int64_t>(static_cast<double>(q.head_dim) * factor);
   for (std::int64_t v : {q.d_model, q.n_layers, q.d_ff, q.vocab_size, q.n_heads, q.n_kv_heads,
                          q.head_dim, q.lin_k_heads, q.lin_v_heads, q.lin_k_dim, q.lin_v_dim}) {
     if (v <= 0) {
       return Error(StatusCode::kInvalidArgument, "{}: a size field is zero or negative", c.file());
     }
   }
+  RECUR_RETURN_IF_ERROR(
+      check_size_bounds(c, q.n_layers, {q.d_model, q.d_ff, q.vocab_size},
+                        {q.n_heads, q.n_kv_heads, q.head_dim, q.lin_k_heads, q.lin_v_heads,
+                         q.lin_k_dim, q.lin_v_dim, q.conv_kernel}));
+  RECUR_ASSIGN_OR_RETURN(q.is_attention, parse_schedule(c, q.n_layers));
+  if (!(factor >= 0 && factor <= 1)) {
+    return Error(StatusCode::kInvalidArgument, "{}: partial_rotary_factor {} is not in [0, 1]",
+                 c.file(), factor);
+  }
+  q.rotary_dim = static_cast<std::int64_t>(static_cast<double>(q.head_dim) * factor);
   if (q.n_heads % q.n_kv_heads != 0 || q.lin_v_heads % q.lin_k_heads != 0 ||
       q.rotary_dim % 2 != 0 || q.rotary_dim > q.head_dim || q.head_dim > kernels::kMaxHeadDim ||
       q.conv_kernel < 1) {

@@ -57,6 +57,20 @@ Status check_default_rope(const ConfigJson& c) {
   return Status::ok();
 }
 
+Status check_size_bounds(const ConfigJson& c, std::int64_t n_layers,
+                         std::initializer_list<std::int64_t> widths,
+                         std::initializer_list<std::int64_t> dims) {
+  constexpr std::int64_t kMaxLayers = 1024, kMaxWidth = 1 << 20, kMaxDim = 4096;
+  bool ok = n_layers <= kMaxLayers;
+  for (std::int64_t w : widths) ok = ok && w <= kMaxWidth;
+  for (std::int64_t d : dims) ok = ok && d <= kMaxDim;
+  if (ok) return Status::ok();
+  return Error(StatusCode::kInvalidArgument,
+               "{}: a size field is beyond any supported model (layers <= {}, hidden, intermediate "
+               "and vocab sizes <= {}, heads and head dims <= {})",
+               c.file(), kMaxLayers, kMaxWidth, kMaxDim);
+}
+
 Result<kernels::DType> kv_dtype_from_config(const ConfigJson& c) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (!c.has(key)) continue;

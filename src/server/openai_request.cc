@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace recur::server {
@@ -257,7 +258,42 @@ std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message
   return std::nullopt;
 }
 
-Parsed<json> parse_body(std::string_view body) {
+// Deepest nesting of arrays and objects in JSON text (brackets inside strings do not count).
+int json_depth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// Checked before parsing: dump(), which tools and arguments go through, recurses once per level,
+// so "[[[[..." a few hundred kilobytes deep would overflow the stack.
+Parsed<json> parse_body(std::string_view body, const RequestLimits& limits) {
+  if (json_depth(body) > limits.max_json_depth) {
+    return invalid_request(
+        "",
+        fmt::format("request body nests arrays and objects deeper than {} levels",
+                    limits.max_json_depth),
+        "limit_exceeded");
+  }
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_request("", "request body is not valid JSON");
   if (!j.is_object()) return invalid_request("", "request body must be a JSON object");
@@ -267,7 +303,7 @@ Parsed<json> parse_body(std::string_view body) {
 }  // namespace
 
 Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimits& limits) {
-  auto parsed = parse_body(text);
+  auto parsed = parse_body(text, limits);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const json& body = std::get<json>(parsed);
   ChatRequest req;
@@ -343,7 +379,7 @@ Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimit
 
 Parsed<CompletionRequest> parse_completion_request(std::string_view text,
                                                    const RequestLimits& limits) {
-  auto parsed = parse_body(text);
+  auto parsed = parse_body(text, limits);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const json& body = std::get<json>(parsed);
   CompletionRequest req;

@@ -22,6 +22,7 @@ struct RequestLimits {
   std::size_t max_stop_string_bytes = 1024;
   std::size_t max_tools_json_bytes = 1u << 20;
   std::int64_t max_tokens_cap = 1 << 20;
+  int max_json_depth = 64;  // nesting of arrays/objects in the body (re-serializing recurses)
 };
 
 // Fields shared by chat and text completions.

@@ -315,8 +315,10 @@ Result<Value> Interpreter::call_macro(const MacroRef& s, const std::shared_ptr<S
   }
   for (const auto& [k, v] : args.keywords) {
     if (!st.is_ok()) break;
-    bool known = k == "caller" || std::any_of(s.params.begin(), s.params.end(),
-                                              [&](const Param& p) { return p.name == k; });
+    // A named copy of the binding: clang before 16 cannot capture structured bindings.
+    const std::string& key = k;
+    bool known = key == "caller" || std::any_of(s.params.begin(), s.params.end(),
+                                                [&](const Param& p) { return p.name == key; });
     if (!known)
       st = error(s.offset, fmt::format("macro '{}' takes no keyword argument '{}'", s.name, k));
     if (k == "caller") scope_->set("caller", v);

@@ -28,7 +28,9 @@ Result<ExprPtr> Parser::parse_tuple(bool with_condexpr) {
 Result<ExprPtr> Parser::parse_expression(bool with_condexpr) {
   RECUR_ASSIGN_OR_RETURN(ExprPtr expr, parse_or());
   if (!with_condexpr) return expr;
+  ChainGuard chain(depth_);
   while (is_name("if")) {
+    if (!chain.add()) return too_deep();
     auto cond = make(ExprKind::kCondExpr, cur().offset);
     ++pos_;
     cond->args.push_back(std::move(expr));
@@ -48,7 +50,9 @@ Result<ExprPtr> Parser::parse_expression(bool with_condexpr) {
 
 Result<ExprPtr> Parser::parse_or() {
   RECUR_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
+  ChainGuard chain(depth_);
   while (is_name("or")) {
+    if (!chain.add()) return too_deep();
     auto node = make(ExprKind::kOr, cur().offset);
     ++pos_;
     RECUR_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
@@ -61,7 +65,9 @@ Result<ExprPtr> Parser::parse_or() {
 
 Result<ExprPtr> Parser::parse_and() {
   RECUR_ASSIGN_OR_RETURN(ExprPtr left, parse_not());
+  ChainGuard chain(depth_);
   while (is_name("and")) {
+    if (!chain.add()) return too_deep();
     auto node = make(ExprKind::kAnd, cur().offset);
     ++pos_;
     RECUR_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
@@ -123,8 +129,10 @@ Result<ExprPtr> Parser::parse_binary_level(int level) {
   if (level == 4) return parse_unary(true);
   RECUR_ASSIGN_OR_RETURN(ExprPtr left, parse_binary_level(level + 1));
   const auto& ops = kLevels[level];
+  ChainGuard chain(depth_);
   while (cur().kind == TokenKind::kOperator &&
          std::find(ops.begin(), ops.end(), cur().text) != ops.end()) {
+    if (!chain.add()) return too_deep();
     auto node = make(ExprKind::kBinary, cur().offset);
     node->name = tokens_[pos_++].text;
     RECUR_ASSIGN_OR_RETURN(ExprPtr right, parse_binary_level(level + 1));
@@ -227,7 +235,9 @@ Result<ExprPtr> Parser::parse_sequence_literal(ExprKind kind, std::string_view c
 }
 
 Result<ExprPtr> Parser::parse_postfix(ExprPtr node) {
+  ChainGuard chain(depth_);
   while (true) {
+    if (!chain.add()) return too_deep();
     if (is_op(".")) {
       std::uint32_t offset = cur().offset;
       ++pos_;
@@ -312,7 +322,9 @@ Status Parser::parse_call_args(Expr& call) {
 }
 
 Result<ExprPtr> Parser::parse_filter_chain(ExprPtr node) {
+  ChainGuard chain(depth_);
   while (true) {
+    if (!chain.add()) return too_deep();
     if (is_op("|")) {
       RECUR_ASSIGN_OR_RETURN(node, parse_filter(std::move(node)));
     } else if (is_name("is") && node) {

@@ -119,6 +119,20 @@ class Parser {
     DepthGuard& operator=(const DepthGuard&) = delete;
     int& depth;
   };
+  // Each operator of a chain ("a + b + c", "x.a.b", "v | f | g") puts the tree so far one level
+  // deeper, and evaluation recurses per level: chains count as nesting too.
+  struct ChainGuard {
+    explicit ChainGuard(int& d) : depth(d) {}
+    ~ChainGuard() { depth -= links; }
+    ChainGuard(const ChainGuard&) = delete;
+    ChainGuard& operator=(const ChainGuard&) = delete;
+    bool add() {
+      ++links;
+      return ++depth <= kMaxNesting;
+    }
+    int& depth;
+    int links = 0;
+  };
   static constexpr int kMaxNesting = 200;
   Status too_deep() const { return fail(cur(), "template nested too deeply"); }
 

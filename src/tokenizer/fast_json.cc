@@ -129,6 +129,11 @@ class Handler : public nlohmann::json_sax<Json> {
     return true;
   }
   bool open(Json container) {
+    // The loader recurses into Sequence steps and the DOM's copies and dumps recurse per level:
+    // bounded so "[[[[..." cannot overflow the stack. Real files nest 6 deep.
+    constexpr std::size_t kMaxDepth = 64;
+    if (stack_.size() >= kMaxDepth)
+      return bad(fmt::format("nested deeper than {} levels", kMaxDepth));
     std::string k = stack_.empty() || !stack_.back().first->is_object() ? std::string() : key_;
     stack_.emplace_back(insert(std::move(container)), std::move(k));
     return true;

@@ -52,6 +52,21 @@ TEST(ConfigJson, RejectsMalformedAndWrongTypes) {
   EXPECT_FALSE(c->get_int_list("eos_token_id").is_ok());
 }
 
+// Found by fuzz_config_json: a value nested thousands deep overflowed the stack in dump() and
+// copies of the config (fuzz/regressions/fuzz_config_json).
+TEST(ConfigJson, DeepNestingIsAnErrorNotACrash) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto c = ConfigJson::parse(R"({"model_type":"qwen3","hidden_size":)" + deep + "}", "config.json");
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("config.json: JSON nests deeper than 64 levels"),
+            std::string::npos)
+      << c.status().message();
+  EXPECT_FALSE(state_layout_from_config(R"({"model_type":)" + deep + "}").is_ok());
+  EXPECT_TRUE(ConfigJson::parse(R"({"a":)" + std::string(60, '[') + std::string(60, ']') + "}",
+                                "config.json")
+                  .is_ok());
+}
+
 TEST(ConfigJson, EosIdsIntOrList) {
   auto c = ConfigJson::parse(R"({"eos_token_id":5,"text_config":{"eos_token_id":[1,2]}})", "c");
   ASSERT_TRUE(c.is_ok());
@@ -124,6 +139,47 @@ TEST(StateSizes, UnknownModelTypeListsSupported) {
   const std::string& m = r.status().message();
   EXPECT_NE(m.find("unsupported model_type 'llama'"), std::string::npos) << m;
   EXPECT_NE(m.find("qwen3, qwen3_5, qwen3_5_text, mamba2"), std::string::npos) << m;
+}
+
+// Found by fuzz_config_json: out-of-range sizes in a config made the families allocate billions of
+// layers, overflow int64 (expand, head_dim = hidden_size / heads) or cast 1e300 to an integer
+// (fuzz/regressions/fuzz_config_json). Each is now one clear error.
+TEST(StateSizes, OutOfRangeSizesAreErrors) {
+  auto with = [](std::string text, std::string_view from, std::string_view to) {
+    std::size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return text.replace(pos, from.size(), to);
+  };
+  struct Case {
+    const char* config;
+    std::string_view from, to, error;
+  };
+  const Case cases[] = {
+      {kMamba2_130m, R"("num_hidden_layers": 24)", R"("num_hidden_layers": 2000000000)",
+       "beyond any supported model"},
+      {kMamba2_130m, R"("expand": 2)", R"("expand": -9223372036854775808)", "zero or negative"},
+      {kMamba2_130m, R"("state_size": 128)", R"("state_size": 1048576)",
+       "beyond any supported model"},
+      {kQwen3_06b, R"("num_hidden_layers": 28)", R"("num_hidden_layers": 4611686018427387904)",
+       "beyond any supported model"},
+      {kQwen3_06b, R"("vocab_size": 151936)", R"("vocab_size": 2097152)",
+       "beyond any supported model"},
+      {kQwen35_08b, R"("num_hidden_layers": 24)", R"("num_hidden_layers": 4611686018427387904)",
+       "beyond any supported model"},
+      {kQwen35_08b, R"("partial_rotary_factor": 0.25, "rope_theta")",
+       R"("partial_rotary_factor": 1e300, "rope_theta")", "partial_rotary_factor"},
+  };
+  for (const Case& c : cases) {
+    auto r = state_layout_from_config(with(c.config, c.from, c.to));
+    ASSERT_FALSE(r.is_ok()) << c.to;
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+  }
+  // hidden_size / num_attention_heads when head_dim is absent: INT64_MIN / -1 used to trap.
+  auto r = state_layout_from_config(with(
+      with(with(kQwen3_06b, R"("hidden_size": 1024)", R"("hidden_size": -9223372036854775808)"),
+           R"("num_attention_heads": 16)", R"("num_attention_heads": -1)"),
+      R"("head_dim": 128, )", ""));
+  EXPECT_FALSE(r.is_ok());
 }
 
 TEST(StateSizes, DerivesScheduleFromIntervalWhenLayerTypesAbsent) {

@@ -109,6 +109,22 @@ TEST(Safetensors, HugeShapeIsRejectedWithoutOverflow) {
       "too large");
 }
 
+// Found by fuzz_safetensors: a shape nested thousands deep overflowed the stack when the error
+// message dumped it (fuzz/regressions/fuzz_safetensors).
+TEST(Safetensors, DeepNestingIsAnErrorNotACrash) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_error(
+      safetensors_bytes(R"({"w":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]}})", 4),
+      "nests deeper than 16 levels");
+  // Brackets inside strings are text, not nesting.
+  auto r =
+      parse(safetensors_bytes(R"({"__metadata__":{"x":")" + std::string(100, '[') +
+                                  R"("},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                              4));
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->tensors.size(), 1u);
+}
+
 // Invariant 5: random corruption of a valid file is an error or a valid parse, never a crash or
 // a view outside the buffer (run under ASan in the sanitizer build).
 TEST(Safetensors, RandomCorruptionNeverEscapesTheBuffer) {

@@ -145,6 +145,30 @@ TEST(ChatRequest, MessageCountLimit) {
   EXPECT_NE(std::get<ApiError>(r).message.find("at most 2 messages"), std::string::npos);
 }
 
+// Found by fuzz_chat_request: tools or tool-call arguments nested thousands deep overflowed the
+// stack when re-serialized (fuzz/regressions/fuzz_chat_request).
+TEST(ChatRequest, NestingDepthLimit) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto e = bad_chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",)"
+                    R"("function":{"name":"f","parameters":)" +
+                    deep + "}}]}");
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.code, "limit_exceeded");
+  EXPECT_NE(e.message.find("deeper than 64 levels"), std::string::npos) << e.message;
+  e = bad_chat(R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f",)"
+               R"("arguments":)" +
+               deep + "}}]}]}");
+  EXPECT_EQ(e.code, "limit_exceeded");
+  auto c = parse_completion_request(R"({"prompt":"x","user":)" + deep + "}", kLimits);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(c));
+  EXPECT_EQ(std::get<ApiError>(c).code, "limit_exceeded");
+  // Brackets inside strings do not count; 60 levels of real nesting are fine.
+  auto r = ok_chat(R"({"messages":[{"role":"user","content":"[[[[{{{{\"[[[["}],)"
+                   R"("chat_template_kwargs":{"a":)" +
+                   std::string(60, '[') + std::string(60, ']') + "}}");
+  EXPECT_EQ(r.messages[0].content, "[[[[{{{{\"[[[[");
+}
+
 TEST(CompletionRequest, PromptForms) {
   auto text =
       parse_completion_request(R"({"prompt":"hello","max_tokens":3,"logprobs":2})", kLimits);

@@ -118,6 +118,28 @@ TEST(TemplateLimits, DeepNestingIsAnErrorNotACrash) {
   EXPECT_FALSE(value_from_json(std::string(100000, '[') + std::string(100000, ']')).is_ok());
 }
 
+// Found by fuzz_jinja: chains of operators, attributes, calls and filters built trees deep enough
+// to overflow the stack at render time (fuzz/regressions/fuzz_jinja).
+TEST(TemplateLimits, LongChainsAreAnErrorNotACrash) {
+  auto chain = [](std::string_view link, int n) {
+    std::string s = "{{ x";
+    for (int i = 0; i < n; ++i) s += link;
+    return s + " }}";
+  };
+  for (std::string_view link :
+       {"+1", "~1", "*1", " or 1", " and 1", ".a", "[0]", "()", "|string", " if 1 else 1"}) {
+    auto deep = Template::parse(chain(link, 50000));
+    ASSERT_FALSE(deep.is_ok()) << link;
+    EXPECT_NE(deep.status().message().find("nested too deeply"), std::string::npos) << link;
+    EXPECT_TRUE(Template::parse(chain(link, 50)).is_ok()) << link;
+  }
+  std::string sum = "{{ 1";
+  for (int i = 0; i < 150; ++i) sum += " + 1";
+  auto out = render(sum + " }}");
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_EQ(*out, "151");
+}
+
 TEST(TemplateLimits, DeepValuesAndSelfReferenceAreSafe) {
   auto deep = render(
       "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}"

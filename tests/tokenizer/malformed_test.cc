@@ -73,6 +73,35 @@ TEST(Malformed, ConfigErrorsNameTheField) {
   EXPECT_NE(tpl.status().message().find("chat_template[0].template"), std::string::npos);
 }
 
+// Found by fuzz_tokenizer_json: Sequence steps nested thousands deep overflowed the stack in the
+// recursive loader (fuzz/regressions/fuzz_tokenizer_json).
+TEST(Malformed, DeepNestingIsAnErrorNotACrash) {
+  for (std::string_view step :
+       {R"({"type": "Sequence", "normalizers": [)", R"({"type": "Sequence", "pretokenizers": [)"}) {
+    std::string deep;
+    for (int i = 0; i < 20000; ++i) deep += step;
+    deep += R"({"type": "NFC"})";
+    for (int i = 0; i < 20000; ++i) deep += "]}";
+    std::string key =
+        step.find("normalizers") != std::string_view::npos
+            ? R"("normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}]})"
+            : R"("decoder": {"type": "ByteLevel"})";
+    std::string value = step.find("normalizers") != std::string_view::npos
+                            ? R"("normalizer": )" + deep
+                            : R"("decoder": {"type": "ByteLevel"}, "pre_tokenizer": )" + deep;
+    expect_error(with(key, value), "nested deeper than 64 levels");
+  }
+  // 60 levels (more than any real file) still load.
+  std::string ok;
+  for (int i = 0; i < 28; ++i) ok += R"({"type": "Sequence", "normalizers": [)";
+  ok += R"({"type": "NFC"})";
+  for (int i = 0; i < 28; ++i) ok += "]}";
+  auto tok =
+      Tokenizer::load(with(R"({"type": "Sequence", "normalizers": [{"type": "NFC"}]})", ok), "");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  EXPECT_EQ(tok->encode("ab <s>"), (std::vector<TokenId>{2, 3, 5}));
+}
+
 // Loads json; when it loads, encoding and decoding anything must still be safe.
 void load_and_use(const std::string& json) {
   auto tok = Tokenizer::load(json, "");
