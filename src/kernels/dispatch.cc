@@ -28,19 +28,23 @@ void matmul_scalar(ThreadPool& pool, const float* x, std::int64_t n_rows, const 
 // fastest so consecutive tasks share a block of W while it is hot in cache.
 constexpr std::int64_t kBlockN = 64;
 constexpr std::int64_t kBlockM = 64;
+// Streaming calls: one task reads 256 contiguous weight rows, so its prefetches run ahead within
+// its own block rather than into the other thread's.
+constexpr std::int64_t kStreamBlockN = 256;
 
 using BlockFn = void (*)(const MatmulOperands&, const MatmulBlock&);
 
 void run_blocks(ThreadPool& pool, const MatmulOperands& op, BlockFn fn) {
+  const std::int64_t block_n = op.n_rows <= kStreamRows ? kStreamBlockN : kBlockN;
   const std::int64_t m_blocks = (op.n_rows + kBlockM - 1) / kBlockM;
-  const std::int64_t n_blocks = (op.w.rows + kBlockN - 1) / kBlockN;
+  const std::int64_t n_blocks = (op.w.rows + block_n - 1) / block_n;
   pool.run(static_cast<std::size_t>(m_blocks * n_blocks), [&](std::size_t t) {
     const auto mb = static_cast<std::int64_t>(t) % m_blocks;
     const auto nb = static_cast<std::int64_t>(t) / m_blocks;
     MatmulBlock b{.m0 = mb * kBlockM,
                   .m1 = std::min(op.n_rows, (mb + 1) * kBlockM),
-                  .n0 = nb * kBlockN,
-                  .n1 = std::min(op.w.rows, (nb + 1) * kBlockN)};
+                  .n0 = nb * block_n,
+                  .n1 = std::min(op.w.rows, (nb + 1) * block_n)};
     fn(op, b);
   });
 }

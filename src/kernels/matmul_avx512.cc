@@ -15,9 +15,13 @@ namespace {
 
 constexpr int kMr = 4;  // activation rows per micro-tile
 constexpr int kNr = 4;  // weight rows (output columns) per micro-tile
+// Decode-sized calls (n_rows <= kStreamRows) read each weight once, straight from memory: their
+// tiles prefetch the weight rows kPrefetchRows ahead into L2 (measured on the 508 MB lm_head GEMV:
+// 1.7x at 1 row, 1.9x at 4; hardware prefetchers stop at page boundaries).
+constexpr std::int64_t kPrefetchRows = 16 * kNr;
 
 // x: bf16 [rows, ldx] zero-padded to a multiple of 32; w: bf16 rows of k_dim at stride ldw.
-template <int RM, int RN>
+template <int RM, int RN, bool kStream>
 void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w, std::int64_t ldw,
                std::int64_t k_dim, float* y, std::int64_t ldy) {
   __m512 acc[RM][RN];
@@ -27,6 +31,10 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
   for (; k + 32 <= k_dim; k += 32) {
     __m512i wv[RN];
     for (int j = 0; j < RN; ++j) wv[j] = _mm512_loadu_si512(w + j * ldw + k);
+    if constexpr (kStream) {
+      for (int j = 0; j < RN; ++j)
+        _mm_prefetch(reinterpret_cast<const char*>(w + (kPrefetchRows + j) * ldw + k), _MM_HINT_T1);
+    }
     for (int i = 0; i < RM; ++i) {
       const __m512i xv = _mm512_loadu_si512(x + i * ldx + k);
       for (int j = 0; j < RN; ++j)
@@ -102,7 +110,14 @@ template <int RM, int RN>
 struct Bf16Tile {
   static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
-    tile_bf16<RM, RN>(x, ldx, w, ldw, k_dim, y, ldy);
+    tile_bf16<RM, RN, false>(x, ldx, w, ldw, k_dim, y, ldy);
+  }
+};
+template <int RM, int RN>
+struct Bf16StreamTile {
+  static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
+                  std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
+    tile_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
   }
 };
 template <int RM, int RN>
@@ -148,8 +163,13 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   const WeightView& w = op.w;
   switch (w.dtype) {
     case DType::kBF16:
-      run_block<Bf16Tile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data), b,
-                          w.cols, op.y, w.rows);
+      if (op.n_rows <= kStreamRows) {
+        run_block<Bf16StreamTile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data),
+                                  b, w.cols, op.y, w.rows);
+      } else {
+        run_block<Bf16Tile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data), b,
+                            w.cols, op.y, w.rows);
+      }
       return;
     case DType::kF32:
       run_block<F32Tile>(op.x, w.cols, static_cast<const float*>(w.data), b, w.cols, op.y, w.rows);

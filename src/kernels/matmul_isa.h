@@ -19,6 +19,10 @@ struct MatmulOperands {
   std::int64_t n_rows = 0;
 };
 
+// Calls of at most this many activation rows (decode steps) stream their weights from memory:
+// larger column blocks per task and software prefetch (matmul_avx512.cc).
+inline constexpr std::int64_t kStreamRows = 8;
+
 // Output rows [m0, m1) x columns [n0, n1).
 struct MatmulBlock {
   std::int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
