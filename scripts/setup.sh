@@ -11,6 +11,7 @@ apt_packages=(
   libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev
   libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev
   prometheus-cpp-dev python3 python3-jinja2 curl
+  libclang-rt-14-dev wrk nginx-light
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -25,7 +26,16 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
+  # Packages with a service (nginx) must not start it: the tests run their own instances.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee "$policy" >/dev/null
+    $sudo_cmd chmod +x "$policy"
+    own_policy=1
+  fi
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ -z "$own_policy" ] || $sudo_cmd rm -f "$policy"
 fi
 
 # Node packages: the tokenizer/template oracles and the OpenAI SDK the end-to-end tests use.

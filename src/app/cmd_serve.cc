@@ -21,7 +21,7 @@ namespace {
 server::HttpOptions http_options(const config::Options& opts) {
   int http_threads = static_cast<int>(opts.get_int("http-threads"));
   if (http_threads == 0) {
-    http_threads = static_cast<int>(opts.get_int("parallel") + opts.get_int("max-queue") + 16);
+    http_threads = static_cast<int>(opts.get_int("parallel") + opts.get_int("max-queue") + 128);
   }
   return {.host = opts.get_string("host"),
           .port = static_cast<int>(opts.get_int("port")),

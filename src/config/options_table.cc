@@ -119,8 +119,9 @@ std::vector<OptionSpec> build_table() {
       {.name = "http-threads",
        .type = T::kInt,
        .default_text = "0",
-       .help = "HTTP worker threads (0: parallel + max-queue + 16, so idle keep-alive "
-               "connections never block new requests).",
+       .help = "Most connections served at once: one thread each, started on demand and "
+               "retired when idle (0: parallel + max-queue + 128, so streams and idle keep-alive "
+               "connections never make /health or a refusal wait).",
        .scopes = kServe,
        .group = "server",
        .min = 0,

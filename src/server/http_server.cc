@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "server/worker_pool.h"
 #include "util/log.h"
 
 namespace recur::server {
@@ -92,6 +93,17 @@ void write_response(HttpResponse r, httplib::Response& res) {
   }
 }
 
+// httplib's task queue over our on-demand pool: each accepted connection is one job.
+class PoolQueue final : public httplib::TaskQueue {
+ public:
+  PoolQueue(std::size_t min_threads, std::size_t max_threads) : pool_(min_threads, max_threads) {}
+  void enqueue(std::function<void()> fn) override { pool_.enqueue(std::move(fn)); }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  WorkerPool pool_;
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -117,10 +129,8 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
     : impl_(std::make_unique<Impl>(std::move(options), metrics)) {
   Impl& s = *impl_;
-  const int threads = std::max(4, s.options.worker_threads);
-  s.server.new_task_queue = [threads] {
-    return new httplib::ThreadPool(static_cast<size_t>(threads));
-  };
+  const auto threads = static_cast<std::size_t>(std::max(4, s.options.worker_threads));
+  s.server.new_task_queue = [threads] { return new PoolQueue(4, threads); };
   auto secs = [](std::int64_t ms) { return static_cast<time_t>(ms / 1000); };
   auto usecs = [](std::int64_t ms) { return static_cast<time_t>((ms % 1000) * 1000); };
   s.server.set_keep_alive_timeout(std::max<time_t>(1, secs(s.options.keep_alive_ms)));
