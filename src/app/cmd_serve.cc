@@ -58,6 +58,30 @@ void wait_for_signal(cache::PromptCache* cache) {
   }
 }
 
+// Grace period: running and queued requests may finish while new ones get 503; a second signal
+// or the deadline cancels what remains.
+void drain(const engine::Engine& engine, std::chrono::milliseconds grace) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = engine.stats();
+    if (s.active == 0 && s.queued == 0) return;
+    timespec poll{.tv_sec = 0, .tv_nsec = 50'000'000};
+    if (sigtimedwait(&set, nullptr, &poll) > 0) {
+      log::info("second signal: cancelling {} running and {} queued requests", s.active, s.queued);
+      return;
+    }
+  }
+  auto s = engine.stats();
+  if (s.active + s.queued > 0) {
+    log::info("grace period over: cancelling {} running and {} queued requests", s.active,
+              s.queued);
+  }
+}
+
 }  // namespace
 
 int cmd_serve(const config::Options& opts) {
@@ -121,13 +145,7 @@ int cmd_serve(const config::Options& opts) {
 
   wait_for_signal(cache.get());
   service.set_draining();
-  // Grace period: running requests may finish; then whatever remains is cancelled.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto s = engine.stats();
-    if (s.active == 0 && s.queued == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  drain(engine, std::chrono::milliseconds(opts.get_duration_ms("shutdown-grace")));
   engine.stop();
   http.stop();
   listener.join();

@@ -158,6 +158,15 @@ std::vector<OptionSpec> build_table() {
        .group = "server",
        .min = 1,
        .max = 3600.0 * 1000},
+      {.name = "shutdown-grace",
+       .type = T::kDuration,
+       .default_text = "10s",
+       .help = "After SIGTERM/SIGINT: how long running requests may finish (new ones get 503) "
+               "before the rest are cancelled. A second signal cancels at once.",
+       .scopes = kServe,
+       .group = "server",
+       .min = 0,
+       .max = 3600.0 * 1000},
 
       // ---- prompt cache: prefix store (dense KV, shared across sessions of a tenant)
       {.name = "prompt-cache",

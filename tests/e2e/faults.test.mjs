@@ -150,3 +150,38 @@ describe('failing requests never disturb another session\'s cache', () => {
     assert.deepEqual(stats.snapshot.evictions, { lru: 0, ttl: 0 });
   });
 });
+
+describe('SIGTERM with requests in flight', () => {
+  test('new requests get 503, short ones finish, long ones are cancelled at the deadline, exit 0',
+       async () => {
+    const server = await startServer(makeModel('qwen3_5'), ['--parallel', '2', '--ctx-size', '8192',
+                                                            '--shutdown-grace', '1500ms']);
+    const long = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+    const shortBody = JSON.stringify({ model: 'qwen3_5', max_tokens: 40, temperature: 0,
+                                       messages: [{ role: 'user', content: 'Hello' }] });
+    const short = fetch(`${server.base}/v1/chat/completions`, { method: 'POST', body: shortBody });
+    await until(server, (m) => m.active === 2, 'both run');
+    const exited = new Promise((res) => server.proc.on('exit', (code) => res(code)));
+    server.proc.kill('SIGTERM');
+    await until(server, () => true, 'a scrape');  // still answering during the drain
+    const health = await fetch(`${server.base}/health`);
+    assert.equal(health.status, 503);
+    assert.equal((await health.json()).status, 'draining');
+    const refused = await fetch(`${server.base}/v1/chat/completions`, { method: 'POST', body: shortBody });
+    assert.equal(refused.status, 503);
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    const s = await short;
+    assert.equal(s.status, 200);
+    assert.equal((await s.json()).choices[0].finish_reason, 'length');
+    let text = '';
+    const decoder = new TextDecoder();
+    for (;;) {
+      const { value, done } = await long.reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    assert.match(text, /shutting down/);
+    assert.equal(await exited, 0);
+    assert.match(server.log(), /grace period over: cancelling 1 running/);
+  });
+});
