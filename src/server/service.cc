@@ -75,7 +75,11 @@ cache::CacheKey Service::cache_key(const HttpRequest& req, const GenerationField
   key.tenant.cache_salt = gen.cache_salt;
   key.bucket.model_id = options_.model_id;
   key.bucket.template_signature = template_signature;
-  key.session = cache::SessionKey::from_request(gen.prompt_cache_key, gen.user);
+  // X-Session-Id names the conversation where the body does not: the same header a reverse proxy
+  // hashes on for session affinity (docs/operations.md).
+  const std::string header_key = req.header("x-session-id");
+  key.session = cache::SessionKey::from_request(
+      gen.prompt_cache_key.empty() ? std::string_view(header_key) : gen.prompt_cache_key, gen.user);
   return key;
 }
 
