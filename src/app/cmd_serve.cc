@@ -122,8 +122,14 @@ int cmd_serve(const config::Options& opts) {
   std::unique_ptr<chat::ChatFormatter> formatter;
   if (auto f = chat::ChatFormatter::create(*rt->tokenizer); f.is_ok()) {
     formatter = std::make_unique<chat::ChatFormatter>(std::move(f).value());
-  } else {
+  } else if (f.status().code() == StatusCode::kNotFound) {
     log::warn("no chat template: /v1/chat/completions is off ({})", f.status().message());
+  } else {
+    // A template that is there but broken is a broken checkpoint, not a text-only model.
+    log::error("recur serve: {}: {}", opts.get_string("model"), f.status().message());
+    http.stop();
+    listener.join();
+    return kExitFailure;
   }
   SteadyClock clock;
   auto cache = make_prompt_cache(opts, *rt->model, clock);

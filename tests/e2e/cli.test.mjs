@@ -3,6 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { RECUR, makeModel, startServer, tempDir } from './harness.mjs';
 
 const run = (args, env = {}) =>
@@ -51,6 +53,29 @@ test('a missing or broken checkpoint is one clear error', () => {
   const s = run(['serve', '-m', empty, '--port', '0']);
   assert.equal(s.status, 1);
   assert.match(s.stderr, /tokenizer\.json|config\.json/);
+});
+
+test('a truncated or corrupt checkpoint, tokenizer or template stops serve with one clear line', () => {
+  const damage = {
+    'model.safetensors': [(b) => b.subarray(0, b.length >> 1), /model\.safetensors: tensor '.*': data_offsets .* run past the data block/],
+    'tokenizer.json': [(b) => b.subarray(0, b.length >> 1), /tokenizer\.json: invalid JSON near byte \d+/],
+    'config.json': [() => Buffer.from('{"model_type": "qwen3_5", "hidden_size": "big"}'), /config\.json.*hidden_size/],
+    'tokenizer_config.json': [(b) => {
+      const cfg = JSON.parse(b.toString());
+      cfg.chat_template = '{% for m in messages %}{{ m.content }';
+      return Buffer.from(JSON.stringify(cfg));
+    }, /chat template: template syntax error at line 1, column \d+/],
+  };
+  for (const [file, [mangle, message]] of Object.entries(damage)) {
+    const dir = join(tempDir('corrupt'), 'model');
+    cpSync(makeModel('qwen3_5'), dir, { recursive: true });
+    writeFileSync(join(dir, file), mangle(readFileSync(join(dir, file))));
+    const r = run(['serve', '-m', dir, '--port', '0']);
+    assert.equal(r.status, 1, `${file}: ${r.stderr}`);
+    const errors = r.stderr.split('\n').filter((l) => / error /.test(l));
+    assert.equal(errors.length, 1, r.stderr);
+    assert.match(errors[0], message);
+  }
 });
 
 test('recur run prints a completion and throughput', () => {
