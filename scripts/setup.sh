@@ -64,6 +64,7 @@ if [ ! -x "$promtool" ]; then
 fi
 
 cmake_args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
-[ -n "${RECUR_SANITIZE:-}" ] && cmake_args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE")
+# Sanitizer builds are for tests: benchmarks are left out of them.
+[ -n "${RECUR_SANITIZE:-}" ] && cmake_args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE" -DRECUR_BUILD_BENCH=OFF)
 [ -f "$build/build.ninja" ] || cmake "${cmake_args[@]}" >/dev/null
 cmake --build "$build" --parallel "$(nproc)"
