@@ -95,8 +95,22 @@ async function conversation(prefix, session, turns) {
   return out;
 }
 
+// Session ids that the hash sends to each replica (the ring depends on the replicas' ports).
+async function sessionsPerReplica(n) {
+  const byUpstream = new Map();
+  for (let i = 0; i < 64; i++) {
+    const id = `session-${i}`;
+    const r = await fetch(`${base}/v1/models`, { headers: { 'X-Session-Id': id } });
+    await r.arrayBuffer();
+    const up = r.headers.get('x-upstream');
+    byUpstream.set(up, [...(byUpstream.get(up) ?? []), id]);
+  }
+  assert.equal(byUpstream.size, 2, 'both replicas take sessions');
+  return [...byUpstream.values()].flatMap((ids) => ids.slice(0, n));
+}
+
 test('with affinity every turn hits the replica holding the conversation', async () => {
-  const sessions = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+  const sessions = await sessionsPerReplica(3);
   const runs = await Promise.all(sessions.map((s) => conversation('', s, 4)));
   const used = new Set();
   runs.forEach((turns, i) => {
@@ -109,7 +123,7 @@ test('with affinity every turn hits the replica holding the conversation', async
                 `${sessions[i]} turn ${t + 1}: cached ${turns[t].cached} of ${turns[t].prompt}`);
     }
   });
-  assert.equal(used.size, 2, 'the sessions are spread over both replicas');
+  assert.equal(used.size, 2, 'the conversations ran on both replicas');
 });
 
 test('without affinity a follow-up turn lands on the other replica and misses', async () => {
