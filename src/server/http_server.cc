@@ -96,12 +96,21 @@ void write_response(HttpResponse r, httplib::Response& res) {
 // httplib's task queue over our on-demand pool: each accepted connection is one job.
 class PoolQueue final : public httplib::TaskQueue {
  public:
-  PoolQueue(std::size_t min_threads, std::size_t max_threads) : pool_(min_threads, max_threads) {}
+  PoolQueue(std::size_t min_threads, std::size_t max_threads,
+            std::shared_ptr<std::atomic<WorkerPool*>> published)
+      : pool_(min_threads, max_threads), published_(std::move(published)) {
+    published_->store(&pool_);
+  }
+  ~PoolQueue() override { published_->store(nullptr); }
   void enqueue(std::function<void()> fn) override { pool_.enqueue(std::move(fn)); }
-  void shutdown() override { pool_.shutdown(); }
+  void shutdown() override {
+    published_->store(nullptr);
+    pool_.shutdown();
+  }
 
  private:
   WorkerPool pool_;
+  std::shared_ptr<std::atomic<WorkerPool*>> published_;
 };
 
 }  // namespace
@@ -116,6 +125,9 @@ struct HttpServer::Impl {
   std::mutex state_mu;  // guards the two flags below
   bool stop_requested = false;
   bool serving = false;
+  // The live worker pool, for the metrics collector (which may outlive this server); null before
+  // listening and after shutdown. Only HTTP workers render metrics, so the pool outlives a read.
+  std::shared_ptr<std::atomic<WorkerPool*>> pool = std::make_shared<std::atomic<WorkerPool*>>();
 
   Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
 
@@ -130,7 +142,23 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
     : impl_(std::make_unique<Impl>(std::move(options), metrics)) {
   Impl& s = *impl_;
   const auto threads = static_cast<std::size_t>(std::max(4, s.options.worker_threads));
-  s.server.new_task_queue = [threads] { return new PoolQueue(4, threads); };
+  s.server.new_task_queue = [threads, published = s.pool] {
+    return new PoolQueue(4, threads, published);
+  };
+  s.metrics.add_collector([published = s.pool, threads](ServerMetrics& m) {
+    WorkerPool* pool = published->load();
+    if (pool == nullptr) return;
+    WorkerPoolStats st = pool->stats();
+    const char* help = "HTTP worker threads: busy (serving a connection) and idle.";
+    m.set_gauge("recur_http_workers", help, "state=busy", static_cast<double>(st.busy));
+    m.set_gauge("recur_http_workers", help, "state=idle",
+                static_cast<double>(st.threads - st.busy));
+    m.set_gauge("recur_http_workers_max", "--http-threads: connections served at once.", "",
+                static_cast<double>(threads));
+    m.set_gauge("recur_http_waiting_connections",
+                "Accepted connections waiting for a worker (all --http-threads busy).", "",
+                static_cast<double>(st.waiting_jobs));
+  });
   auto secs = [](std::int64_t ms) { return static_cast<time_t>(ms / 1000); };
   auto usecs = [](std::int64_t ms) { return static_cast<time_t>((ms % 1000) * 1000); };
   s.server.set_keep_alive_timeout(std::max<time_t>(1, secs(s.options.keep_alive_ms)));

@@ -92,6 +92,7 @@ struct ServerMetrics::Impl {
   std::map<std::string, prometheus::Family<prometheus::Counter>*, std::less<>> counter_families;
   std::map<std::string, prometheus::Family<prometheus::Gauge>*, std::less<>> gauge_families;
   std::map<std::string, std::uint64_t, std::less<>> last_totals;
+  std::vector<std::function<void(ServerMetrics&)>> collectors;
 };
 
 ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -157,7 +158,18 @@ void ServerMetrics::set_gauge(std::string_view name, std::string_view help, std:
   it->second->Add(parse_labels(labels)).Set(value);
 }
 
-std::string ServerMetrics::render() const {
+void ServerMetrics::add_collector(std::function<void(ServerMetrics&)> collect) {
+  std::lock_guard lock(impl_->mu);
+  impl_->collectors.push_back(std::move(collect));
+}
+
+std::string ServerMetrics::render() {
+  std::vector<std::function<void(ServerMetrics&)>> collectors;
+  {
+    std::lock_guard lock(impl_->mu);
+    collectors = impl_->collectors;
+  }
+  for (auto& c : collectors) c(*this);
   prometheus::TextSerializer serializer;
   return serializer.Serialize(impl_->registry->Collect());
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,7 +46,10 @@ class ServerMetrics {
   void set_gauge(std::string_view name, std::string_view help, std::string_view labels,
                  double value);
 
-  std::string render() const;
+  // Called at the start of every render(), to set gauges owned by other parts (the HTTP pool).
+  void add_collector(std::function<void(ServerMetrics&)> collect);
+
+  std::string render();
 
  private:
   struct Impl;

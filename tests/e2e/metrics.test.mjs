@@ -27,4 +27,12 @@ test('metrics are valid Prometheus text and count tokens, requests and cache act
   assert.ok(value(/^recur_cache_hits_total\{store="snapshot"\} (\S+)$/m) >= 2);
   assert.ok(value(/^recur_cache_supersedes_total\{store="snapshot"\} (\S+)$/m) >= 1);
   assert.equal(value(/^recur_active_sequences (\S+)$/m), 0);
+  // Engine and HTTP pool gauges: the scrape itself occupies one worker.
+  assert.ok(value(/^recur_engine_steps_total (\S+)$/m) > 0);
+  const computed = value(/^recur_computed_tokens_total\{kind="prompt"\} (\S+)$/m);
+  const prompt = value(/^recur_prompt_tokens_total (\S+)$/m);
+  const cached = value(/^recur_cached_prompt_tokens_total (\S+)$/m);
+  assert.equal(computed, prompt - cached, 'every prompt token is either cached or computed');
+  assert.ok(value(/^recur_http_workers\{state="busy"\} (\S+)$/m) >= 1);
+  assert.ok(value(/^recur_http_workers_max (\S+)$/m) >= 4);
 });
