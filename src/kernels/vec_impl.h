@@ -11,6 +11,8 @@
 #error "define RECUR_VEC_NS before including vec_impl.h"
 #endif
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -40,6 +42,7 @@ inline V16 load16(const float* p) {
   return v;
 }
 inline void store16(float* p, V16 v) { __builtin_memcpy(p, &v, sizeof(v)); }
+inline V16 splat16(float x) { return V16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 
 // The fixed pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1; lane 0 is the sum.
 inline float tree_sum(V16 p) {
@@ -66,6 +69,70 @@ inline float dot_lanes(const float* __restrict a, const float* __restrict b, std
     p += load16(ta) * load16(tb);
   }
   return tree_sum(p);
+}
+
+// tree_sum of four vectors at once, each result the same bytes as tree_sum(a_i): the levels of
+// the tree are done on the four vectors side by side (lanes 0-7 of a_i land in one half of t, then
+// quarters, pairs, singles).
+inline V4 tree_sum4(V16 a0, V16 a1, V16 a2, V16 a3) {
+  const V16 t01 =
+      __builtin_shufflevector(a0, a1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+      __builtin_shufflevector(a0, a1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const V16 t23 =
+      __builtin_shufflevector(a2, a3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+      __builtin_shufflevector(a2, a3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const V16 u =
+      __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+      __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const V16 v =
+      u + __builtin_shufflevector(u, u, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  const V16 w =
+      v + __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+  return V4{w[0], w[4], w[8], w[12]};
+}
+
+// c + a·b rounded once, lane-wise: the same bytes on avx2 (two halves) and avx512.
+inline V16 fma16(V16 a, V16 b, V16 c) {
+#ifdef __AVX512F__
+  return (V16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+  const auto lo = [](V16 v) {
+    return (__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  };
+  const auto hi = [](V16 v) {
+    return (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  };
+  const V8 l = (V8)_mm256_fmadd_ps(lo(a), lo(b), lo(c));
+  const V8 h = (V8)_mm256_fmadd_ps(hi(a), hi(b), hi(c));
+  return __builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#endif
+}
+
+// Attention's q·k: lane l accumulates q[i]·k[i] over i ≡ l (mod 16) with fused multiply-adds,
+// then tree_sum; a partial last chunk is zero-padded (adds exact zeros).
+inline V16 attn_chunk(const float* p, std::int64_t i, std::int64_t n) {
+  if (i + kLanes <= n) return load16(p + i);
+  alignas(64) float t[kLanes] = {};
+  for (std::int64_t l = 0; i + l < n; ++l) t[l] = p[i + l];
+  return load16(t);
+}
+inline float attn_dot(const float* q, const float* k, std::int64_t n) {
+  V16 p = {};
+  for (std::int64_t i = 0; i < n; i += kLanes)
+    p = fma16(attn_chunk(q, i, n), attn_chunk(k, i, n), p);
+  return tree_sum(p);
+}
+// attn_dot of q with four keys (same bytes as four attn_dot calls), n a multiple of 16.
+inline V4 attn_dot4(const float* __restrict q, const float* const* k, std::int64_t n) {
+  V16 p0 = {}, p1 = {}, p2 = {}, p3 = {};
+  for (std::int64_t i = 0; i < n; i += kLanes) {
+    const V16 qv = load16(q + i);
+    p0 = fma16(qv, load16(k[0] + i), p0);
+    p1 = fma16(qv, load16(k[1] + i), p1);
+    p2 = fma16(qv, load16(k[2] + i), p2);
+    p3 = fma16(qv, load16(k[3] + i), p3);
+  }
+  return tree_sum4(p0, p1, p2, p3);
 }
 
 inline float sum_squares_lanes(const float* __restrict a, std::int64_t n) {
@@ -130,6 +197,7 @@ inline void attention_query(const float* q, const void* k_cache, const void* v_c
 // for the tile, then every row runs attention_query's arithmetic over them, in its order: the
 // scores, the block max, the correction, then the keys in order (only the keys the row may see).
 inline constexpr std::int64_t kAttnTileRows = kAttentionTileRows;
+inline float exp_poly(float x);  // with the activations below
 
 struct AttnRow {
   const float* q = nullptr;
@@ -144,17 +212,20 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
                                 std::int64_t n, std::int64_t hd, float scale) {
   alignas(64) float p[kAttentionBlock];
   float bm = -std::numeric_limits<float>::infinity();
-  for (std::int64_t jj = 0; jj < n; ++jj) {
-    p[jj] = dot_lanes(row.q, k[jj], hd) * scale;
-    bm = max_f(bm, p[jj]);
+  std::int64_t js = 0;
+  if (hd % kLanes == 0) {
+    for (; js + 4 <= n; js += 4) {
+      const V4 d4 = attn_dot4(row.q, k + js, hd);
+      for (int c = 0; c < 4; ++c) p[js + c] = d4[c] * scale;
+    }
   }
+  for (; js < n; ++js) p[js] = attn_dot(row.q, k[js], hd) * scale;
+  for (js = 0; js < n; ++js) bm = max_f(bm, p[js]);
   const float m_new = max_f(row.m, bm);
   const float corr = std::exp(row.m - m_new);
   float l = row.l * corr;
-  for (std::int64_t jj = 0; jj < n; ++jj) {
-    p[jj] = std::exp(p[jj] - m_new);
-    l += p[jj];
-  }
+  for (js = 0; js < n; ++js) p[js] = exp_poly(p[js] - m_new);
+  for (js = 0; js < n; ++js) l += p[js];
   row.l = l;
   row.m = m_new;
   // Four 16-lane column chunks at a time: independent add chains, each walking the keys in order.
@@ -164,10 +235,11 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
     V16 a2 = load16(row.acc + d + 2 * kLanes) * corr, a3 = load16(row.acc + d + 3 * kLanes) * corr;
     for (std::int64_t jj = 0; jj < n; ++jj) {
       const float* vj = v[jj] + d;
-      a0 += p[jj] * load16(vj);
-      a1 += p[jj] * load16(vj + kLanes);
-      a2 += p[jj] * load16(vj + 2 * kLanes);
-      a3 += p[jj] * load16(vj + 3 * kLanes);
+      const V16 pj = splat16(p[jj]);
+      a0 = fma16(pj, load16(vj), a0);
+      a1 = fma16(pj, load16(vj + kLanes), a1);
+      a2 = fma16(pj, load16(vj + 2 * kLanes), a2);
+      a3 = fma16(pj, load16(vj + 3 * kLanes), a3);
     }
     store16(row.acc + d, a0);
     store16(row.acc + d + kLanes, a1);
@@ -176,12 +248,12 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
   }
   for (; d + kLanes <= hd; d += kLanes) {
     V16 a = load16(row.acc + d) * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) a += p[jj] * load16(v[jj] + d);
+    for (std::int64_t jj = 0; jj < n; ++jj) a = fma16(splat16(p[jj]), load16(v[jj] + d), a);
     store16(row.acc + d, a);
   }
   for (; d < hd; ++d) {
     float a = row.acc[d] * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) a += p[jj] * v[jj][d];
+    for (std::int64_t jj = 0; jj < n; ++jj) a = std::fma(p[jj], v[jj][d], a);
     row.acc[d] = a;
   }
 }

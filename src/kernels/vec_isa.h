@@ -12,7 +12,7 @@ namespace recur::kernels::detail {
 inline constexpr std::int64_t kMaxGateGroup = 8192;
 
 // Query rows (group heads x queries) of one kv head that one attention task computes together.
-inline constexpr std::int64_t kAttentionTileRows = 32;
+inline constexpr std::int64_t kAttentionTileRows = 64;
 
 // Value columns of the gated delta state one prefill task walks through all its tokens.
 inline constexpr std::int64_t kGatedDeltaCols = 64;
