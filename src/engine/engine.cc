@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -126,14 +128,25 @@ bool Engine::idle() const {
 }
 
 void Engine::run() {
+  bool worked_since_trim = false;
   for (;;) {
     {
       std::unique_lock lock(mu_);
+      // After a burst, once idle for a moment, freed memory (prefill scratch of finished
+      // requests, HTTP buffers) goes back to the system rather than staying in malloc's arenas.
+      if (worked_since_trim &&
+          !wake_.wait_for(lock, std::chrono::seconds(2), [&] { return stopping_ || !idle(); })) {
+        lock.unlock();
+        malloc_trim(0);
+        worked_since_trim = false;
+        continue;
+      }
       wake_.wait(lock, [&] { return stopping_ || !idle(); });
       if (stopping_) break;
     }
     admit();
     step();
+    worked_since_trim = true;
   }
   // Shutdown: whatever is queued or running ends as cancelled; nothing more is stored.
   std::deque<std::unique_ptr<Sequence>> queued;
