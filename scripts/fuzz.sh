@@ -23,11 +23,13 @@ declare -A dict=([fuzz_chat_request]=json [fuzz_safetensors]=json [fuzz_config_j
                  [fuzz_tokenizer_json]=json [fuzz_tokenize]=tokenize [fuzz_detokenizer]=
                  [fuzz_jinja]=jinja [fuzz_options]=options)
 
+# Built as OSS-Fuzz builds (-O1, line tables only) and without NDEBUG, so that library assertions
+# (nlohmann's among them) are checked too.
 configure_and_build() {
-  if [[ ! -f $build/build.ninja ]] || ! grep -q '^RECUR_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
-    CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DRECUR_FUZZ=ON \
-      -DRECUR_SANITIZE=address,undefined -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_BENCH=OFF >/dev/null
-  fi
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DRECUR_FUZZ=ON \
+    -DRECUR_SANITIZE=address,undefined -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+    >/dev/null
   ninja -C "$build" -j"$jobs" fuzz_all
 }
 
@@ -136,7 +138,7 @@ run_target() {
     "$([[ -n $cov0 && -n $cov1 ]] && echo "+$((cov1 - cov0)) ($cov1)" || echo '?')")
   if [[ $rc -ne 0 ]]; then
     echo "FAIL $t (exit $rc); log: $log" >&2
-    grep -E 'ERROR|SUMMARY|runtime error|Check failed|deadly signal|timeout|out-of-memory' "$log" |
+    grep -iE 'ERROR|SUMMARY|runtime error|check failed|deadly signal|timeout|out-of-memory' "$log" |
       head -10 >&2 || true
     local crash
     crash=$({ grep -o "Test unit written to .*" "$log" || true; } | tail -1 | sed 's/Test unit written to //')
@@ -145,7 +147,9 @@ run_target() {
   fi
 }
 
+SECONDS=0
 configure_and_build
+build_s=$SECONDS
 make_seeds
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:symbolize=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -158,6 +162,7 @@ printf '\n%-20s %12s %8s %8s %10s\n' target executions exec/s corpus "new cov (t
 for t in "${targets[@]}"; do
   [[ -n ${rows[$t]:-} ]] && echo "${rows[$t]}"
 done
+echo "fuzz: ${SECONDS}s in all (build ${build_s}s)"
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: FAILED: ${failed[*]}" >&2
   exit 1
