@@ -2,8 +2,9 @@
 // generated token), over the generated tokenizer. The pieces pushed out must concatenate to the
 // text a full decode gives, cut where the generation would have stopped.
 //
-// Input: byte 0 = flags (bit 0: skip special tokens; bits 1-2: number of stop strings), then each
-// stop string as a length byte and its bytes, then token ids as 2-byte little-endian values.
+// Input: byte 0 = flags (bit 0: skip special tokens; bits 1-2: number of stop strings; bit 3: the
+// SentencePiece-style byte-fallback tokenizer instead of the byte-level one), then each stop
+// string as a length byte and its bytes, then token ids as 2-byte little-endian values.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "generated_tokenizer.h"
+#include "sentencepiece_tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace {
@@ -60,11 +62,19 @@ std::optional<std::size_t> first_stop(std::string_view text,
 
 // The non-streamed reference: after each token the whole text so far is decoded; generation stops
 // at the first token after which a stop string appears (a character still unfinished at the end
-// of the bytes is not text yet); at the end the full decode.
+// of the bytes, or a byte-fallback run, is not text yet); at the end the full decode.
 std::string expected_text(const tk::Tokenizer& tok, const Input& in, bool& stopped) {
   stopped = false;
   std::span<const tk::TokenId> all(in.ids);
+  bool in_byte_run = false;
   for (std::size_t n = 1; n <= all.size(); ++n) {
+    // A run of byte-fallback tokens is not text yet: a later invalid byte turns all of it into
+    // U+FFFD. Unknown ids and skipped specials do not end a run (the decoder never sees them).
+    std::string_view last = tok.token_text(all[n - 1]);
+    if (!last.empty() && !(in.skip_special && tok.is_special(all[n - 1]))) {
+      in_byte_run = last.size() == 6 && last.substr(0, 3) == "<0x" && last[5] == '>';
+    }
+    if (in_byte_run) continue;
     std::string bytes = tok.decode_bytes(all.first(n), in.skip_special);
     if (tk::detail::utf8_incomplete_tail(bytes) > 0) continue;
     std::string text = tk::detail::utf8_repair(bytes);
@@ -84,7 +94,9 @@ std::string expected_text(const tk::Tokenizer& tok, const Input& in, bool& stopp
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const tk::Tokenizer& tok = recur::fuzz::generated_tokenizer();
+  const bool sentencepiece = size > 0 && (data[0] & 8) != 0;
+  const tk::Tokenizer& tok =
+      sentencepiece ? recur::fuzz::sentencepiece_tokenizer() : recur::fuzz::generated_tokenizer();
   auto in =
       split_input(std::string_view(reinterpret_cast<const char*>(data), size), tok.vocab_size());
   if (!in || in->ids.size() > 512) return 0;

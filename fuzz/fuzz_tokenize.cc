@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "generated_tokenizer.h"
+#include "sentencepiece_tokenizer.h"
 #include "tokenizer/unicode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -19,6 +20,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     tk::detail::unicode_normalize(tk::detail::NormalForm::kNfc, nfc);
     round_trips = nfc == text;
   }
+  // The SentencePiece-style pipeline (byte fallback) has no such round trip ("▁" in the text
+  // decodes to a space): ids in range and valid UTF-8 only.
+  const tk::Tokenizer& sp = recur::fuzz::sentencepiece_tokenizer();
+  for (tk::TokenId id : sp.encode(text)) {
+    RECUR_CHECK(id >= 0 && static_cast<std::size_t>(id) < sp.vocab_size());
+  }
+  RECUR_CHECK(tk::detail::utf8_is_valid(sp.decode(sp.encode(text))));
   for (bool parse_special : {true, false}) {
     std::vector<tk::TokenId> ids = tok.encode(text, {.parse_special = parse_special});
     RECUR_CHECK(text.empty() == ids.empty());

@@ -16,9 +16,25 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer,
   }
 }
 
+namespace {
+
+bool is_byte_token(std::string_view t) {
+  return t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>';
+}
+
+}  // namespace
+
 std::string StreamingDetokenizer::push(TokenId id) {
   if (stopped() || finished_) return {};
   ids_.push_back(id);
+  // A run of byte-fallback tokens decodes as a whole: one invalid byte turns every byte of the
+  // run into U+FFFD ("<0x32><0x9E>" is two, not "2" and one), so nothing of a run is final until
+  // a token the decoder sees ends it. Unknown ids and skipped specials never reach the decoder.
+  std::string_view text = tokenizer_->token_text(id);
+  if (!text.empty() && !(skip_special_ && tokenizer_->is_special(id))) {
+    in_byte_run_ = is_byte_token(text);
+  }
+  if (in_byte_run_) return {};
   std::span<const TokenId> all(ids_);
   std::string prefix = tokenizer_->decode_bytes(all.first(prefix_n_), skip_special_);
   std::string full = tokenizer_->decode_bytes(all, skip_special_);
@@ -35,7 +51,7 @@ void StreamingDetokenizer::keep_context() {
   std::size_t keep = 1;
   while (keep < ids_.size()) {
     std::string_view t = tokenizer_->token_text(ids_[ids_.size() - keep]);
-    bool byte_token = t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>';
+    bool byte_token = is_byte_token(t);
     // "<0x8.>" .. "<0xB.>" are continuation bytes.
     if (!byte_token || !(t[3] == '8' || t[3] == '9' || t[3] == 'A' || t[3] == 'B')) break;
     ++keep;
@@ -48,10 +64,12 @@ std::string StreamingDetokenizer::finish() {
   if (stopped() || finished_) return {};
   finished_ = true;
   std::span<const TokenId> all(ids_);
-  std::string prefix = tokenizer_->decode_bytes(all.first(prefix_n_), skip_special_);
-  std::string full = tokenizer_->decode_bytes(all, skip_special_);
+  // The final decode, as a full decode ends: an unfinished byte-fallback run is one U+FFFD per
+  // byte token. The window starts after a complete character, so the decodes share the prefix.
+  std::string prefix = tokenizer_->decode(all.first(prefix_n_), skip_special_);
+  std::string full = tokenizer_->decode(all, skip_special_);
   std::string fresh;
-  if (full.size() > prefix.size()) fresh = detail::utf8_repair(full.substr(prefix.size()));
+  if (full.size() > prefix.size()) fresh = full.substr(prefix.size());
   return release(std::move(fresh), /*final=*/true);
 }
 

@@ -122,6 +122,7 @@ class StreamingDetokenizer {
   std::vector<TokenId> ids_;  // tokens since the last emission point (the decode window)
   std::size_t prefix_n_ = 0;  // ids_[0, prefix_n_) were already emitted
   std::string held_;          // decoded text held back for stop-string matching
+  bool in_byte_run_ = false;  // the last token the decoder sees is a byte-fallback token
   std::optional<std::size_t> stop_index_;
   bool finished_ = false;
 };

@@ -11,7 +11,8 @@ namespace {
 using testing::real;
 
 const char* kText =
-    "Hello, world! 你好，世界 🦊👩‍👩‍👧 e\xCC\x81 ŧėşŧ\n\n  indented\tcode() { "
+    "Hello, world! 你好，世界 🦊👩‍👩‍👧 e\xCC\x81 ŧėşŧ\n\n  indented\tcode() "
+    "{ "
     "return "
     "42; "
     "}\n"
@@ -105,6 +106,37 @@ TEST(Streaming, UnfinishedCharacterAtTheEndBecomesReplacement) {
 
 namespace recur::tokenizer {
 namespace {
+
+// Found by fuzz_detokenizer: with byte fallback, one invalid byte turns every byte token of its
+// run into U+FFFD, so a run's text is not final until the run ends; the streamed text must still
+// equal the full decode (fuzz/regressions/fuzz_detokenizer).
+TEST(Streaming, ByteFallbackRunsAreFinalOnlyWhenTheyEnd) {
+  std::string json = R"({"decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"},
+      {"type": "Fuse"}]},
+    "model": {"type": "BPE", "byte_fallback": true, "merges": [],
+      "vocab": {"a": 0, "<0x32>": 1, "<0x9E>": 2, "<0x72>": 3, "<0xC5>": 4, "<0xE4>": 5,
+                "<0xBD>": 6, "<0xA0>": 7}}})";
+  auto tok = Tokenizer::load(json, "");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  auto stream_all = [&](std::vector<TokenId> ids, std::vector<std::string> stops = {}) {
+    StreamingDetokenizer stream(*tok, std::move(stops));
+    std::string out;
+    for (TokenId id : ids) out += stream.push(id);
+    return out + stream.finish();
+  };
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(tok->decode(std::vector<TokenId>{1, 2}), fffd + fffd);  // "2" then a stray byte
+  EXPECT_EQ(stream_all({1, 2}), fffd + fffd);
+  EXPECT_EQ(stream_all({1, 2, 0}), fffd + fffd + "a");
+  EXPECT_EQ(stream_all({1, 4}), fffd + fffd);  // an unfinished character at the end
+  EXPECT_EQ(stream_all({5, 6, 7, 0}), "\xE4\xBD\xA0" "a");
+  // "r" inside a run that turns invalid was never text: no stop.
+  EXPECT_EQ(stream_all({3, 2, 0}, {"r"}), fffd + fffd + "a");
+  EXPECT_EQ(stream_all({1, 3, 0, 1}, {"r"}), "2");
+  StreamingDetokenizer held(*tok);
+  EXPECT_EQ(held.push(1), "");  // held until the run ends
+  EXPECT_EQ(held.push(0), "2a");
+}
 
 // Llama 2 style: the decoder drops the "▁" the pre-tokenizer put before the first word only.
 TEST(Streaming, MetaspaceFirstTokenSpace) {
