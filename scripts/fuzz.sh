@@ -18,7 +18,7 @@ targets=("$@")
 # Per target: -max_len and dictionary.
 declare -A max_len=([fuzz_chat_request]=16384 [fuzz_safetensors]=16384 [fuzz_config_json]=8192
                     [fuzz_tokenizer_json]=65536 [fuzz_tokenize]=4096 [fuzz_detokenizer]=2048
-                    [fuzz_jinja]=16384 [fuzz_options]=1024)
+                    [fuzz_jinja]=24576 [fuzz_options]=1024)
 declare -A dict=([fuzz_chat_request]=json [fuzz_safetensors]=json [fuzz_config_json]=json
                  [fuzz_tokenizer_json]=json [fuzz_tokenize]=tokenize [fuzz_detokenizer]=
                  [fuzz_jinja]=jinja [fuzz_options]=options)
