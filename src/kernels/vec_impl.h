@@ -1,5 +1,6 @@
-// Internal to kernels/: the vector forms of attention, the recurrences and the norms, written as
-// plain loops the compiler vectorises. vec_avx2.cc and vec_avx512.cc include this file with their
+// Internal to kernels/: the vector forms of the recurrences, the norms and the activations (and,
+// through vec_attention.h, attention), written as plain loops and 16-lane GCC vectors the compiler
+// maps onto each ISA. vec_avx2.cc and vec_avx512.cc include this file with their
 // ISA flags (and -ffp-contract=off), so both compile the same arithmetic in the same order:
 // - elementwise loops (over head_dim, Dv, d_state) keep the reference's exact order;
 // - reductions use dot_lanes(): 16 running partial sums then a fixed pairwise tree, an order that
@@ -10,8 +11,6 @@
 #ifndef RECUR_VEC_NS
 #error "define RECUR_VEC_NS before including vec_impl.h"
 #endif
-
-#include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
@@ -71,231 +70,8 @@ inline float dot_lanes(const float* __restrict a, const float* __restrict b, std
   return tree_sum(p);
 }
 
-// tree_sum of four vectors at once, each result the same bytes as tree_sum(a_i): the levels of
-// the tree are done on the four vectors side by side (lanes 0-7 of a_i land in one half of t, then
-// quarters, pairs, singles).
-inline V4 tree_sum4(V16 a0, V16 a1, V16 a2, V16 a3) {
-  const V16 t01 =
-      __builtin_shufflevector(a0, a1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-      __builtin_shufflevector(a0, a1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const V16 t23 =
-      __builtin_shufflevector(a2, a3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-      __builtin_shufflevector(a2, a3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const V16 u =
-      __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-      __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  const V16 v =
-      u + __builtin_shufflevector(u, u, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-  const V16 w =
-      v + __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-  return V4{w[0], w[4], w[8], w[12]};
-}
-
-// c + a·b rounded once, lane-wise: the same bytes on avx2 (two halves) and avx512.
-inline V16 fma16(V16 a, V16 b, V16 c) {
-#ifdef __AVX512F__
-  return (V16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#else
-  const auto lo = [](V16 v) {
-    return (__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-  };
-  const auto hi = [](V16 v) {
-    return (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  };
-  const V8 l = (V8)_mm256_fmadd_ps(lo(a), lo(b), lo(c));
-  const V8 h = (V8)_mm256_fmadd_ps(hi(a), hi(b), hi(c));
-  return __builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#endif
-}
-
-// Attention's q·k: lane l accumulates q[i]·k[i] over i ≡ l (mod 16) with fused multiply-adds,
-// then tree_sum; a partial last chunk is zero-padded (adds exact zeros).
-inline V16 attn_chunk(const float* p, std::int64_t i, std::int64_t n) {
-  if (i + kLanes <= n) return load16(p + i);
-  alignas(64) float t[kLanes] = {};
-  for (std::int64_t l = 0; i + l < n; ++l) t[l] = p[i + l];
-  return load16(t);
-}
-inline float attn_dot(const float* q, const float* k, std::int64_t n) {
-  V16 p = {};
-  for (std::int64_t i = 0; i < n; i += kLanes)
-    p = fma16(attn_chunk(q, i, n), attn_chunk(k, i, n), p);
-  return tree_sum(p);
-}
-// attn_dot of q with four keys (same bytes as four attn_dot calls), n a multiple of 16.
-inline V4 attn_dot4(const float* __restrict q, const float* const* k, std::int64_t n) {
-  V16 p0 = {}, p1 = {}, p2 = {}, p3 = {};
-  for (std::int64_t i = 0; i < n; i += kLanes) {
-    const V16 qv = load16(q + i);
-    p0 = fma16(qv, load16(k[0] + i), p0);
-    p1 = fma16(qv, load16(k[1] + i), p1);
-    p2 = fma16(qv, load16(k[2] + i), p2);
-    p3 = fma16(qv, load16(k[3] + i), p3);
-  }
-  return tree_sum4(p0, p1, p2, p3);
-}
-
 inline float sum_squares_lanes(const float* __restrict a, std::int64_t n) {
   return dot_lanes(a, a, n);
-}
-
-// A KV row as f32: f32 rows are used in place, bf16 rows are widened into `buf`.
-inline const float* kv_row_f32(const void* base, std::int64_t elem, std::int64_t n, DType dt,
-                               float* __restrict buf) {
-  if (dt == DType::kF32) return static_cast<const float*>(base) + elem;
-  const std::uint16_t* p = static_cast<const std::uint16_t*>(base) + elem;
-  for (std::int64_t d = 0; d < n; ++d) {
-    const std::uint32_t u = static_cast<std::uint32_t>(p[d]) << 16;
-    float f;
-    __builtin_memcpy(&f, &u, 4);
-    buf[d] = f;
-  }
-  return buf;
-}
-
-inline void attention_query(const float* q, const void* k_cache, const void* v_cache, float* out,
-                            const AttentionShape& s, std::int64_t i, std::int64_t h) {
-  const std::int64_t hd = s.head_dim;
-  const std::int64_t qhs = s.q_head_stride != 0 ? s.q_head_stride : hd;
-  const std::int64_t qts = s.q_token_stride != 0 ? s.q_token_stride : s.n_heads * qhs;
-  const std::int64_t kvh = h / (s.n_heads / s.n_kv_heads);
-  const std::int64_t n_keys = s.pos0 + i + 1;
-  const std::int64_t kv_row = s.n_kv_heads * hd;
-  const float* qh = q + i * qts + h * qhs;
-  alignas(64) float acc[kMaxHeadDim] = {};
-  alignas(64) float buf[kMaxHeadDim];
-  float scores[kAttentionBlock];
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-  for (std::int64_t b0 = 0; b0 < n_keys; b0 += kAttentionBlock) {
-    const std::int64_t b1 = min_i(b0 + kAttentionBlock, n_keys);
-    float bm = -std::numeric_limits<float>::infinity();
-    for (std::int64_t j = b0; j < b1; ++j) {
-      const float* kj = kv_row_f32(k_cache, j * kv_row + kvh * hd, hd, s.kv_dtype, buf);
-      scores[j - b0] = dot_lanes(qh, kj, hd) * s.scale;
-      bm = max_f(bm, scores[j - b0]);
-    }
-    const float m_new = max_f(m, bm);
-    const float corr = std::exp(m - m_new);
-    l *= corr;
-    for (std::int64_t d = 0; d < hd; ++d) acc[d] *= corr;
-    for (std::int64_t j = b0; j < b1; ++j) {
-      const float p = std::exp(scores[j - b0] - m_new);
-      l += p;
-      const float* vj = kv_row_f32(v_cache, j * kv_row + kvh * hd, hd, s.kv_dtype, buf);
-      for (std::int64_t d = 0; d < hd; ++d) acc[d] += p * vj[d];
-    }
-    m = m_new;
-  }
-  float* oh = out + (i * s.n_heads + h) * hd;
-  const float inv_l = 1.0f / l;
-  for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[d] * inv_l;
-}
-
-// A tile of query rows that share one kv head: the group's heads for queries i0 .. i0+n_i-1, row
-// r = query (r / group), head kvh·group + r % group. Each key block's K/V rows are widened once
-// for the tile, then every row runs attention_query's arithmetic over them, in its order: the
-// scores, the block max, the correction, then the keys in order (only the keys the row may see).
-inline constexpr std::int64_t kAttnTileRows = kAttentionTileRows;
-inline float exp_poly(float x);  // with the activations below
-
-struct AttnRow {
-  const float* q = nullptr;
-  std::int64_t n_keys = 0;
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-  float* acc = nullptr;  // [head_dim]
-};
-
-// One row over keys b0 .. b0+n-1 (rows k[jj], v[jj]).
-inline void attention_row_block(AttnRow& row, const float* const* k, const float* const* v,
-                                std::int64_t n, std::int64_t hd, float scale) {
-  alignas(64) float p[kAttentionBlock];
-  float bm = -std::numeric_limits<float>::infinity();
-  std::int64_t js = 0;
-  if (hd % kLanes == 0) {
-    for (; js + 4 <= n; js += 4) {
-      const V4 d4 = attn_dot4(row.q, k + js, hd);
-      for (int c = 0; c < 4; ++c) p[js + c] = d4[c] * scale;
-    }
-  }
-  for (; js < n; ++js) p[js] = attn_dot(row.q, k[js], hd) * scale;
-  for (js = 0; js < n; ++js) bm = max_f(bm, p[js]);
-  const float m_new = max_f(row.m, bm);
-  const float corr = std::exp(row.m - m_new);
-  float l = row.l * corr;
-  for (js = 0; js < n; ++js) p[js] = exp_poly(p[js] - m_new);
-  for (js = 0; js < n; ++js) l += p[js];
-  row.l = l;
-  row.m = m_new;
-  // Four 16-lane column chunks at a time: independent add chains, each walking the keys in order.
-  std::int64_t d = 0;
-  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) {
-    V16 a0 = load16(row.acc + d) * corr, a1 = load16(row.acc + d + kLanes) * corr;
-    V16 a2 = load16(row.acc + d + 2 * kLanes) * corr, a3 = load16(row.acc + d + 3 * kLanes) * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) {
-      const float* vj = v[jj] + d;
-      const V16 pj = splat16(p[jj]);
-      a0 = fma16(pj, load16(vj), a0);
-      a1 = fma16(pj, load16(vj + kLanes), a1);
-      a2 = fma16(pj, load16(vj + 2 * kLanes), a2);
-      a3 = fma16(pj, load16(vj + 3 * kLanes), a3);
-    }
-    store16(row.acc + d, a0);
-    store16(row.acc + d + kLanes, a1);
-    store16(row.acc + d + 2 * kLanes, a2);
-    store16(row.acc + d + 3 * kLanes, a3);
-  }
-  for (; d + kLanes <= hd; d += kLanes) {
-    V16 a = load16(row.acc + d) * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) a = fma16(splat16(p[jj]), load16(v[jj] + d), a);
-    store16(row.acc + d, a);
-  }
-  for (; d < hd; ++d) {
-    float a = row.acc[d] * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) a = std::fma(p[jj], v[jj][d], a);
-    row.acc[d] = a;
-  }
-}
-
-inline void attention_tile(const float* q, const void* k_cache, const void* v_cache, float* out,
-                           const AttentionShape& s, std::int64_t i0, std::int64_t n_i,
-                           std::int64_t kvh) {
-  const std::int64_t hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
-  const std::int64_t qhs = s.q_head_stride != 0 ? s.q_head_stride : hd;
-  const std::int64_t qts = s.q_token_stride != 0 ? s.q_token_stride : s.n_heads * qhs;
-  const std::int64_t kv_row = s.n_kv_heads * hd, n_rows = n_i * group;
-  AttnRow rows[kAttnTileRows];
-  alignas(64) float acc[kAttnTileRows][kMaxHeadDim];
-  for (std::int64_t r = 0; r < n_rows; ++r) {
-    const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
-    rows[r] = {.q = q + i * qts + h * qhs, .n_keys = s.pos0 + i + 1, .acc = acc[r]};
-    for (std::int64_t d = 0; d < hd; ++d) acc[r][d] = 0.0f;
-  }
-  // Widened K/V rows of one block (bf16 caches; f32 rows are used in place).
-  alignas(64) float kbuf[kAttentionBlock * kMaxHeadDim];
-  alignas(64) float vbuf[kAttentionBlock * kMaxHeadDim];
-  const float* kr[kAttentionBlock];
-  const float* vr[kAttentionBlock];
-  const std::int64_t all_keys = rows[n_rows - 1].n_keys;
-  for (std::int64_t b0 = 0; b0 < all_keys; b0 += kAttentionBlock) {
-    const std::int64_t b1 = min_i(b0 + kAttentionBlock, all_keys);
-    for (std::int64_t j = b0; j < b1; ++j) {
-      const std::int64_t e = j * kv_row + kvh * hd;
-      kr[j - b0] = kv_row_f32(k_cache, e, hd, s.kv_dtype, kbuf + (j - b0) * hd);
-      vr[j - b0] = kv_row_f32(v_cache, e, hd, s.kv_dtype, vbuf + (j - b0) * hd);
-    }
-    for (std::int64_t r = 0; r < n_rows; ++r) {
-      const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
-      if (n > 0) attention_row_block(rows[r], kr, vr, n, hd, s.scale);
-    }
-  }
-  for (std::int64_t r = 0; r < n_rows; ++r) {
-    const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
-    float* oh = out + (i * s.n_heads + h) * hd;
-    const float inv_l = 1.0f / rows[r].l;
-    for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[r][d] * inv_l;
-  }
 }
 
 // Same loops as ref::gated_delta_head; the inner loops run over Dv, so vectorising them keeps
@@ -615,3 +391,6 @@ inline void causal_conv1d(const float* x, const float* w, const float* bias, flo
 }
 
 }  // namespace recur::kernels::detail::RECUR_VEC_NS
+
+// Attention's tiles use this file's helpers (tree_sum, exp_poly); same namespace, same flags.
+#include "kernels/vec_attention.h"
