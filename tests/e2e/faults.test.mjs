@@ -152,36 +152,72 @@ describe('failing requests never disturb another session\'s cache', () => {
 });
 
 describe('SIGTERM with requests in flight', () => {
-  test('new requests get 503, short ones finish, long ones are cancelled at the deadline, exit 0',
-       async () => {
-    const server = await startServer(makeModel('qwen3_5'), ['--parallel', '2', '--ctx-size', '8192',
-                                                            '--shutdown-grace', '1500ms']);
-    const long = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
-    const shortBody = JSON.stringify({ model: 'qwen3_5', max_tokens: 40, temperature: 0,
-                                       messages: [{ role: 'user', content: 'Hello' }] });
-    const short = fetch(`${server.base}/v1/chat/completions`, { method: 'POST', body: shortBody });
-    await until(server, (m) => m.active === 2, 'both run');
-    const exited = new Promise((res) => server.proc.on('exit', (code) => res(code)));
-    server.proc.kill('SIGTERM');
-    await until(server, () => true, 'a scrape');  // still answering during the drain
-    const health = await fetch(`${server.base}/health`);
-    assert.equal(health.status, 503);
-    assert.equal((await health.json()).status, 'draining');
-    const refused = await fetch(`${server.base}/v1/chat/completions`, { method: 'POST', body: shortBody });
-    assert.equal(refused.status, 503);
-    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
-    const s = await short;
-    assert.equal(s.status, 200);
-    assert.equal((await s.json()).choices[0].finish_reason, 'length');
+  const chat = (server) => fetch(`${server.base}/v1/chat/completions`, { method: 'POST',
+    body: JSON.stringify({ model: 'qwen3_5', max_tokens: 40, temperature: 0,
+                           messages: [{ role: 'user', content: 'Hello' }] }) });
+  async function readAll(reader) {
     let text = '';
     const decoder = new TextDecoder();
     for (;;) {
-      const { value, done } = await long.reader.read();
-      if (done) break;
+      const { value, done } = await reader.read();
+      if (done) return text;
       text += decoder.decode(value);
     }
-    assert.match(text, /shutting down/);
-    assert.equal(await exited, 0);
-    assert.match(server.log(), /grace period over: cancelling 1 running/);
+  }
+  // Starts a server, runs `body` with it, and makes sure it is gone afterwards whatever happened.
+  async function withServer(args, body) {
+    const server = await startServer(makeModel('qwen3_5'), ['--ctx-size', '8192', ...args]);
+    const exited = new Promise((res) => server.proc.on('exit', (code) => res(code)));
+    try {
+      await body(server, exited);
+    } finally {
+      if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    }
+  }
+
+  test('new requests get 503 while running ones finish; then exit 0', async () => {
+    await withServer(['--shutdown-grace', '60s'], async (server, exited) => {
+      // Long enough to outlast the checks below, short enough to end within the grace period.
+      const running = await open(server, { content: 'Hello', maxTokens: 2000, stream: true });
+      server.proc.kill('SIGTERM');
+      await until(server, () => true, 'a scrape');  // still answering during the drain
+      const health = await fetch(`${server.base}/health`);
+      assert.equal(health.status, 503);
+      assert.equal((await health.json()).status, 'draining');
+      const refused = await chat(server);
+      assert.equal(refused.status, 503);
+      assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+      const text = await readAll(running.reader);
+      assert.match(text, /"finish_reason":"(length|stop)"/);
+      assert.ok(text.trimEnd().endsWith('data: [DONE]'));
+      assert.equal(await exited, 0);
+      assert.doesNotMatch(server.log(), /cancelling/);
+    });
+  });
+
+  test('what is still running at the end of --shutdown-grace is cancelled with an error event',
+       async () => {
+    await withServer(['--shutdown-grace', '0s'], async (server, exited) => {
+      const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+      server.proc.kill('SIGTERM');
+      assert.match(await readAll(running.reader), /shutting down/);
+      assert.equal(await exited, 0);
+      assert.match(server.log(), /grace period over: cancelling 1 running/);
+    });
+  });
+
+  test('a second signal cancels at once', async () => {
+    await withServer(['--shutdown-grace', '600s'], async (server, exited) => {
+      const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+      server.proc.kill('SIGTERM');
+      for (let i = 0; i < 500; i++) {
+        if ((await fetch(`${server.base}/health`)).status === 503) break;
+        await sleep(10);
+      }
+      server.proc.kill('SIGINT');
+      assert.match(await readAll(running.reader), /shutting down/);
+      assert.equal(await exited, 0);
+      assert.match(server.log(), /second signal: cancelling 1 running/);
+    });
   });
 });
