@@ -129,7 +129,9 @@ TEST(Streaming, ByteFallbackRunsAreFinalOnlyWhenTheyEnd) {
   EXPECT_EQ(stream_all({1, 2}), fffd + fffd);
   EXPECT_EQ(stream_all({1, 2, 0}), fffd + fffd + "a");
   EXPECT_EQ(stream_all({1, 4}), fffd + fffd);  // an unfinished character at the end
-  EXPECT_EQ(stream_all({5, 6, 7, 0}), "\xE4\xBD\xA0" "a");
+  EXPECT_EQ(stream_all({5, 6, 7, 0}),
+            "\xE4\xBD\xA0"
+            "a");
   // "r" inside a run that turns invalid was never text: no stop.
   EXPECT_EQ(stream_all({3, 2, 0}, {"r"}), fffd + fffd + "a");
   EXPECT_EQ(stream_all({1, 3, 0, 1}, {"r"}), "2");
