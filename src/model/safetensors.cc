@@ -9,6 +9,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "util/json_depth.h"
+
 namespace recur::model {
 
 namespace {
@@ -18,32 +20,6 @@ constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;
 // Real headers nest 3 deep ({name: {shape: [...]}}); error messages dump() values, which recurses
 // once per level, so a header of "[[[[..." would overflow the stack.
 constexpr int kMaxHeaderDepth = 16;
-
-// Deepest nesting of arrays and objects in JSON text (brackets inside strings do not count).
-int json_depth(std::string_view text) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 struct DTypeSpec {
   const char* text;
@@ -207,7 +183,7 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const std::uint8_t> bytes,
   }
   SafetensorsHeader out;
   out.header_json = std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), header_len);
-  if (json_depth(out.header_json) > kMaxHeaderDepth) {
+  if (json_nesting_depth(out.header_json) > kMaxHeaderDepth) {
     return Error(StatusCode::kDataLoss, "{}: safetensors header nests deeper than {} levels", file,
                  kMaxHeaderDepth);
   }

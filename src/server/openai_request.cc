@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "util/json_depth.h"
+
 namespace recur::server {
 namespace {
 
@@ -258,36 +260,10 @@ std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message
   return std::nullopt;
 }
 
-// Deepest nesting of arrays and objects in JSON text (brackets inside strings do not count).
-int json_depth(std::string_view text) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 // Checked before parsing: dump(), which tools and arguments go through, recurses once per level,
 // so "[[[[..." a few hundred kilobytes deep would overflow the stack.
 Parsed<json> parse_body(std::string_view body, const RequestLimits& limits) {
-  if (json_depth(body) > limits.max_json_depth) {
+  if (json_nesting_depth(body) > limits.max_json_depth) {
     return invalid_request(
         "",
         fmt::format("request body nests arrays and objects deeper than {} levels",
