@@ -49,28 +49,24 @@ Result<ExprPtr> Parser::parse_expression(bool with_condexpr) {
 }
 
 Result<ExprPtr> Parser::parse_or() {
-  RECUR_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
-  ChainGuard chain(depth_);
-  while (is_name("or")) {
-    if (!chain.add()) return too_deep();
-    auto node = make(ExprKind::kOr, cur().offset);
-    ++pos_;
-    RECUR_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
-    node->args.push_back(std::move(left));
-    node->args.push_back(std::move(right));
-    left = std::move(node);
-  }
-  return left;
+  return parse_keyword_chain("or", ExprKind::kOr, &Parser::parse_and);
 }
 
 Result<ExprPtr> Parser::parse_and() {
-  RECUR_ASSIGN_OR_RETURN(ExprPtr left, parse_not());
+  return parse_keyword_chain("and", ExprKind::kAnd, &Parser::parse_not);
+}
+
+// `a KEYWORD b KEYWORD c ...`, left-associative; each link counts against the nesting bound, since
+// the tree it builds is as deep as the chain is long.
+Result<ExprPtr> Parser::parse_keyword_chain(const char* keyword, ExprKind kind,
+                                            Result<ExprPtr> (Parser::*operand)()) {
+  RECUR_ASSIGN_OR_RETURN(ExprPtr left, (this->*operand)());
   ChainGuard chain(depth_);
-  while (is_name("and")) {
+  while (is_name(keyword)) {
     if (!chain.add()) return too_deep();
-    auto node = make(ExprKind::kAnd, cur().offset);
+    auto node = make(kind, cur().offset);
     ++pos_;
-    RECUR_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
+    RECUR_ASSIGN_OR_RETURN(ExprPtr right, (this->*operand)());
     node->args.push_back(std::move(left));
     node->args.push_back(std::move(right));
     left = std::move(node);

@@ -99,6 +99,8 @@ class Parser {
   Result<ExprPtr> parse_or();
   Result<ExprPtr> parse_and();
   Result<ExprPtr> parse_not();
+  Result<ExprPtr> parse_keyword_chain(const char* keyword, ExprKind kind,
+                                      Result<ExprPtr> (Parser::*operand)());
   Result<ExprPtr> parse_compare();
   Result<ExprPtr> parse_binary_level(int level);
   Result<ExprPtr> parse_unary(bool with_filter);
