@@ -42,8 +42,9 @@ Result<std::vector<std::int64_t>> parse_counts(const std::string& text, const ch
 int cmd_bench(const config::Options& opts) {
   const double probe_s = opts.get_float("bench-seconds");
   if (opts.get_string("model").empty()) {
-    ThreadPool pool(opts.get_int("threads") > 0 ? static_cast<int>(opts.get_int("threads"))
-                                                : available_cores());
+    ThreadPool pool(
+        opts.get_int("threads") > 0 ? static_cast<int>(opts.get_int("threads")) : available_cores(),
+        std::chrono::microseconds(opts.get_int("thread-spin")));
     kernels::Ceilings c = kernels::measure_ceilings(pool, probe_s);
     fmt::print(
         "threads {}: bf16 peak {:.1f} GFLOP/s (avx512 {:.1f}, amx {:.1f}), read bandwidth "

@@ -42,7 +42,8 @@ Result<Runtime> load_runtime(const config::Options& opts, std::int64_t max_batch
   RECUR_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::select_isa(wanted));
   rt.n_threads = static_cast<int>(opts.get_int("threads"));
   if (rt.n_threads == 0) rt.n_threads = available_cores();
-  rt.pool = std::make_unique<ThreadPool>(rt.n_threads);
+  rt.pool = std::make_unique<ThreadPool>(rt.n_threads,
+                                         std::chrono::microseconds(opts.get_int("thread-spin")));
 
   RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(dir));
   rt.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));

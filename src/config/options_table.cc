@@ -60,6 +60,17 @@ std::vector<OptionSpec> build_table() {
        .min = 0,
        .max = 1024,
        .short_flag = 't'},
+      {.name = "thread-spin",
+       .type = T::kInt,
+       .default_text = "1000",
+       .help = "Microseconds an idle compute thread spin-waits for the next kernel before it "
+               "sleeps (0: sleep at once). A decode step runs 100-200 short kernels back to back; "
+               "spinning saves a thread wake-up between them. Lower it when recur shares its "
+               "cores with other busy processes.",
+       .scopes = kEngineUsers,
+       .group = "model",
+       .min = 0,
+       .max = 1000000},
       {.name = "isa",
        .type = T::kEnum,
        .default_text = "auto",

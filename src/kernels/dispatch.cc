@@ -1,5 +1,6 @@
 // Per-ISA selection for the kernels with vector paths: matmul, attention and the recurrences.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -28,24 +29,41 @@ void matmul_scalar(ThreadPool& pool, const float* x, std::int64_t n_rows, const 
 // fastest so consecutive tasks share a block of W while it is hot in cache.
 constexpr std::int64_t kBlockN = 64;
 constexpr std::int64_t kBlockM = 64;
-// Streaming calls: one task reads 256 contiguous weight rows, so its prefetches run ahead within
-// its own block rather than into the other thread's.
-constexpr std::int64_t kStreamBlockN = 256;
+
+// Streaming calls (decode) read every weight once from memory, and a task's first rows wait for
+// DRAM until its prefetches run ahead: few long contiguous tasks stream best (on the dev VM a
+// 4096-row matrix read 23.7 GB/s in 256-row tasks, 28.0 in 1024-row tasks, 28.5 in one half per
+// thread). About two tasks per thread, so one descheduled thread costs at most half a share;
+// never over 4096 rows (8 MiB at K 1024), so the tied lm_head still balances.
+std::int64_t stream_block_n(std::int64_t w_rows, int n_threads) {
+  constexpr std::int64_t kGrain = 64, kMin = 256, kMax = 4096;
+  const std::int64_t share = (w_rows + 2 * n_threads - 1) / (2 * n_threads);
+  return std::clamp((share + kGrain - 1) / kGrain * kGrain, kMin, kMax);
+}
 
 using BlockFn = void (*)(const MatmulOperands&, const MatmulBlock&);
 
-void run_blocks(ThreadPool& pool, const MatmulOperands& op, BlockFn fn) {
-  const std::int64_t block_n = op.n_rows <= kStreamRows ? kStreamBlockN : kBlockN;
-  const std::int64_t m_blocks = (op.n_rows + kBlockM - 1) / kBlockM;
-  const std::int64_t n_blocks = (op.w.rows + block_n - 1) / block_n;
-  pool.run(static_cast<std::size_t>(m_blocks * n_blocks), [&](std::size_t t) {
-    const auto mb = static_cast<std::int64_t>(t) % m_blocks;
-    const auto nb = static_cast<std::int64_t>(t) / m_blocks;
-    MatmulBlock b{.m0 = mb * kBlockM,
-                  .m1 = std::min(op.n_rows, (mb + 1) * kBlockM),
-                  .n0 = nb * block_n,
-                  .n1 = std::min(op.w.rows, (nb + 1) * block_n)};
-    fn(op, b);
+struct FusedPart {
+  MatmulOperands op;
+  BlockFn fn = nullptr;
+  std::int64_t block_n = 0;
+  std::int64_t m_blocks = 0;
+  std::int64_t first_task = 0;  // tasks [first_task, first_task + m_blocks * n_blocks)
+};
+
+void run_parts(ThreadPool& pool, const FusedPart* parts, std::size_t n_parts,
+               std::int64_t n_tasks) {
+  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
+    std::size_t i = n_parts - 1;
+    while (static_cast<std::int64_t>(task) < parts[i].first_task) --i;
+    const FusedPart& p = parts[i];
+    const std::int64_t t = static_cast<std::int64_t>(task) - p.first_task;
+    const std::int64_t mb = t % p.m_blocks, nb = t / p.m_blocks;
+    const MatmulBlock b{.m0 = mb * kBlockM,
+                        .m1 = std::min(p.op.n_rows, (mb + 1) * kBlockM),
+                        .n0 = nb * p.block_n,
+                        .n1 = std::min(p.op.w.rows, (nb + 1) * p.block_n)};
+    p.fn(p.op, b);
   });
 }
 
@@ -72,45 +90,69 @@ void for_row_blocks(ThreadPool& pool, std::int64_t n_rows, const Fn& fn) {
 
 }  // namespace
 
-void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w,
-                     float* y, Isa isa) {
-  MatmulOperands op{.x = x, .w = w, .y = y, .n_rows = n_rows};
-  const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = w.cols};
-  const bool bf16 = w.dtype == DType::kBF16;
-  switch (isa) {
-    case Isa::kAmx:
-      if (bf16) {
-        std::uint16_t* packed = scratch<std::uint16_t>(amx_vnni_elements(n_rows, w.cols));
+void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
+                     std::span<const MatmulOut> outs, Isa isa) {
+  if (isa == Isa::kScalar || isa == Isa::kAuto) {
+    for (const MatmulOut& o : outs) matmul_scalar(pool, x, n_rows, o.w, o.y);
+    return;
+  }
+  const std::int64_t k_dim = outs[0].w.cols;
+  const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = k_dim};
+  bool any_bf16 = false;
+  for (const MatmulOut& o : outs) any_bf16 = any_bf16 || o.w.dtype == DType::kBF16;
+  MatmulOperands base{.x = x, .n_rows = n_rows};
+  if (any_bf16) {
+    switch (isa) {
+      case Isa::kAmx: {
+        std::uint16_t* packed = scratch<std::uint16_t>(amx_vnni_elements(n_rows, k_dim));
         for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t) {
           amx_pack_x_block(rows, r0 / kPrepRows, packed);  // kPrepRows == AMX tile rows
         });
-        op.x_vnni = packed;
-        return run_blocks(pool, op, matmul_block_amx);
+        base.x_vnni = packed;
+        break;
       }
-      return run_blocks(pool, op, matmul_block_avx512);
-    case Isa::kAvx512:
-      if (bf16) {
-        op.ld_bf16 = (w.cols + 31) / 32 * 32;
-        std::uint16_t* xb = scratch<std::uint16_t>(n_rows * op.ld_bf16);
+      case Isa::kAvx512: {
+        base.ld_bf16 = (k_dim + 31) / 32 * 32;
+        std::uint16_t* xb = scratch<std::uint16_t>(n_rows * base.ld_bf16);
         for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
-          to_bf16_rows_avx512(rows, r0, r1, op.ld_bf16, xb);
+          to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
         });
-        op.x_bf16 = xb;
+        base.x_bf16 = xb;
+        break;
       }
-      return run_blocks(pool, op, matmul_block_avx512);
-    case Isa::kAvx2:
-      if (bf16) {
-        float* xr = scratch<float>(n_rows * w.cols);
+      case Isa::kAvx2: {
+        float* xr = scratch<float>(n_rows * k_dim);
         for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
           round_rows_avx2(rows, r0, r1, xr);
         });
-        op.x_rounded = xr;
+        base.x_rounded = xr;
+        break;
       }
-      return run_blocks(pool, op, matmul_block_avx2);
-    case Isa::kScalar:
-    case Isa::kAuto:
-      return matmul_scalar(pool, x, n_rows, w, y);
+      case Isa::kScalar:
+      case Isa::kAuto:
+        break;
+    }
   }
+  std::array<FusedPart, kMaxFusedMatmuls> parts;
+  std::size_t n_parts = 0;
+  std::int64_t n_tasks = 0;
+  const std::int64_t m_blocks = (n_rows + kBlockM - 1) / kBlockM;
+  for (const MatmulOut& o : outs) {
+    if (o.w.rows == 0) continue;
+    FusedPart& p = parts[n_parts++];
+    p.op = base;
+    p.op.w = o.w;
+    p.op.y = o.y;
+    const bool bf16 = o.w.dtype == DType::kBF16;
+    p.fn = isa == Isa::kAvx2            ? matmul_block_avx2
+           : (isa == Isa::kAmx && bf16) ? matmul_block_amx
+                                        : matmul_block_avx512;
+    p.block_n = n_rows <= kStreamRows ? stream_block_n(o.w.rows, pool.n_threads()) : kBlockN;
+    p.m_blocks = m_blocks;
+    p.first_task = n_tasks;
+    n_tasks += m_blocks * ((o.w.rows + p.block_n - 1) / p.block_n);
+  }
+  if (n_parts > 0) run_parts(pool, parts.data(), n_parts, n_tasks);
 }
 
 void attention_query(const float* q, const void* k_cache, const void* v_cache, float* out,

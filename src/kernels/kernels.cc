@@ -25,9 +25,18 @@ namespace recur::kernels {
   }
 
 void matmul(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w, float* y) {
-  RECUR_CHECK(n_rows >= 0 && w.rows >= 0 && w.cols >= 0);
-  if (n_rows == 0 || w.rows == 0) return;
-  detail::matmul_dispatch(pool, x, n_rows, w, y, active_isa());
+  const MatmulOut out{.w = w, .y = y};
+  matmul_fused(pool, x, n_rows, std::span<const MatmulOut>(&out, 1));
+}
+
+void matmul_fused(ThreadPool& pool, const float* x, std::int64_t n_rows,
+                  std::span<const MatmulOut> outs) {
+  RECUR_CHECK(n_rows >= 0 && !outs.empty() && outs.size() <= kMaxFusedMatmuls);
+  for (const MatmulOut& o : outs) {
+    RECUR_CHECK(o.w.rows >= 0 && o.w.cols == outs[0].w.cols && o.w.cols >= 0);
+  }
+  if (n_rows == 0) return;
+  detail::matmul_dispatch(pool, x, n_rows, outs, active_isa());
 }
 
 void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64_t n_ids,

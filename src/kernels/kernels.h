@@ -5,7 +5,9 @@
 // query is the same bytes whatever the batch size, the chunking of a sequence and the thread count.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/dtype.h"
 #include "kernels/isa.h"
@@ -19,6 +21,19 @@ namespace recur::kernels {
 // f32 / f16 W: f32 math. Parallel over output columns and rows; the reduction over K has one fixed
 // order per ISA, so a row's result never depends on n_rows, its neighbours or the thread count.
 void matmul(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w, float* y);
+
+// Several Linears over the same x (q/k/v, gate/up, the Gated DeltaNet input projections): one
+// activation conversion and one parallel run over all their output blocks, so a decode step
+// pays one pool dispatch instead of one per matrix. Each y[i] gets the same bytes as
+// matmul(pool, x, n_rows, outs[i].w, outs[i].y). All w.cols must be equal; at most
+// kMaxFusedMatmuls outputs; no y may alias x.
+struct MatmulOut {
+  WeightView w;
+  float* y = nullptr;
+};
+inline constexpr std::size_t kMaxFusedMatmuls = 8;
+void matmul_fused(ThreadPool& pool, const float* x, std::int64_t n_rows,
+                  std::span<const MatmulOut> outs);
 
 // Row ids[i] of `table` [vocab, d] converted to f32 into out[i, :] ([n_ids, d]). Ids are
 // checked by the caller (RECUR_CHECK here).

@@ -147,6 +147,14 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
   }
 }
 
+// A streaming task's first kPrefetchRows weight rows have no tile prefetching them: ask for them
+// all up front so the task starts with a full queue of misses instead of one row's worth.
+void prefetch_block_head(const std::uint16_t* w, const MatmulBlock& b, std::int64_t k_dim) {
+  const auto* p = reinterpret_cast<const char*>(w + b.n0 * k_dim);
+  const std::int64_t bytes = (std::min(b.n1, b.n0 + kPrefetchRows) - b.n0) * k_dim * 2;
+  for (std::int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
+}
+
 }  // namespace
 
 void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, std::int64_t ld,
@@ -164,6 +172,7 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   switch (w.dtype) {
     case DType::kBF16:
       if (op.n_rows <= kStreamRows) {
+        prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         run_block<Bf16StreamTile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data),
                                   b, w.cols, op.y, w.rows);
       } else {

@@ -8,9 +8,10 @@
 
 namespace recur::kernels::detail {
 
-// y = x · Wᵀ on `isa`, parallel over blocks of output columns (and row blocks for big batches).
-void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows, const WeightView& w,
-                     float* y, Isa isa);
+// y_i = x · W_iᵀ for every output on `isa`: one activation preparation, then one parallel run
+// over the blocks of output columns (and row blocks for big batches) of all outputs.
+void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
+                     std::span<const MatmulOut> outs, Isa isa);
 
 void attention_query(const float* q, const void* k_cache, const void* v_cache, float* out,
                      const AttentionShape& shape, std::int64_t i, std::int64_t h, Isa isa);

@@ -75,9 +75,8 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
   float* kr = ctx.scratch->take(n * kv_width);         // [n, n_kv, hd]
   float* vr = ctx.scratch->take(n * kv_width);         // [n, n_kv, hd]
   float* att = ctx.scratch->take(n * w.n_heads * hd);  // [n, n_heads, hd]
-  k::matmul(*ctx.pool, x, n, w.q, q);
-  k::matmul(*ctx.pool, x, n, w.k, kr);
-  k::matmul(*ctx.pool, x, n, w.v, vr);
+  const k::MatmulOut qkv_out[] = {{w.q, q}, {w.k, kr}, {w.v, vr}};
+  k::matmul_fused(*ctx.pool, x, n, qkv_out);
   k::rms_norm(q, w.q_norm.w.data(), q,
               {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw}, w.q_norm.eps,
               w.q_norm.kind);
@@ -130,8 +129,8 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   const std::int64_t n = ctx.n_rows, d_ff = w.gate.rows;
   float* g = ctx.scratch->take(n * d_ff);  // [n, d_ff]
   float* u = ctx.scratch->take(n * d_ff);  // [n, d_ff]
-  k::matmul(*ctx.pool, x, n, w.gate, g);
-  k::matmul(*ctx.pool, x, n, w.up, u);
+  const k::MatmulOut gate_up[] = {{w.gate, g}, {w.up, u}};
+  k::matmul_fused(*ctx.pool, x, n, gate_up);
   k::swiglu(g, u, g, n * d_ff);
   k::matmul(*ctx.pool, g, n, w.down, out);
 }
@@ -175,10 +174,8 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   float* a = ctx.scratch->take(n * hv);       // [n, Hv] → g
   float* g = ctx.scratch->take(n * hv);
   float* beta = ctx.scratch->take(n * hv);
-  k::matmul(*ctx.pool, x, n, w.in_qkv, mixed);
-  k::matmul(*ctx.pool, x, n, w.in_z, z);
-  k::matmul(*ctx.pool, x, n, w.in_b, b);
-  k::matmul(*ctx.pool, x, n, w.in_a, a);
+  const k::MatmulOut in_proj[] = {{w.in_qkv, mixed}, {w.in_z, z}, {w.in_b, b}, {w.in_a, a}};
+  k::matmul_fused(*ctx.pool, x, n, in_proj);
   for (const ChunkRows& c : ctx.chunks) {
     k::causal_conv1d(mixed + c.row0 * cd, w.conv.data(), nullptr, c.seq->conv_window(w.layer),
                      qkv + c.row0 * cd,

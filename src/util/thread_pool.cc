@@ -1,13 +1,29 @@
 #include "util/thread_pool.h"
 
+#include <immintrin.h>
 #include <sched.h>
 
 #include "util/check.h"
 
 namespace recur {
 
-ThreadPool::ThreadPool(int n_threads) {
+namespace {
+
+constexpr std::uint32_t generation_of(std::uint64_t ticket) {
+  return static_cast<std::uint32_t>(ticket >> 32);
+}
+// The index of a generation whose tasks are all done, before the next job is written.
+constexpr std::uint64_t kClosed = 0xffffffffu;
+
+constexpr std::size_t index_of(std::uint64_t ticket) {
+  return static_cast<std::size_t>(ticket & 0xffffffffu);
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, std::chrono::microseconds spin) : spin_(spin) {
   RECUR_CHECK(n_threads >= 1);
+  RECUR_CHECK(spin.count() >= 0);
   workers_.reserve(static_cast<size_t>(n_threads - 1));
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -15,25 +31,45 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-// A worker that woke for job `gen` may only get here after that job finished and a new one began;
-// it must not run the new job's indices with the old (destroyed) function.
-void ThreadPool::drain(const Task& fn, std::size_t gen) {
-  for (;;) {
-    std::size_t i;
-    {
-      std::lock_guard lock(mu_);
-      if (generation_ != gen || next_ >= n_tasks_) return;
-      i = next_++;
+template <typename Done>
+void ThreadPool::await(Done done, std::condition_variable& cv, std::atomic<int>& sleepers) {
+  if (done()) return;
+  if (spin_.count() > 0) {
+    const auto until = std::chrono::steady_clock::now() + spin_;
+    for (int i = 1; !done(); ++i) {
+      _mm_pause();
+      if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
     }
-    fn(i);
-    std::lock_guard lock(mu_);
-    if (++finished_ == n_tasks_) done_.notify_all();
+    if (done()) return;
+  }
+  std::unique_lock lock(mu_);
+  // seq_cst increment, then the check inside wait(): the notifier's seq_cst publish-then-load of
+  // `sleepers` cannot miss us (one of the two sees the other's store), and it notifies under mu_.
+  sleepers.fetch_add(1);
+  cv.wait(lock, done);
+  sleepers.fetch_sub(1);
+}
+
+void ThreadPool::drain(std::uint32_t gen) {
+  for (;;) {
+    std::uint64_t t = ticket_.load();
+    if (generation_of(t) != gen) return;
+    // Possibly already the next job's count, but then the caller has closed this generation
+    // (index kClosed) and the CAS below fails: a successful claim proves n is this job's.
+    const std::size_t n = n_tasks_.load(std::memory_order_relaxed);
+    if (index_of(t) >= n) return;
+    if (!ticket_.compare_exchange_weak(t, t + 1)) continue;
+    job_(index_of(t));
+    if (finished_.fetch_add(1) + 1 == n && sleeping_caller_.load() > 0) {
+      std::lock_guard lock(mu_);
+      done_.notify_all();
+    }
   }
 }
 
@@ -43,35 +79,31 @@ void ThreadPool::run_task(std::size_t n_tasks, Task fn) {
     for (std::size_t i = 0; i < n_tasks; ++i) fn(i);
     return;
   }
-  std::size_t gen;
-  {
+  RECUR_CHECK(n_tasks < kClosed);
+  // The previous generation is closed and all its tasks have returned: no thread reads job_
+  // until it has claimed an index of the generation published below.
+  job_ = fn;
+  n_tasks_.store(n_tasks, std::memory_order_relaxed);
+  finished_.store(0);
+  const std::uint32_t gen = generation_of(ticket_.load()) + 1;
+  ticket_.store(static_cast<std::uint64_t>(gen) << 32);
+  if (sleeping_workers_.load() > 0) {
     std::lock_guard lock(mu_);
-    job_ = &fn;
-    n_tasks_ = n_tasks;
-    next_ = 0;
-    finished_ = 0;
-    gen = ++generation_;
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  drain(fn, gen);
-  std::unique_lock lock(mu_);
-  done_.wait(lock, [&] { return finished_ == n_tasks_; });
-  job_ = nullptr;
-  n_tasks_ = 0;
+  drain(gen);
+  await([&] { return finished_.load() == n_tasks; }, done_, sleeping_caller_);
+  ticket_.store((static_cast<std::uint64_t>(gen) << 32) | kClosed);
 }
 
 void ThreadPool::worker_loop() {
-  std::size_t seen = 0;
+  std::uint32_t seen = 0;
   for (;;) {
-    const Task* job;
-    {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-    }
-    drain(*job, seen);
+    await([&] { return stop_.load() || generation_of(ticket_.load()) != seen; }, wake_,
+          sleeping_workers_);
+    if (stop_.load()) return;
+    seen = generation_of(ticket_.load());
+    drain(seen);
   }
 }
 

@@ -3,10 +3,17 @@
 // Which thread runs which index is not fixed, so callers must make each index's result independent
 // of the thread (recur's kernels split output rows, never a reduction). Not for long-lived jobs.
 // Thread-compatible: one caller at a time (the engine thread).
+//
+// A decode step is ~100-200 short runs back to back. Waking a sleeping thread costs a futex call
+// and, on a VM whose idle vCPU has halted, tens of microseconds before it runs; so idle workers
+// (and the caller waiting for stragglers) first spin for `spin` on an atomic, then sleep.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -15,13 +22,16 @@ namespace recur {
 
 class ThreadPool {
  public:
+  static constexpr std::chrono::microseconds kDefaultSpin{1000};
+
   // n_threads counts the caller: ThreadPool(1) runs everything inline.
-  explicit ThreadPool(int n_threads);
+  explicit ThreadPool(int n_threads, std::chrono::microseconds spin = kDefaultSpin);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int n_threads() const { return static_cast<int>(workers_.size()) + 1; }
+  std::chrono::microseconds spin() const { return spin_; }
   // Any callable fn(std::size_t). It is referenced, not wrapped in a std::function, so a call
   // does not allocate (the kernels run it hundreds of times per decoded token).
   template <typename Fn>
@@ -43,19 +53,27 @@ class ThreadPool {
 
   void run_task(std::size_t n_tasks, Task fn);
   void worker_loop();
-  // Runs tasks of generation `gen` until none are left or a newer job has started.
-  void drain(const Task& fn, std::size_t gen);
+  // Claims and runs tasks of job `gen` until none are left or a newer job has started.
+  void drain(std::uint32_t gen);
+  // Spins up to spin_ while !done(), then sleeps on cv (counting itself in sleepers) until done().
+  template <typename Done>
+  void await(Done done, std::condition_variable& cv, std::atomic<int>& sleepers);
 
   std::vector<std::thread> workers_;
+  const std::chrono::microseconds spin_;
+  // The current job: written by the caller before it publishes a new generation in ticket_.
+  Task job_;
+  std::atomic<std::size_t> n_tasks_{0};
+  // (generation << 32) | next unclaimed index: a worker claims an index only with a CAS that
+  // also checks the generation, so a late worker never runs a new job's index with an old job.
+  std::atomic<std::uint64_t> ticket_{0xffffffffu};
+  std::atomic<std::size_t> finished_{0};
+  std::atomic<bool> stop_{false};
   std::mutex mu_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  const Task* job_ = nullptr;   // guarded by mu_
-  std::size_t n_tasks_ = 0;     // guarded by mu_
-  std::size_t next_ = 0;        // guarded by mu_
-  std::size_t finished_ = 0;    // guarded by mu_
-  std::size_t generation_ = 0;  // guarded by mu_
-  bool stop_ = false;           // guarded by mu_
+  std::condition_variable wake_;  // workers sleeping for a new generation
+  std::condition_variable done_;  // the caller sleeping for stragglers
+  std::atomic<int> sleeping_workers_{0};
+  std::atomic<int> sleeping_caller_{0};
 };
 
 // Threads to use by default: the cores this process may run on.

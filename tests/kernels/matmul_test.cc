@@ -78,7 +78,8 @@ TEST(Matmul, RowsAreBatchAndThreadInvariant) {
   for (Isa isa : runnable_isas()) {
     ScopedIsa scoped(isa);
     for (DType dt : {DType::kBF16, DType::kF32, DType::kF16}) {
-      for (Shape s : {Shape{70, 100}, Shape{200, 1024}, Shape{33, 33}}) {
+      // 2600 outputs: several streaming tasks per call at 1-8 rows (kernels/dispatch.cc).
+      for (Shape s : {Shape{70, 100}, Shape{200, 1024}, Shape{33, 33}, Shape{2600, 40}}) {
         auto w = make_weight(dt, s.n_out, s.k_dim, 11);
         auto x = random_floats(static_cast<std::size_t>(kRows * s.k_dim), 12);
         std::vector<float> full(static_cast<std::size_t>(kRows * s.n_out));
@@ -96,6 +97,47 @@ TEST(Matmul, RowsAreBatchAndThreadInvariant) {
           ASSERT_TRUE(testing::same_bytes(part.data(), full.data() + (n - 1) * s.n_out,
                                           static_cast<std::size_t>(s.n_out)))
               << isa_name(isa) << "/" << dtype_name(dt) << " row " << n - 1 << " alone";
+        }
+      }
+    }
+  }
+}
+
+// matmul_fused over several weights (mixed sizes and dtypes, an empty one) writes exactly the
+// bytes of one matmul call per weight, for decode-sized and prefill-sized row counts, and
+// nothing outside each output.
+TEST(Matmul, FusedEqualsSeparateCalls) {
+  constexpr std::int64_t kK = 96;
+  struct Part {
+    DType dt;
+    std::int64_t n_out;
+  };
+  const std::vector<Part> parts = {{DType::kBF16, 300}, {DType::kBF16, 16},  {DType::kF32, 5},
+                                   {DType::kBF16, 0},   {DType::kF16, 2600}, {DType::kBF16, 1}};
+  std::vector<testing::OwnedWeight> ws;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    ws.push_back(make_weight(parts[i].dt, parts[i].n_out, kK, static_cast<std::uint32_t>(40 + i)));
+  }
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (std::int64_t n_rows : {1, 3, 8, 9, 70}) {
+        auto x = random_floats(static_cast<std::size_t>(n_rows * kK), 50 + n_rows);
+        std::vector<std::vector<float>> fused, separate;
+        std::vector<MatmulOut> outs;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          const auto size = static_cast<std::size_t>(n_rows * parts[i].n_out + 1);
+          fused.emplace_back(size, -3.0f);
+          separate.emplace_back(size, -3.0f);
+          outs.push_back({ws[i].view, fused.back().data()});
+          matmul(pool, x.data(), n_rows, ws[i].view, separate.back().data());
+        }
+        matmul_fused(pool, x.data(), n_rows, outs);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          ASSERT_TRUE(testing::same_bytes(fused[i].data(), separate[i].data(), fused[i].size()))
+              << isa_name(isa) << " threads " << threads << " rows " << n_rows << " part " << i;
+          ASSERT_EQ(fused[i].back(), -3.0f) << "wrote past output " << i;
         }
       }
     }

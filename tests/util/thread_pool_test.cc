@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace recur {
@@ -28,6 +30,48 @@ TEST(ThreadPool, ManyConsecutiveJobsDoNotLoseWork) {
     pool.run(5, [&](size_t i) { sum.fetch_add(static_cast<long>(i)); });
   }
   EXPECT_EQ(sum.load(), 2000L * 10);
+}
+
+// Workers that sleep at once (spin 0), spin briefly, or spin longer than the gaps between jobs
+// must all see every job exactly once, including jobs published while they fall asleep.
+TEST(ThreadPool, EverySpinSettingRunsEveryIndexOnce) {
+  using std::chrono::microseconds;
+  for (microseconds spin : {microseconds(0), microseconds(30), microseconds(5000)}) {
+    ThreadPool pool(3, spin);
+    EXPECT_EQ(pool.spin(), spin);
+    for (int job = 0; job < 300; ++job) {
+      const std::size_t n = 1 + static_cast<std::size_t>(job % 17);
+      std::vector<std::atomic<int>> hits(n);
+      pool.run(n, [&](std::size_t i) { hits[i].fetch_add(1); });
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << spin.count() << " " << job;
+      // Every 50 jobs, a pause longer than the short spin, so workers go to sleep in between.
+      if (job % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+// A task much longer than the spin: the caller, done with its own tasks, sleeps and must be woken
+// by the worker that finishes last.
+TEST(ThreadPool, CallerSleepsUntilTheLastSlowTaskFinishes) {
+  ThreadPool pool(2, std::chrono::microseconds(10));
+  std::atomic<int> done{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.run(2, [&](std::size_t i) {
+    if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    done.fetch_add(1);
+  });
+  EXPECT_EQ(done.load(), 2);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(30));
+}
+
+TEST(ThreadPool, DestroysWhileWorkersSpinOrSleep) {
+  for (int spin_us : {0, 100000}) {
+    ThreadPool pool(4, std::chrono::microseconds(spin_us));
+    std::atomic<int> sum{0};
+    pool.run(8, [&](std::size_t) { sum.fetch_add(1); });
+    EXPECT_EQ(sum.load(), 8);
+  }  // destructor joins: must not hang in either state
 }
 
 TEST(ThreadPool, AvailableCoresIsPositive) { EXPECT_GE(available_cores(), 1); }
