@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include "util/check.h"
 
@@ -14,12 +13,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 // Deterministic token ids spread over the vocabulary.
@@ -67,51 +60,49 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
   PrefillResult best{.n_tokens = n_tokens, .seconds = 1e30};
   const ModelCost cost = model_cost(model);
   const double flops = cost.flops_per_token * static_cast<double>(n_tokens) + cost.head_flops;
-  double best_cpu = 1e30;
   for (int r = 0; r < reps; ++r) {
     auto seq = model.new_sequence();
     model::SeqChunk chunk{seq.get(), ids, model::LogitsWanted::kLast};
     auto t0 = Clock::now();
-    const double c0 = cpu_seconds();
     auto logits = model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1));
-    const double cpu = cpu_seconds() - c0;
     double s = seconds_since(t0);
     RECUR_CHECK_MSG(logits.is_ok(), "bench forward failed");
     best.seconds = std::min(best.seconds, s);
-    best_cpu = std::min(best_cpu, cpu);
   }
   best.tokens_per_s = static_cast<double>(n_tokens) / best.seconds;
   best.flops_per_s = flops / best.seconds;
-  best.cpu_flops_per_s = flops * pool.n_threads() / best_cpu;
   return best;
 }
 
-DecodeResult bench_decode(model::Model& model, ThreadPool& pool, int n_sequences, int n_steps) {
-  std::vector<std::unique_ptr<model::SequenceState>> seqs;
-  std::vector<std::vector<std::int32_t>> next(static_cast<std::size_t>(n_sequences));
+DecodeBench::DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences)
+    : model_(model), pool_(pool), next_(static_cast<std::size_t>(n_sequences)) {
   for (int i = 0; i < n_sequences; ++i) {
-    seqs.push_back(model.new_sequence());
-    auto prompt = tokens(64, model.vocab_size(), i);
-    model::SeqChunk chunk{seqs.back().get(), prompt, model::LogitsWanted::kLast};
+    seqs_.push_back(model.new_sequence());
+    auto prompt = tokens(kPromptTokens, model.vocab_size(), i);
+    model::SeqChunk chunk{seqs_.back().get(), prompt, model::LogitsWanted::kLast};
     RECUR_CHECK(model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1)).is_ok());
-    next[static_cast<std::size_t>(i)] = {static_cast<std::int32_t>(i + 1)};
+    next_[static_cast<std::size_t>(i)] = {static_cast<std::int32_t>(i + 1)};
   }
-  std::vector<model::SeqChunk> batch;
   for (int i = 0; i < n_sequences; ++i) {
-    batch.push_back({seqs[static_cast<std::size_t>(i)].get(), next[static_cast<std::size_t>(i)],
-                     model::LogitsWanted::kLast});
+    batch_.push_back({seqs_[static_cast<std::size_t>(i)].get(), next_[static_cast<std::size_t>(i)],
+                      model::LogitsWanted::kLast});
   }
-  // One untimed step warms the caches and the KV growth.
-  RECUR_CHECK(model.forward(pool, batch).is_ok());
-  auto t0 = Clock::now();
-  const double c0 = cpu_seconds();
-  for (int s = 0; s < n_steps; ++s) RECUR_CHECK(model.forward(pool, batch).is_ok());
-  const double cpu = cpu_seconds() - c0;
-  double secs = seconds_since(t0);
-  return {.n_sequences = n_sequences,
-          .tokens_per_s = n_sequences * n_steps / secs,
-          .steps_per_s = n_steps / secs,
-          .cpu_tokens_per_s = n_sequences * n_steps * pool.n_threads() / cpu};
+  step();  // untimed by the caller: warms the caches and the KV growth
+}
+
+double DecodeBench::step() {
+  const auto t0 = Clock::now();
+  RECUR_CHECK(model_.forward(pool_, batch_).is_ok());
+  return seconds_since(t0);
+}
+
+double DecodeBench::state_bytes_per_step() const {
+  const model::StateLayout& layout = model_.state_layout();
+  const auto n_kv = static_cast<double>(seqs_.front()->n_tokens());
+  // Recurrent and conv states are read and written back; the KV cache is read once.
+  return static_cast<double>(seqs_.size()) *
+         (2.0 * static_cast<double>(layout.fixed_bytes()) +
+          n_kv * static_cast<double>(layout.kv_bytes_per_token()));
 }
 
 }  // namespace recur::app

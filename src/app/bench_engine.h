@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/model.h"
@@ -23,20 +24,26 @@ struct PrefillResult {
   double seconds = 0;
   double tokens_per_s = 0;
   double flops_per_s = 0;
-  // From process CPU time of the same (best) run: n_threads · flops / cpu_seconds, the
-  // undisturbed estimate on a shared machine (time spent descheduled does not count).
-  double cpu_flops_per_s = 0;
 };
 // Best of `reps` single-chunk prefills of n_tokens (logits at the last position only).
 PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens, int reps);
 
-struct DecodeResult {
-  int n_sequences = 0;
-  double tokens_per_s = 0;  // all sequences together
-  double steps_per_s = 0;
-  double cpu_tokens_per_s = 0;  // n_threads · tokens / process CPU seconds
+// n_sequences decoding together after a short prefill each; step() times one decode step, so the
+// caller can interleave each step with a bandwidth probe pass (kernels::ReadProbe).
+class DecodeBench {
+ public:
+  static constexpr std::int64_t kPromptTokens = 64;
+  DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences);
+  double step();  // seconds of one decode step of every sequence
+  // Recurrent-state and KV bytes one step moves besides the weights (all sequences, now).
+  double state_bytes_per_step() const;
+
+ private:
+  model::Model& model_;
+  ThreadPool& pool_;
+  std::vector<std::unique_ptr<model::SequenceState>> seqs_;
+  std::vector<std::vector<std::int32_t>> next_;
+  std::vector<model::SeqChunk> batch_;
 };
-// n_sequences decode together after a short prefill each; timed over n_steps steps.
-DecodeResult bench_decode(model::Model& model, ThreadPool& pool, int n_sequences, int n_steps);
 
 }  // namespace recur::app

@@ -64,23 +64,15 @@ Peak measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds
   return best;
 }
 
-// Bytes/s reading a `bytes` buffer (> LLC) from end to end, the way a decode step streams its
-// weights: each thread reads one contiguous share with 4 independent sums, prefetching 128 KiB
-// ahead (on the 2-core dev VM this gave the same figure as no prefetch, and it is what the
-// streaming matmul does). Whole passes, the best kept: windows shorter than a decode step (the
-// previous probe timed 64 MiB windows) catch short bursts of the host's memory system and
-// overstated the sustainable rate by up to 1.5x there.
 struct Bandwidth {
   double wall = 0;
   double cpu = 0;
 };
 
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
-  constexpr std::int64_t kAheadWords = (std::int64_t{128} << 10) / 8;
   std::uint64_t a = 0, b = 0, c = 0, d = 0;
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __builtin_prefetch(p + i + kAheadWords, 0, 2);
     a += p[i] + p[i + 4];
     b += p[i + 1] + p[i + 5];
     c += p[i + 2] + p[i + 6];
@@ -91,27 +83,15 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
 }
 
 Bandwidth measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds) {
-  const std::int64_t n_words = bytes / 8;
-  std::vector<std::uint64_t> buf(static_cast<std::size_t>(n_words));
-  for (std::int64_t i = 0; i < n_words; ++i)
-    buf[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i);
-  const auto n = static_cast<std::int64_t>(pool.n_threads());
-  std::vector<std::uint64_t> sinks(static_cast<std::size_t>(n));
+  ReadProbe probe(bytes);
   Bandwidth best;
   const auto start = Clock::now();
   for (std::int64_t rep = 0; rep < 8 || seconds_since(start) < 3 * seconds; ++rep) {
-    const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
-    pool.run(static_cast<std::size_t>(n), [&](std::size_t s) {
-      const std::int64_t begin = n_words * static_cast<std::int64_t>(s) / n;
-      const std::int64_t end = n_words * static_cast<std::int64_t>(s + 1) / n;
-      sinks[s] += sum_words(buf.data() + begin, end - begin);
-    });
-    const double bytes_read = static_cast<double>(n_words * 8);
-    best.cpu = std::max(best.cpu, bytes_read * static_cast<double>(n) / (cpu_seconds() - c0));
-    best.wall = std::max(best.wall, bytes_read / seconds_since(t0));
+    best.wall = std::max(best.wall, probe.pass(pool));
+    best.cpu = std::max(
+        best.cpu, static_cast<double>(probe.bytes()) * pool.n_threads() / (cpu_seconds() - c0));
   }
-  __asm__ volatile("" : : "r"(sinks.data()) : "memory");
   return best;
 }
 
@@ -126,6 +106,30 @@ void fill_bf16(std::uint16_t* p, std::int64_t n, std::uint64_t seed) {
 }
 
 }  // namespace
+
+ReadProbe::ReadProbe(std::int64_t bytes) : words_(static_cast<std::size_t>(bytes / 8)) {
+  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] = i;
+}
+
+// Each thread reads one contiguous share with 4 independent sums, left to the hardware
+// prefetcher: on the dev VM this read faster than with software prefetch 32-256 KiB ahead or
+// with 512-bit loads, and no variant of the decode GEMV beat it there.
+// Whole passes: windows shorter than a decode step (the first version timed 64 MiB windows) catch
+// short bursts of the host's memory system and overstated the sustained rate.
+double ReadProbe::pass(ThreadPool& pool) {
+  const auto n = static_cast<std::int64_t>(pool.n_threads());
+  const auto n_words = static_cast<std::int64_t>(words_.size());
+  sinks_.resize(static_cast<std::size_t>(n));
+  const auto t0 = Clock::now();
+  pool.run(static_cast<std::size_t>(n), [&](std::size_t s) {
+    const std::int64_t begin = n_words * static_cast<std::int64_t>(s) / n;
+    const std::int64_t end = n_words * static_cast<std::int64_t>(s + 1) / n;
+    sinks_[s] += sum_words(words_.data() + begin, end - begin);
+  });
+  const double dt = seconds_since(t0);
+  __asm__ volatile("" : : "r"(sinks_.data()) : "memory");
+  return static_cast<double>(bytes()) / dt;
+}
 
 Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
   Ceilings c;

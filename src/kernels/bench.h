@@ -29,6 +29,21 @@ struct Ceilings {
 // Each probe runs for about `seconds` and the best of three is kept.
 Ceilings measure_ceilings(ThreadPool& pool, double seconds);
 
+// The read-bandwidth probe one pass at a time, to interleave with measured work: on a shared host
+// the memory bandwidth moves by 1.5x from one minute to the next (seen on the dev VM), so a ratio
+// is only meaningful between a ceiling and a measurement taken milliseconds apart.
+class ReadProbe {
+ public:
+  explicit ReadProbe(std::int64_t bytes);  // a buffer this large (> LLC), written once
+  // Bytes/s of one whole pass over the buffer on all pool threads.
+  double pass(ThreadPool& pool);
+  std::int64_t bytes() const { return static_cast<std::int64_t>(words_.size()) * 8; }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::vector<std::uint64_t> sinks_;
+};
+
 struct MatmulShape {
   std::string name;
   std::int64_t n_out = 0;  // N, weight rows
