@@ -22,6 +22,24 @@ constexpr int kNr = 4;  // weight rows (output columns) per micro-tile
 // (row_tile_bf16), a single stream the hardware prefetcher serves better than software.
 constexpr std::int64_t kPrefetchRows = 16 * kNr;
 
+// Horizontal sum of one accumulator in a fixed, explicit tree: 256-bit halves, 128-bit halves,
+// lanes (0,2)(1,3), then (0,1), the first operand of each add the same every time. This is GCC's
+// _mm512_reduce_add_ps exactly (so the bytes did not change), written out so that no compiler
+// can pick another order. (Summing the 16 accumulators of a 4x4 tile jointly with the same
+// pairings, 45 instead of ~120 instructions, measured no faster.)
+inline float hsum(__m512 v) {
+  const __m256 a = _mm256_add_ps(_mm512_extractf32x8_ps(v, 1), _mm512_castps512_ps256(v));
+  const __m128 b = _mm_add_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
+  const __m128 c = _mm_add_ps(b, _mm_shuffle_ps(b, b, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
+}
+
+template <int RM, int RN>
+void reduce_store(const __m512 (&acc)[RM][RN], float* y, std::int64_t ldy) {
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) y[i * ldy + j] = hsum(acc[i][j]);
+}
+
 // x: bf16 [rows, ldx] zero-padded to a multiple of 32; w: bf16 rows of k_dim at stride ldw.
 template <int RM, int RN, bool kStream>
 void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w, std::int64_t ldw,
@@ -34,8 +52,11 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
     __m512i wv[RN];
     for (int j = 0; j < RN; ++j) wv[j] = _mm512_loadu_si512(w + j * ldw + k);
     if constexpr (kStream) {
-      for (int j = 0; j < RN; ++j)
-        _mm_prefetch(reinterpret_cast<const char*>(w + (kPrefetchRows + j) * ldw + k), _MM_HINT_T1);
+      // The same lines as rows kPrefetchRows.. at column k, but in address order (the tile's RN
+      // rows are contiguous, ldw == k_dim): one ascending stream of requests (0.87 against 0.83
+      // of the read probe at 4 activation rows on the dev VM).
+      const char* ahead = reinterpret_cast<const char*>(w + kPrefetchRows * ldw);
+      for (int j = 0; j < RN; ++j) _mm_prefetch(ahead + (k / 32 * RN + j) * 64, _MM_HINT_T1);
     }
     for (int i = 0; i < RM; ++i) {
       const __m512i xv = _mm512_loadu_si512(x + i * ldx + k);
@@ -53,8 +74,7 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
         acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)xv, (__m512bh)wv[j]);
     }
   }
-  for (int i = 0; i < RM; ++i)
-    for (int j = 0; j < RN; ++j) y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
+  reduce_store<RM, RN>(acc, y, ldy);
 }
 
 // One activation row against RN weight rows read one after another: a single sequential stream
@@ -78,7 +98,7 @@ void row_tile_bf16(const std::uint16_t* x, const std::uint16_t* w, std::int64_t 
       acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(x + k_main),
                              (__m512bh)_mm512_maskz_loadu_epi16(mask, row + k_main));
     }
-    y[j] = _mm512_reduce_add_ps(acc);
+    y[j] = hsum(acc);
   }
 }
 
@@ -116,8 +136,7 @@ void tile_f32(const float* x, std::int64_t ldx, const W* w, std::int64_t ldw, st
       for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
-  for (int i = 0; i < RM; ++i)
-    for (int j = 0; j < RN; ++j) y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
+  reduce_store<RM, RN>(acc, y, ldy);
 }
 
 // Tile<rm, rn>::run for every edge shape 1..kMr x 1..kNr, indexed by (rm - 1) * kNr + rn - 1.
