@@ -32,26 +32,34 @@ bool is_embedding(const std::string& name) {
 
 }  // namespace
 
+// From the tensors the model reads, not the checkpoint's size: a tied checkpoint may still carry
+// an lm_head that is never loaded (real Qwen3-0.6B does; counting it overstated the bytes of a
+// decode step by 26%).
 ModelCost model_cost(const model::Model& model) {
   double layer_elems = 0, head_elems = 0, embed_elems = 0;
+  double layer_bytes = 0, head_bytes = 0, embed_bytes = 0;
   for (const auto& t : model.tensors()) {
-    if (t.shape.size() != 2) continue;
+    if (t.shape.size() != 2 || t.n_bytes == 0) continue;
     const double elems = static_cast<double>(t.shape[0]) * static_cast<double>(t.shape[1]);
+    const auto bytes = static_cast<double>(t.n_bytes);
     if (t.name.find("lm_head") != std::string::npos) {
       head_elems += elems;
+      head_bytes += bytes;
     } else if (is_embedding(t.name)) {
       embed_elems += elems;
+      embed_bytes += bytes;
     } else {
       layer_elems += elems;
+      layer_bytes += bytes;
     }
   }
-  if (head_elems == 0) head_elems = embed_elems;  // tied: the embedding is the head
-  const double bytes_per_elem =
-      static_cast<double>(model.weight_bytes()) /
-      std::max(1.0, layer_elems + head_elems + (head_elems == embed_elems ? 0 : embed_elems));
+  if (head_elems == 0) {  // tied: the embedding is the head
+    head_elems = embed_elems;
+    head_bytes = embed_bytes;
+  }
   return {.flops_per_token = 2 * layer_elems,
           .head_flops = 2 * head_elems,
-          .decode_step_bytes = (layer_elems + head_elems) * bytes_per_elem};
+          .decode_step_bytes = layer_bytes + head_bytes};
 }
 
 PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens,

@@ -36,6 +36,7 @@ class BindingVisitor final : public TensorVisitor {
     list_->push_back({name, {rows, cols}, need == Need::kRequired});
     const TensorInfo* t = lookup(name, {rows, cols}, need);
     if (t == nullptr) return;
+    list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
     *slot = {.data = t->data, .dtype = to_kernel_dtype(t->dtype), .rows = rows, .cols = cols};
   }
 
@@ -44,6 +45,7 @@ class BindingVisitor final : public TensorVisitor {
     list_->push_back({name, shape, need == Need::kRequired});
     const TensorInfo* t = lookup(name, shape, need);
     if (t == nullptr) return;
+    list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
     const k::DType dt = to_kernel_dtype(t->dtype);
     const auto n = static_cast<std::int64_t>(t->n_bytes) / k::dtype_bytes(dt);
     slot->resize(static_cast<std::size_t>(n));

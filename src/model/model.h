@@ -54,6 +54,7 @@ struct TensorEntry {
   std::string name;
   std::vector<std::int64_t> shape;
   bool required = true;
+  std::int64_t n_bytes = 0;  // in the checkpoint; 0 for an optional tensor it does not have
 };
 
 class Model {

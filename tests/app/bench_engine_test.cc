@@ -1,0 +1,82 @@
+// recur bench's cost model: the bytes a decode step reads come from the tensors the model loads,
+// not from the checkpoint's size (a tied Qwen3 checkpoint carries an lm_head nobody reads).
+#include "app/bench_engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "model/model.h"
+#include "modelgen/generator.h"
+
+namespace recur::app {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ =
+        std::filesystem::path(::testing::TempDir()) / ("recur_app_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::unique_ptr<model::Model> load_generated(const TempDir& dir, modelgen::Family family) {
+  modelgen::GenSpec spec;
+  spec.family = family;
+  const std::string out = dir.file(modelgen::family_name(family));
+  EXPECT_TRUE(modelgen::write_checkpoint(spec, out).is_ok());
+  auto m = model::Model::load(out);
+  EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+  return std::move(*m);
+}
+
+// Sum of 2-D tensors by hand from the geometry: layer matrices once, the (tied) head once.
+TEST(ModelCost, TiedQwen3CountsTheEmbeddingOnceNotTheRedundantLmHead) {
+  TempDir dir;
+  auto m = load_generated(dir, modelgen::Family::kQwen3);
+  ASSERT_NE(m, nullptr);
+  double layer_bytes = 0, embed_bytes = 0, lm_head_in_model = 0;
+  for (const auto& t : m->tensors()) {
+    if (t.shape.size() != 2) continue;
+    if (t.name.find("embed_tokens") != std::string::npos) {
+      embed_bytes += static_cast<double>(t.n_bytes);
+    } else if (t.name.find("lm_head") != std::string::npos) {
+      lm_head_in_model += static_cast<double>(t.n_bytes);
+    } else {
+      layer_bytes += static_cast<double>(t.shape[0] * t.shape[1] * 2);  // bf16
+    }
+  }
+  ASSERT_GT(embed_bytes, 0);
+  EXPECT_EQ(lm_head_in_model, 0) << "a tied model reads no lm_head";
+  const ModelCost cost = model_cost(*m);
+  EXPECT_EQ(cost.decode_step_bytes, layer_bytes + embed_bytes);
+  // The checkpoint holds more: the redundant lm_head and the norms.
+  EXPECT_GT(static_cast<double>(m->weight_bytes()), cost.decode_step_bytes + embed_bytes * 0.99);
+  EXPECT_EQ(cost.flops_per_token, layer_bytes);  // 2 FLOPs per bf16 weight = its 2 bytes
+}
+
+TEST(DecodeBench, StepsAndReportsRecurrentStateTraffic) {
+  TempDir dir;
+  ThreadPool pool(2);
+  for (auto family : {modelgen::Family::kQwen3_5, modelgen::Family::kMamba2}) {
+    auto m = load_generated(dir, family);
+    ASSERT_NE(m, nullptr);
+    DecodeBench bench(*m, pool, 3);
+    EXPECT_GT(bench.step(), 0.0);
+    // Recurrent state is read and written each step, for every sequence.
+    EXPECT_GE(bench.state_bytes_per_step(),
+              3.0 * 2.0 * static_cast<double>(m->state_layout().fixed_bytes()));
+  }
+}
+
+}  // namespace
+}  // namespace recur::app
