@@ -85,33 +85,24 @@ int main(int argc, char** argv) {
                                   : std::string("n/a (no AMX)"));
   fmt::print("| read bandwidth, {} MiB buffer | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
              c.read_bytes_per_s / 1e9);
-  fmt::print("| peak loop from CPU time (undisturbed estimate) | {:.1f} GFLOP/s |\n",
-             c.peak_cpu_flops / 1e9);
-  fmt::print("| read bandwidth from CPU time (undisturbed estimate) | {:.1f} GB/s |\n\n",
-             c.read_cpu_bytes_per_s / 1e9);
+  fmt::print("\n");
   const double peak = c.peak_flops();
   fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");
   fmt::print(
       "Fractions: of the compute peak ({:.1f} GFLOP/s) and of the read bandwidth ({:.1f} GB/s, "
       "weight bytes per call).\n\n",
       peak / 1e9, c.read_bytes_per_s / 1e9);
-  fmt::print(
-      "| shape | N x K | rows | recur GFLOP/s | of peak | of bandwidth | CPU-time estimate "
-      "|{}\n",
-      args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
-  fmt::print("|---|---|---|---|---|---|---|{}\n", args.onednn ? "---|---|---|" : "");
+  fmt::print("| shape | N x K | rows | recur GFLOP/s | of peak | of bandwidth |{}\n",
+             args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
+  fmt::print("|---|---|---|---|---|---|{}\n", args.onednn ? "---|---|---|" : "");
   std::string onednn_impl;
   for (const auto& shape : kernels::qwen35_08b_shapes()) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
     for (std::int64_t rows : args.rows) {
       const auto t = kernels::time_matmul_bf16(pool, shape, rows, args.seconds);
-      fmt::print(
-          "| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% | {} |", shape.name, shape.n_out,
-          shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
-          100 * t.bytes_per_s / c.read_bytes_per_s,
-          rows >= 128
-              ? fmt::format("{:.0f}% of peak", 100 * t.cpu_flops_per_s / c.peak_cpu_flops)
-              : fmt::format("{:.0f}% of bw", 100 * t.cpu_bytes_per_s / c.read_cpu_bytes_per_s));
+      fmt::print("| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% |", shape.name, shape.n_out,
+                 shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
+                 100 * t.bytes_per_s / c.read_bytes_per_s);
 #ifdef RECUR_HAVE_DNNL
       if (args.onednn) {
         const auto o = bench::time_onednn_matmul_bf16(shape, rows, args.seconds);

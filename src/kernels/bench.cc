@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -16,12 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -29,12 +22,7 @@ double seconds_since(Clock::time_point t0) {
 // FLOP/s of `loop` on all threads: repetitions of about 2 ms (calibrated on one thread) for
 // 3 x `seconds`, the best kept. Short repetitions, like single matmul calls, fit between the
 // scheduler's interruptions on a shared machine, so ceilings and timings see the same conditions.
-struct Peak {
-  double wall_flops = 0;
-  double cpu_flops = 0;
-};
-
-Peak measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds) {
+double measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds) {
   std::int64_t iters = 1 << 10;
   for (;;) {
     const auto t0 = Clock::now();
@@ -47,27 +35,19 @@ Peak measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double seconds
     iters *= 4;
   }
   const auto n = static_cast<std::size_t>(pool.n_threads());
-  Peak best;
+  double best = 0;
   const auto start = Clock::now();
   for (int rep = 0; rep < 20 || seconds_since(start) < 3 * seconds; ++rep) {
     std::vector<double> flops(n, 0.0);
     const auto t0 = Clock::now();
-    const double c0 = cpu_seconds();
     pool.run(n, [&](std::size_t i) { flops[i] = loop(iters); });
-    const double cpu = cpu_seconds() - c0;
     const double dt = seconds_since(t0);
     double total = 0;
     for (double f : flops) total += f;
-    best.wall_flops = std::max(best.wall_flops, total / dt);
-    best.cpu_flops = std::max(best.cpu_flops, total * static_cast<double>(n) / cpu);
+    best = std::max(best, total / dt);
   }
   return best;
 }
-
-struct Bandwidth {
-  double wall = 0;
-  double cpu = 0;
-};
 
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
   std::uint64_t a = 0, b = 0, c = 0, d = 0;
@@ -82,15 +62,12 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
   return a + b + c + d;
 }
 
-Bandwidth measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds) {
+double measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds) {
   ReadProbe probe(bytes);
-  Bandwidth best;
+  double best = 0;
   const auto start = Clock::now();
   for (std::int64_t rep = 0; rep < 8 || seconds_since(start) < 3 * seconds; ++rep) {
-    const double c0 = cpu_seconds();
-    best.wall = std::max(best.wall, probe.pass(pool));
-    best.cpu = std::max(
-        best.cpu, static_cast<double>(probe.bytes()) * pool.n_threads() / (cpu_seconds() - c0));
+    best = std::max(best, probe.pass(pool));
   }
   return best;
 }
@@ -135,19 +112,13 @@ Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
   Ceilings c;
   c.n_threads = pool.n_threads();
   if (isa_supported(Isa::kAvx512)) {
-    const Peak p = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
-    c.avx512_bf16_flops = p.wall_flops;
-    c.peak_cpu_flops = p.cpu_flops;
+    c.avx512_bf16_flops = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
   }
   if (isa_supported(Isa::kAmx)) {
-    const Peak p = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
-    c.amx_bf16_flops = p.wall_flops;
-    c.peak_cpu_flops = std::max(c.peak_cpu_flops, p.cpu_flops);
+    c.amx_bf16_flops = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
   }
   c.buffer_bytes = std::int64_t{512} << 20;  // well past any LLC of a 2-64 core part
-  const Bandwidth bw = measure_read_bandwidth(pool, c.buffer_bytes, seconds);
-  c.read_bytes_per_s = bw.wall;
-  c.read_cpu_bytes_per_s = bw.cpu;
+  c.read_bytes_per_s = measure_read_bandwidth(pool, c.buffer_bytes, seconds);
   return c;
 }
 
@@ -186,14 +157,12 @@ MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::i
     return WeightView{w.data() + c * w_elems, DType::kBF16, shape.n_out, shape.k_dim};
   };
   matmul(pool, x.data(), n_rows, view(0), y.data());  // warm-up (scratch, page faults)
-  double best = 1e30, best_cpu = 1e30;
+  double best = 1e30;
   std::int64_t calls = 0;
   const auto t0 = Clock::now();
   do {
     const auto t1 = Clock::now();
-    const double c1 = cpu_seconds();
     matmul(pool, x.data(), n_rows, view(calls % copies), y.data());
-    best_cpu = std::min(best_cpu, cpu_seconds() - c1);
     best = std::min(best, seconds_since(t1));
     ++calls;
   } while (seconds_since(t0) < seconds || calls < 3);
@@ -201,8 +170,6 @@ MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::i
   t.seconds = best;
   t.flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) / best;
   t.bytes_per_s = 2.0 * static_cast<double>(w_elems) / best;
-  t.cpu_flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) * pool.n_threads() / best_cpu;
-  t.cpu_bytes_per_s = 2.0 * static_cast<double>(w_elems) * pool.n_threads() / best_cpu;
   return t;
 }
 

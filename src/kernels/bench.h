@@ -17,10 +17,6 @@ struct Ceilings {
   double amx_bf16_flops = 0;     // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
   double read_bytes_per_s = 0;   // all threads reading a buffer of buffer_bytes
   std::int64_t buffer_bytes = 0;
-  // The best peak loop's FLOP/s from process CPU time (n_threads · flops / cpu_seconds): the
-  // undisturbed peak on a shared machine, the denominator of MatmulTiming::cpu_flops_per_s.
-  double peak_cpu_flops = 0;
-  double read_cpu_bytes_per_s = 0;  // the same for the read bandwidth probe
   double peak_flops() const {
     return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
   }
@@ -57,11 +53,6 @@ struct MatmulTiming {
   double seconds = 0;      // best time of one call
   double flops_per_s = 0;  // 2 · n_rows · N · K / seconds
   double bytes_per_s = 0;  // weight bytes / seconds (the decode-bound quantity)
-  // FLOP/s from process CPU time (best call): n_threads · flops / cpu_seconds. On a shared
-  // machine it estimates the undisturbed speed; it overstates when pool threads sit idle (small
-  // calls), so it is quoted only for compute-bound shapes.
-  double cpu_flops_per_s = 0;
-  double cpu_bytes_per_s = 0;  // weight bytes per CPU-time second, · n_threads
 };
 
 // Times matmul(x [n_rows, K], bf16 W [N, K]) on the active ISA; runs for about `seconds`.
