@@ -199,6 +199,8 @@ describe('SIGTERM with requests in flight', () => {
        async () => {
     await withServer(['--shutdown-grace', '0s'], async (server, exited) => {
       const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+      // The role chunk is written at submission, before the engine admits the request.
+      await until(server, (m) => m.active === 1, 'the request is running');
       server.proc.kill('SIGTERM');
       assert.match(await readAll(running.reader), /shutting down/);
       assert.equal(await exited, 0);
@@ -209,6 +211,7 @@ describe('SIGTERM with requests in flight', () => {
   test('a second signal cancels at once', async () => {
     await withServer(['--shutdown-grace', '600s'], async (server, exited) => {
       const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+      await until(server, (m) => m.active === 1, 'the request is running');
       server.proc.kill('SIGTERM');
       for (let i = 0; i < 500; i++) {
         if ((await fetch(`${server.base}/health`)).status === 503) break;
