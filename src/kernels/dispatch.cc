@@ -29,6 +29,8 @@ void matmul_scalar(ThreadPool& pool, const float* x, std::int64_t n_rows, const 
 // fastest so consecutive tasks share a block of W while it is hot in cache.
 constexpr std::int64_t kBlockN = 64;
 constexpr std::int64_t kBlockM = 64;
+// The lanes kernel's micro-tile is 64 rows x 6 weight rows: blocks of 16 such tiles.
+constexpr std::int64_t kLanesBlockN = 96;
 
 // Streaming calls (decode) read every weight once from memory, and a task's first rows wait for
 // DRAM until its prefetches run ahead: few long contiguous tasks stream best (on the dev VM a
@@ -75,6 +77,13 @@ T* scratch(std::int64_t n) {
   return buf.data();
 }
 
+// The packed activations of the lanes kernel: their own buffer, since x_bf16 is packed from.
+std::uint16_t* scratch_lanes(std::int64_t n) {
+  thread_local std::vector<std::uint16_t> buf;
+  if (static_cast<std::int64_t>(buf.size()) < n) buf.resize(static_cast<std::size_t>(n));
+  return buf.data();
+}
+
 // Runs fn(r0, r1) over blocks of kPrepRows activation rows on the pool (the conversion is a
 // tenth of a large matmul's time; done by one thread it would cap the speed-up).
 constexpr std::int64_t kPrepRows = 16;
@@ -114,9 +123,18 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
       case Isa::kAvx512: {
         base.ld_bf16 = (k_dim + 31) / 32 * 32;
         std::uint16_t* xb = scratch<std::uint16_t>(n_rows * base.ld_bf16);
-        for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
-          to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
-        });
+        if (n_rows < kLanesRows) {
+          for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
+            to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
+          });
+        } else {
+          std::uint16_t* xp = scratch_lanes(lanes_x_elements(n_rows, k_dim));
+          for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
+            to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
+            pack_x_lanes_avx512(xb, base.ld_bf16, n_rows, r0 / kPrepRows, xp);
+          });
+          base.x_lanes = xp;
+        }
         base.x_bf16 = xb;
         break;
       }
@@ -144,10 +162,14 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
     p.op.w = o.w;
     p.op.y = o.y;
     const bool bf16 = o.w.dtype == DType::kBF16;
+    const bool lanes = bf16 && base.x_lanes != nullptr;
     p.fn = isa == Isa::kAvx2            ? matmul_block_avx2
            : (isa == Isa::kAmx && bf16) ? matmul_block_amx
+           : lanes                      ? matmul_block_lanes_avx512
                                         : matmul_block_avx512;
-    p.block_n = n_rows <= kStreamRows ? stream_block_n(o.w.rows, pool.n_threads()) : kBlockN;
+    p.block_n = n_rows <= kStreamRows ? stream_block_n(o.w.rows, pool.n_threads())
+                : lanes               ? kLanesBlockN
+                                      : kBlockN;
     p.m_blocks = m_blocks;
     p.first_task = n_tasks;
     n_tasks += m_blocks * ((o.w.rows + p.block_n - 1) / p.block_n);

@@ -9,11 +9,12 @@
 namespace recur::kernels::detail {
 
 struct MatmulOperands {
-  const float* x = nullptr;               // [n_rows, K] f32 as the caller gave it
-  const std::uint16_t* x_bf16 = nullptr;  // avx512: bf16(x) [n_rows, ld_bf16], zero-padded
-  std::int64_t ld_bf16 = 0;               // K rounded up to 32
-  const float* x_rounded = nullptr;       // avx2: f32(bf16(x)) [n_rows, K]
-  const std::uint16_t* x_vnni = nullptr;  // amx: x packed as tdpbf16ps B tiles (matmul_amx.cc)
+  const float* x = nullptr;                // [n_rows, K] f32 as the caller gave it
+  const std::uint16_t* x_bf16 = nullptr;   // avx512: bf16(x) [n_rows, ld_bf16], zero-padded
+  std::int64_t ld_bf16 = 0;                // K rounded up to 32
+  const float* x_rounded = nullptr;        // avx2: f32(bf16(x)) [n_rows, K]
+  const std::uint16_t* x_vnni = nullptr;   // amx: x packed as tdpbf16ps B tiles (matmul_amx.cc)
+  const std::uint16_t* x_lanes = nullptr;  // avx512, large calls: x packed with rows as lanes
   WeightView w;
   float* y = nullptr;  // [n_rows, w.rows]
   std::int64_t n_rows = 0;
@@ -30,6 +31,17 @@ struct MatmulBlock {
 
 void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
+
+// Calls of at least this many rows on avx512 run matmul_lanes_avx512.cc's kernel (bf16 weights):
+// activations packed with 16 rows per vector, weight pairs broadcast, the same bytes as the tiles.
+inline constexpr std::int64_t kLanesRows = 16;
+// Size (uint16) of the packed activations, and the packing of 16-row group mg from bf16 rows xb
+// [n_rows, ld] (ld a multiple of 32); rows past n_rows are zeros.
+std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim);
+void pack_x_lanes_avx512(const std::uint16_t* xb, std::int64_t ld, std::int64_t n_rows,
+                         std::int64_t mg, std::uint16_t* xp);
+// Blocks must start on a multiple of 64 rows (the micro-tile).
+void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b);
 
 // AMX: x_vnni layout and block granularity are described in matmul_amx.cc.
 // Activation preparation, one block of rows per call so the dispatcher can spread it over the
