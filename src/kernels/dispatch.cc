@@ -77,13 +77,6 @@ T* scratch(std::int64_t n) {
   return buf.data();
 }
 
-// The packed activations of the lanes kernel: their own buffer, since x_bf16 is packed from.
-std::uint16_t* scratch_lanes(std::int64_t n) {
-  thread_local std::vector<std::uint16_t> buf;
-  if (static_cast<std::int64_t>(buf.size()) < n) buf.resize(static_cast<std::size_t>(n));
-  return buf.data();
-}
-
 // Runs fn(r0, r1) over blocks of kPrepRows activation rows on the pool (the conversion is a
 // tenth of a large matmul's time; done by one thread it would cap the speed-up).
 constexpr std::int64_t kPrepRows = 16;
@@ -121,20 +114,19 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
         break;
       }
       case Isa::kAvx512: {
-        base.ld_bf16 = (k_dim + 31) / 32 * 32;
-        std::uint16_t* xb = scratch<std::uint16_t>(n_rows * base.ld_bf16);
-        if (n_rows < kLanesRows) {
-          for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
-            to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
-          });
-        } else {
-          std::uint16_t* xp = scratch_lanes(lanes_x_elements(n_rows, k_dim));
-          for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
-            to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
-            pack_x_lanes_avx512(xb, base.ld_bf16, n_rows, r0 / kPrepRows, xp);
+        if (n_rows >= kLanesRows) {
+          std::uint16_t* xp = scratch<std::uint16_t>(lanes_x_elements(n_rows, k_dim));
+          for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t) {
+            pack_x_lanes_avx512(rows, r0 / kPrepRows, xp);  // kPrepRows == 16 rows per group
           });
           base.x_lanes = xp;
+          break;
         }
+        base.ld_bf16 = (k_dim + 31) / 32 * 32;
+        std::uint16_t* xb = scratch<std::uint16_t>(n_rows * base.ld_bf16);
+        for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
+          to_bf16_rows_avx512(rows, r0, r1, base.ld_bf16, xb);
+        });
         base.x_bf16 = xb;
         break;
       }

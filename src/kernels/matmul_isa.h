@@ -32,17 +32,6 @@ struct MatmulBlock {
 void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
 
-// Calls of at least this many rows on avx512 run matmul_lanes_avx512.cc's kernel (bf16 weights):
-// activations packed with 16 rows per vector, weight pairs broadcast, the same bytes as the tiles.
-inline constexpr std::int64_t kLanesRows = 16;
-// Size (uint16) of the packed activations, and the packing of 16-row group mg from bf16 rows xb
-// [n_rows, ld] (ld a multiple of 32); rows past n_rows are zeros.
-std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim);
-void pack_x_lanes_avx512(const std::uint16_t* xb, std::int64_t ld, std::int64_t n_rows,
-                         std::int64_t mg, std::uint16_t* xp);
-// Blocks must start on a multiple of 64 rows (the micro-tile).
-void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b);
-
 // AMX: x_vnni layout and block granularity are described in matmul_amx.cc.
 // Activation preparation, one block of rows per call so the dispatcher can spread it over the
 // pool; compiled with each ISA's flags so the conversion loops vectorise (same rounding as
@@ -61,5 +50,15 @@ std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim);
 // The 16-row block mb of the AMX packed layout.
 void amx_pack_x_block(const ActivationRows& a, std::int64_t mb, std::uint16_t* out);
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b);
+
+// Calls of at least this many rows on avx512 run matmul_lanes_avx512.cc's kernel (bf16 weights):
+// activations packed with 16 rows per vector, weight pairs broadcast, the same bytes as the tiles.
+inline constexpr std::int64_t kLanesRows = 16;
+// Size (uint16) of the packed activations, and the packing of 16-row group mg straight from the
+// f32 rows (rounded as f32_to_bf16); rows past n_rows and K past k_dim are zeros.
+std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim);
+void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t mg, std::uint16_t* xp);
+// Blocks must start on a multiple of 64 rows (the micro-tile).
+void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b);
 
 }  // namespace recur::kernels::detail

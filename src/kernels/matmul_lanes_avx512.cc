@@ -60,6 +60,22 @@ void transpose16(__m512i (&r)[16]) {
   }
 }
 
+// 32 floats (two vectors) rounded to bf16 exactly as f32_to_bf16 (nearest even, NaN kept quiet),
+// in order: 16 bf16 pairs.
+__m512i to_bf16_pairs(__m512 a, __m512 b) {
+  auto round = [](__m512 f) {
+    const __m512i u = _mm512_castps_si512(f);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+  };
+  return _mm512_inserti64x4(_mm512_castsi256_si512(round(a)), round(b), 1);
+}
+
 std::uint32_t load_pair(const std::uint16_t* p) {
   std::uint32_t v;
   std::memcpy(&v, p, sizeof v);
@@ -95,21 +111,25 @@ bool merge_lane(int s, __m512 (&acc)[G][NC], __m512 (*held)[G][NC]) {
 // in the packed layout, chunk stride per lane `chunks`.
 template <int G, int NC>
 void lanes_tile(const std::uint16_t* xp, std::int64_t chunks, const std::uint16_t* w,
-                std::int64_t ldw, std::int64_t k_dim, std::int64_t rows, float* y,
-                std::int64_t ldy) {
+                std::int64_t ldw, std::int64_t k_dim, std::int64_t rows, float* y, std::int64_t ldy,
+                const std::uint16_t* next) {
   const std::int64_t full = k_dim / 32;
-  const std::int64_t group_stride = kLanes * chunks * 32;  // uint16 per packed row group
   alignas(64) __m512 held[4][G][NC];
   __m512 acc[G][NC];
   for (int s = 0; s < kLanes; ++s) {
     const int l = kLaneOrder[static_cast<std::size_t>(s)];
     for (int g = 0; g < G; ++g)
       for (int n = 0; n < NC; ++n) acc[g][n] = _mm512_setzero_ps();
-    const std::uint16_t* xl = xp + l * chunks * 32;
+    const std::uint16_t* xl = xp + l * chunks * G * 32;
     const std::uint16_t* wl = w + 2 * l;
+    // The next tile's weight rows, one per lane pass, a line per chunk: its first pass would
+    // otherwise wait on memory for every line (a matrix larger than the caches, like lm_head).
+    const char* ahead =
+        next != nullptr && s < kCols ? reinterpret_cast<const char*>(next + s * ldw) : nullptr;
     for (std::int64_t c = 0; c < full; ++c) {
+      if (ahead != nullptr) _mm_prefetch(ahead + c * 64, _MM_HINT_T0);
       __m512i xv[G];
-      for (int g = 0; g < G; ++g) xv[g] = _mm512_loadu_si512(xl + g * group_stride + c * 32);
+      for (int g = 0; g < G; ++g) xv[g] = _mm512_loadu_si512(xl + (c * G + g) * 32);
       for (int n = 0; n < NC; ++n) {
         const __m512i wb = _mm512_set1_epi32(static_cast<int>(load_pair(wl + n * ldw + c * 32)));
         for (int g = 0; g < G; ++g)
@@ -118,7 +138,7 @@ void lanes_tile(const std::uint16_t* xp, std::int64_t chunks, const std::uint16_
     }
     if (full < chunks) {
       __m512i xv[G];
-      for (int g = 0; g < G; ++g) xv[g] = _mm512_loadu_si512(xl + g * group_stride + full * 32);
+      for (int g = 0; g < G; ++g) xv[g] = _mm512_loadu_si512(xl + (full * G + g) * 32);
       for (int n = 0; n < NC; ++n) {
         const std::uint32_t pair = tail_pair(w + n * ldw, k_dim, full * 32 + 2 * l);
         const __m512i wb = _mm512_set1_epi32(static_cast<int>(pair));
@@ -153,34 +173,53 @@ std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim) {
   return (n_rows + kLanes - 1) / kLanes * kLanes * ((k_dim + 31) / 32 * 32);
 }
 
-void pack_x_lanes_avx512(const std::uint16_t* xb, std::int64_t ld, std::int64_t n_rows,
-                         std::int64_t mg, std::uint16_t* xp) {
-  const std::int64_t chunks = ld / 32;
-  std::uint16_t* out = xp + mg * kLanes * chunks * 32;
+void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t mg, std::uint16_t* xp) {
+  const std::int64_t chunks = (a.k_dim + 31) / 32;
+  // The groups of one micro-tile's 64 rows interleave per (lane, chunk): one ascending stream.
+  const std::int64_t block = mg / kGroups, g = mg % kGroups;
+  const std::int64_t groups =
+      std::min<std::int64_t>(kGroups, (a.n_rows + kLanes - 1) / kLanes - block * kGroups);
+  std::uint16_t* out = xp + block * kGroups * kLanes * chunks * 32 + g * 32;
   const std::int64_t r0 = mg * kLanes;
+  const int valid = static_cast<int>(std::min<std::int64_t>(kLanes, a.n_rows - r0));
   for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t k = c * 32, left = a.k_dim - k;
+    const __mmask16 lo = _cvtu32_mask16(left >= 16 ? 0xffffu : (1u << left) - 1u);
+    const __mmask16 hi = _cvtu32_mask16(left >= 32   ? 0xffffu
+                                        : left <= 16 ? 0u
+                                                     : (1u << (left - 16)) - 1u);
     __m512i r[16];
     for (int i = 0; i < kLanes; ++i) {
-      r[i] = r0 + i < n_rows ? _mm512_loadu_si512(xb + (r0 + i) * ld + c * 32)
-                             : _mm512_setzero_si512();
+      if (i >= valid) {
+        r[i] = _mm512_setzero_si512();
+        continue;
+      }
+      const float* src = a.x + (r0 + i) * a.k_dim + k;
+      r[i] = to_bf16_pairs(_mm512_maskz_loadu_ps(lo, src), _mm512_maskz_loadu_ps(hi, src + 16));
     }
     transpose16(r);
-    for (int l = 0; l < kLanes; ++l) _mm512_storeu_si512(out + (l * chunks + c) * 32, r[l]);
+    for (int l = 0; l < kLanes; ++l)
+      _mm512_storeu_si512(out + (l * chunks + c) * groups * 32, r[l]);
   }
 }
 
 void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   const auto* w = static_cast<const std::uint16_t*>(op.w.data);
-  const std::int64_t k_dim = op.w.cols, chunks = op.ld_bf16 / 32, ldy = op.w.rows;
+  const std::int64_t k_dim = op.w.cols, chunks = (k_dim + 31) / 32, ldy = op.w.rows;
   const std::int64_t group_elems = kLanes * chunks * 32;
   for (std::int64_t m = b.m0; m < b.m1; m += kGroups * kLanes) {
     const std::int64_t rows = std::min<std::int64_t>(kGroups * kLanes, b.m1 - m);
     const int groups = static_cast<int>((rows + kLanes - 1) / kLanes);
     for (std::int64_t n = b.n0; n < b.n1; n += kCols) {
       const int cols = static_cast<int>(std::min<std::int64_t>(kCols, b.n1 - n));
+      const std::int64_t n_next = n + kCols < b.n1 ? n + kCols : b.n0;  // then the next rows
+      const std::uint16_t* next =
+          n_next + kCols <= op.w.rows && (n + kCols < b.n1 || m + kGroups * kLanes < b.m1)
+              ? w + n_next * k_dim
+              : nullptr;
       kTiles[static_cast<std::size_t>((groups - 1) * kCols + cols - 1)](
           op.x_lanes + m / kLanes * group_elems, chunks, w + n * k_dim, k_dim, k_dim, rows,
-          op.y + m * ldy + n, ldy);
+          op.y + m * ldy + n, ldy, next);
     }
   }
 }
