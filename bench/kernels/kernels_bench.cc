@@ -18,6 +18,8 @@
 
 namespace {
 
+constexpr int kRounds = 3;
+
 struct Args {
   int threads = 0;
   double seconds = 0.3;
@@ -99,13 +101,27 @@ int main(int argc, char** argv) {
   for (const auto& shape : kernels::qwen35_08b_shapes()) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
     for (std::int64_t rows : args.rows) {
-      const auto t = kernels::time_matmul_bf16(pool, shape, rows, args.seconds);
+      // recur and oneDNN take turns, best call of each kept, so a period in which the host
+      // slows this VM falls on both instead of on whichever happened to run then.
+      kernels::MatmulTiming t;
+#ifdef RECUR_HAVE_DNNL
+      bench::OnednnTiming o;
+#endif
+      for (int round = 0; round < kRounds; ++round) {
+        const auto tr = kernels::time_matmul_bf16(pool, shape, rows, args.seconds / kRounds);
+        if (tr.flops_per_s > t.flops_per_s) t = tr;
+#ifdef RECUR_HAVE_DNNL
+        if (args.onednn) {
+          auto orr = bench::time_onednn_matmul_bf16(shape, rows, args.seconds / kRounds);
+          if (orr.timing.flops_per_s > o.timing.flops_per_s) o = std::move(orr);
+        }
+#endif
+      }
       fmt::print("| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% |", shape.name, shape.n_out,
                  shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
                  100 * t.bytes_per_s / c.read_bytes_per_s);
 #ifdef RECUR_HAVE_DNNL
       if (args.onednn) {
-        const auto o = bench::time_onednn_matmul_bf16(shape, rows, args.seconds);
         onednn_impl = o.impl;
         fmt::print(" {:.1f} | {:.0f}% | {:.2f} |", o.timing.flops_per_s / 1e9,
                    100 * o.timing.flops_per_s / peak, t.flops_per_s / o.timing.flops_per_s);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -17,12 +16,12 @@ OnednnTiming time_onednn_matmul_bf16(const kernels::MatmulShape& shape, std::int
   using Clock = std::chrono::steady_clock;
   const std::int64_t w_elems = shape.n_out * shape.k_dim;
   const std::int64_t copies = std::max<std::int64_t>(1, (std::int64_t{128} << 20) / (w_elems * 2));
+  // Distinct contents per copy, as for recur's matmul (identical pages may be merged by the host).
   std::vector<std::uint16_t> w(static_cast<std::size_t>(w_elems * copies));
-  for (std::int64_t i = 0; i < w_elems; ++i)
-    w[static_cast<std::size_t>(i)] =
-        kernels::f32_to_bf16(static_cast<float>(i % 89) / 89.0f - 0.5f);
-  for (std::int64_t c = 1; c < copies; ++c)
-    std::memcpy(w.data() + c * w_elems, w.data(), static_cast<std::size_t>(w_elems) * 2);
+  for (std::int64_t c = 0; c < copies; ++c)
+    for (std::int64_t i = 0; i < w_elems; ++i)
+      w[static_cast<std::size_t>(c * w_elems + i)] =
+          kernels::f32_to_bf16(static_cast<float>((i + 7 * c) % 89) / 89.0f - 0.5f);
   std::vector<std::uint16_t> x(static_cast<std::size_t>(n_rows * shape.k_dim), 0x3f00);
   std::vector<float> y(static_cast<std::size_t>(n_rows * shape.n_out));
 
