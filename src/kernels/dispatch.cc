@@ -100,8 +100,9 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
   }
   const std::int64_t k_dim = outs[0].w.cols;
   const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = k_dim};
-  bool any_bf16 = false;
-  for (const MatmulOut& o : outs) any_bf16 = any_bf16 || o.w.dtype == DType::kBF16;
+  std::int64_t bf16_cols = 0;
+  for (const MatmulOut& o : outs) bf16_cols += o.w.dtype == DType::kBF16 ? o.w.rows : 0;
+  const bool any_bf16 = bf16_cols > 0;
   MatmulOperands base{.x = x, .n_rows = n_rows};
   if (any_bf16) {
     switch (isa) {
@@ -114,7 +115,7 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
         break;
       }
       case Isa::kAvx512: {
-        if (n_rows >= kLanesRows) {
+        if (n_rows >= kLanesRows && bf16_cols >= kLanesMinCols) {
           std::uint16_t* xp = scratch<std::uint16_t>(lanes_x_elements(n_rows, k_dim));
           for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t) {
             pack_x_lanes_avx512(rows, r0 / kPrepRows, xp);  // kPrepRows == 16 rows per group

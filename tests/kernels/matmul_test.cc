@@ -115,8 +115,9 @@ TEST(Matmul, LargeBatchesEqualRowByRow) {
   int case_id = 0;
   for (Isa isa : runnable_isas()) {
     ScopedIsa scoped(isa);
-    for (Shape s : {Shape{1, 1}, Shape{7, 31}, Shape{13, 33}, Shape{100, 257}, Shape{97, 64},
-                    Shape{193, 96}}) {
+    // Columns: 64+ (the lanes kernel's threshold, kLanesMinCols), last tiles of 1-5 columns.
+    for (Shape s : {Shape{65, 1}, Shape{98, 31}, Shape{99, 33}, Shape{100, 257}, Shape{97, 64},
+                    Shape{193, 96}, Shape{70, 40}}) {
       for (std::int64_t n_rows : {16, 17, 49, 64, 65, 130, 200}) {
         ++case_id;
         const std::int64_t pad = case_id % 3;
