@@ -132,6 +132,14 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
         break;
       }
       case Isa::kAvx2: {
+        if (n_rows >= kLanesRows && bf16_cols >= kLanesMinCols) {
+          float* xp = scratch<float>(lanes_x_elements_avx2(n_rows, k_dim));
+          for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t) {
+            pack_x_lanes_avx2(rows, r0 / kPrepRows, xp);  // kPrepRows == 16 rows per block
+          });
+          base.x_lanes_f32 = xp;
+          break;
+        }
         float* xr = scratch<float>(n_rows * k_dim);
         for_row_blocks(pool, n_rows, [&](std::int64_t r0, std::int64_t r1) {
           round_rows_avx2(rows, r0, r1, xr);
@@ -155,8 +163,8 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
     p.op.w = o.w;
     p.op.y = o.y;
     const bool bf16 = o.w.dtype == DType::kBF16;
-    const bool lanes = bf16 && base.x_lanes != nullptr;
-    p.fn = isa == Isa::kAvx2            ? matmul_block_avx2
+    const bool lanes = bf16 && (base.x_lanes != nullptr || base.x_lanes_f32 != nullptr);
+    p.fn = isa == Isa::kAvx2            ? (lanes ? matmul_block_lanes_avx2 : matmul_block_avx2)
            : (isa == Isa::kAmx && bf16) ? matmul_block_amx
            : lanes                      ? matmul_block_lanes_avx512
                                         : matmul_block_avx512;

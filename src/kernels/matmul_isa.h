@@ -15,6 +15,7 @@ struct MatmulOperands {
   const float* x_rounded = nullptr;        // avx2: f32(bf16(x)) [n_rows, K]
   const std::uint16_t* x_vnni = nullptr;   // amx: x packed as tdpbf16ps B tiles (matmul_amx.cc)
   const std::uint16_t* x_lanes = nullptr;  // avx512, large calls: x packed with rows as lanes
+  const float* x_lanes_f32 = nullptr;      // avx2, large calls: f32(bf16(x)) packed the same way
   WeightView w;
   float* y = nullptr;  // [n_rows, w.rows]
   std::int64_t n_rows = 0;
@@ -64,5 +65,10 @@ std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim);
 void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t mg, std::uint16_t* xp);
 // Blocks must start on a multiple of 64 rows (the micro-tile).
 void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b);
+// The AVX2 form (matmul_lanes_avx2.cc): 8 rows per vector, packed per 16-row block `block`.
+std::int64_t lanes_x_elements_avx2(std::int64_t n_rows, std::int64_t k_dim);
+void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t block, float* xp);
+// Blocks must start on a multiple of 16 rows.
+void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b);
 
 }  // namespace recur::kernels::detail

@@ -82,6 +82,57 @@ TEST(Attention, MatchesReferenceAndIsSplitInvariant) {
     for (const auto& v : outs) ASSERT_TRUE(testing::same_bytes(v.data(), outs[0].data(), v.size()));
 }
 
+// Head sizes that are whole 16-lane chunks take the four-keys-at-once q·k (attn_dot4, written
+// with 256-bit operations on avx2): avx2 and avx512 still give the same bytes, chunked or whole,
+// close to the reference.
+TEST(Attention, WholeChunkHeadsAreIdenticalAcrossIsas) {
+  for (std::int64_t hd : {16, 64, 128}) {
+    const std::int64_t n_heads = 4, n_kv = 2, n_tok = 131;
+    const Cache cache = make_cache(n_tok * n_kv * hd, 5);
+    auto q = random_floats(static_cast<std::size_t>(n_tok * n_heads * hd), 6, -2, 2);
+    ThreadPool pool(2);
+    for (DType kv : {DType::kF32, DType::kBF16}) {
+      const AttentionShape s{.n_q = n_tok,
+                             .pos0 = 0,
+                             .n_kv = n_tok,
+                             .n_heads = n_heads,
+                             .n_kv_heads = n_kv,
+                             .head_dim = hd,
+                             .scale = 1.0f / std::sqrt(float(hd)),
+                             .kv_dtype = kv};
+      std::vector<float> want(static_cast<std::size_t>(n_tok * n_heads * hd));
+      for (std::int64_t i = 0; i < n_tok; ++i)
+        for (std::int64_t h = 0; h < n_heads; ++h)
+          ref::attention_query(q.data(), cache.k(kv), cache.v(kv), want.data(), s, i, h);
+      std::vector<std::vector<float>> outs;
+      for (Isa isa : testing::runnable_isas()) {
+        if (isa == Isa::kScalar) continue;
+        testing::ScopedIsa scoped(isa);
+        std::vector<float> whole(want.size()), parts(want.size());
+        attention(pool, q.data(), cache.k(kv), cache.v(kv), whole.data(), s);
+        for (std::size_t i = 0; i < whole.size(); ++i)
+          ASSERT_NEAR(whole[i], want[i], 2e-5f) << isa_name(isa) << " hd " << hd << " at " << i;
+        std::int64_t pos = 0;
+        for (std::int64_t len : {70, 1, 60}) {
+          AttentionShape c = s;
+          c.n_q = len;
+          c.pos0 = pos;
+          c.n_kv = pos + len;
+          attention(pool, q.data() + pos * n_heads * hd, cache.k(kv), cache.v(kv),
+                    parts.data() + pos * n_heads * hd, c);
+          pos += len;
+        }
+        ASSERT_TRUE(testing::same_bytes(parts.data(), whole.data(), whole.size()))
+            << isa_name(isa) << " hd " << hd << " chunked";
+        outs.push_back(whole);
+      }
+      for (const auto& o : outs)
+        ASSERT_TRUE(testing::same_bytes(o.data(), outs[0].data(), o.size()))
+            << "avx2 and avx512 differ at hd " << hd << " " << dtype_name(kv);
+    }
+  }
+}
+
 // Head sizes 1..2x16+3 and GQA groups 1, 3: every ISA against the reference at a few positions.
 TEST(Attention, OddHeadSizesMatchReference) {
   ThreadPool pool(2);
