@@ -199,6 +199,21 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
   row.m = m_new;
   // Four 16-lane column chunks at a time: independent add chains, each walking the keys in order.
   std::int64_t d = 0;
+#ifndef __AVX512F__
+  // AVX2: the same chains as 256-bit halves in registers (through fma16, GCC 12 moved every
+  // 64-byte value through the stack; 2x slower attention).
+  const __m256 cv = _mm256_set1_ps(corr);
+  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) {
+    __m256 a[8];
+    for (int t = 0; t < 8; ++t) a[t] = _mm256_mul_ps(_mm256_loadu_ps(row.acc + d + 8 * t), cv);
+    for (std::int64_t jj = 0; jj < n; ++jj) {
+      const float* vj = v[jj] + d;
+      const __m256 pj = _mm256_set1_ps(p[jj]);
+      for (int t = 0; t < 8; ++t) a[t] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * t), a[t]);
+    }
+    for (int t = 0; t < 8; ++t) _mm256_storeu_ps(row.acc + d + 8 * t, a[t]);
+  }
+#endif
   for (; d + 4 * kLanes <= hd; d += 4 * kLanes) {
     V16 a0 = load16(row.acc + d) * corr, a1 = load16(row.acc + d + kLanes) * corr;
     V16 a2 = load16(row.acc + d + 2 * kLanes) * corr, a3 = load16(row.acc + d + 3 * kLanes) * corr;
