@@ -82,27 +82,41 @@ void tile(const float* x, std::int64_t ldx, const char* w, std::int64_t w_row_by
     for (int j = 0; j < RN; ++j) y[i * ldy + j] = hsum(acc[i][j]);
 }
 
+// Weight rows in slices of kSliceN, each passed by every row pair of x while it is in cache: a
+// decode task spans hundreds of weight rows, which 3-8 activation rows would otherwise read from
+// memory once per row pair.
+constexpr std::int64_t kSliceN = 64;
+
 template <DType WT>
 void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float* y) {
   const std::int64_t k_dim = w.cols;
   const std::int64_t rb = k_dim * dtype_bytes(WT);
   const char* wd = static_cast<const char*>(w.data);
-  for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
-    const bool full_m = b.m1 - m >= kMr;
-    for (std::int64_t n = b.n0; n < b.n1; n += kNr) {
-      const float* xm = x + m * k_dim;
-      float* ym = y + m * w.rows + n;
-      const std::int64_t rn = std::min<std::int64_t>(kNr, b.n1 - n);
-      const char* wn = wd + n * rb;
-      if (full_m && rn == kNr) {
-        tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows);
-        continue;
+  for (std::int64_t n0 = b.n0; n0 < b.n1; n0 += kSliceN) {
+    const std::int64_t n1 = std::min(b.n1, n0 + kSliceN);
+    for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
+      const std::int64_t rm = std::min<std::int64_t>(kMr, b.m1 - m);
+      for (std::int64_t n = n0; n < n1; n += kNr) {
+        const float* xm = x + m * k_dim;
+        float* ym = y + m * w.rows + n;
+        const std::int64_t rn = std::min<std::int64_t>(kNr, n1 - n);
+        const char* wn = wd + n * rb;
+        if (rm == kMr && rn == kNr) {
+          tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows);
+          continue;
+        }
+        // A single row (decode) still runs four weight rows side by side: four independent
+        // chains, where one output at a time waits on each multiply-add's latency.
+        if (rm == 1 && rn == kNr) {
+          tile<1, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows);
+          continue;
+        }
+        // Edges: one output element at a time; same accumulation as the full tile.
+        for (std::int64_t i = 0; i < rm; ++i)
+          for (std::int64_t j = 0; j < rn; ++j)
+            tile<1, 1, WT>(xm + i * k_dim, k_dim, wn + j * rb, rb, k_dim, ym + i * w.rows + j,
+                           w.rows);
       }
-      // Edges: one output element at a time; same accumulation as the full tile.
-      for (std::int64_t i = 0; i < std::min<std::int64_t>(kMr, b.m1 - m); ++i)
-        for (std::int64_t j = 0; j < rn; ++j)
-          tile<1, 1, WT>(xm + i * k_dim, k_dim, wn + j * rb, rb, k_dim, ym + i * w.rows + j,
-                         w.rows);
     }
   }
 }
