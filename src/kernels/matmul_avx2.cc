@@ -50,12 +50,18 @@ void tail_copy(const void* row, std::int64_t k, std::int64_t n, void* buf) {
 
 template <int RM, int RN, DType WT>
 void tile(const float* x, std::int64_t ldx, const char* w, std::int64_t w_row_bytes,
-          std::int64_t k_dim, float* y, std::int64_t ldy) {
+          std::int64_t k_dim, float* y, std::int64_t ldy, const char* ahead = nullptr) {
   __m256 acc[RM][RN];
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
   std::int64_t k = 0;
   for (; k + 8 <= k_dim; k += 8) {
+    // Decode: the RN rows kStreamAhead rows on, RN / 4 lines per step in address order (their
+    // RN·K weights are contiguous), so the interleaved row reads find their lines in L2.
+    if (ahead != nullptr) {
+      for (int j = 0; j < (RN + 3) / 4; ++j)
+        _mm_prefetch(ahead + (k / 8 * ((RN + 3) / 4) + j) * 64, _MM_HINT_T1);
+    }
     __m256 wv[RN];
     for (int j = 0; j < RN; ++j) wv[j] = load_w<WT>(w + j * w_row_bytes, k);
     for (int i = 0; i < RM; ++i) {
@@ -86,9 +92,10 @@ void tile(const float* x, std::int64_t ldx, const char* w, std::int64_t w_row_by
 // decode task spans hundreds of weight rows, which 3-8 activation rows would otherwise read from
 // memory once per row pair.
 constexpr std::int64_t kSliceN = 64;
+constexpr std::int64_t kStreamAhead = 64;
 
 template <DType WT>
-void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float* y) {
+void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float* y, bool stream) {
   const std::int64_t k_dim = w.cols;
   const std::int64_t rb = k_dim * dtype_bytes(WT);
   const char* wd = static_cast<const char*>(w.data);
@@ -101,14 +108,19 @@ void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float*
         float* ym = y + m * w.rows + n;
         const std::int64_t rn = std::min<std::int64_t>(kNr, n1 - n);
         const char* wn = wd + n * rb;
+        // Streaming calls prefetch ahead on their first row pair only (the rest find the slice
+        // in cache), and not past the block.
+        const char* ahead = stream && m == b.m0 && n + kStreamAhead + kNr <= b.n1
+                                ? wn + kStreamAhead * rb
+                                : nullptr;
         if (rm == kMr && rn == kNr) {
-          tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows);
+          tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows, ahead);
           continue;
         }
         // A single row (decode) still runs four weight rows side by side: four independent
         // chains, where one output at a time waits on each multiply-add's latency.
         if (rm == 1 && rn == kNr) {
-          tile<1, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows);
+          tile<1, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows, ahead);
           continue;
         }
         // Edges: one output element at a time; same accumulation as the full tile.
@@ -130,13 +142,14 @@ void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, 
 }
 
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b) {
+  const bool stream = op.n_rows <= kStreamRows;
   switch (op.w.dtype) {
     case DType::kBF16:
-      return run_block<DType::kBF16>(op.x_rounded, op.w, b, op.y);
+      return run_block<DType::kBF16>(op.x_rounded, op.w, b, op.y, stream);
     case DType::kF32:
-      return run_block<DType::kF32>(op.x, op.w, b, op.y);
+      return run_block<DType::kF32>(op.x, op.w, b, op.y, stream);
     case DType::kF16:
-      return run_block<DType::kF16>(op.x, op.w, b, op.y);
+      return run_block<DType::kF16>(op.x, op.w, b, op.y, stream);
   }
 }
 
