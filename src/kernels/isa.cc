@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+
+#include "kernels/matmul_isa.h"
 
 namespace recur::kernels {
 namespace {
@@ -137,4 +140,29 @@ Isa active_isa() {
   return isa;
 }
 
+namespace detail {
+
+namespace {
+std::atomic<int> g_single_stream_override{-1};
+}  // namespace
+
+void override_single_row_single_stream(int mode) { g_single_stream_override.store(mode); }
+
+bool single_row_single_stream() {
+  if (const int mode = g_single_stream_override.load(std::memory_order_relaxed); mode >= 0) {
+    return mode == 1;
+  }
+  static const bool amd = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    return std::strcmp(vendor, "AuthenticAMD") == 0;
+  }();
+  return amd;
+}
+
+}  // namespace detail
 }  // namespace recur::kernels

@@ -100,9 +100,10 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
 }
 
 // One activation row against RN weight rows read one after another: a single sequential stream
-// that the hardware prefetcher follows (RN interleaved rows are RN streams 2-8 KiB apart, which it
-// does not; measured on the dev VM at 1 row: 0.96 of the read probe against 0.89 for the
-// interleaved order with software prefetch). The RN chains are independent, so they still
+// that the hardware prefetcher follows (RN interleaved rows are RN streams 2-8 KiB apart, which
+// AMD's does not; on the Zen 4 VM at 1 row: 0.96 of the read probe against 0.89 for the
+// interleaved order with software prefetch). On Intel the interleaved order with software
+// prefetch is faster (single_row_single_stream()). The RN chains are independent, so they still
 // overlap out of order. Same per-element order as tile_bf16: bytes are identical.
 template <int RN>
 void row_tile_bf16(const std::uint16_t* x, const std::uint16_t* w, std::int64_t ldw,
@@ -185,7 +186,7 @@ template <int RM, int RN>
 struct Bf16StreamTile {
   static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
-    if constexpr (RM == 1) {
+    if (RM == 1 && single_row_single_stream()) {
       row_tile_bf16<RN>(x, w, ldw, k_dim, y);
     } else {
       tile_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
@@ -252,7 +253,7 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   switch (w.dtype) {
     case DType::kBF16:
       if (op.n_rows <= kStreamRows) {
-        if (op.n_rows > 1) {
+        if (op.n_rows > 1 || !single_row_single_stream()) {
           prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         }
         run_block<Bf16StreamTile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data),

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "kernels/kernels.h"
+#include "kernels/matmul_isa.h"
 #include "kernels/reference.h"
 #include "test_util.h"
 
@@ -97,6 +98,32 @@ TEST(Matmul, RowsAreBatchAndThreadInvariant) {
           ASSERT_TRUE(testing::same_bytes(part.data(), full.data() + (n - 1) * s.n_out,
                                           static_cast<std::size_t>(s.n_out)))
               << isa_name(isa) << "/" << dtype_name(dt) << " row " << n - 1 << " alone";
+        }
+      }
+    }
+  }
+}
+
+// A single activation row reads its weight rows one after another on AMD and interleaved with
+// software prefetch on Intel (kernels/matmul_isa.h): both orders give the bytes of a row inside
+// a larger batch, whichever this machine would pick.
+TEST(Matmul, SingleRowOrdersGiveTheSameBytes) {
+  ThreadPool pool(2);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t n_out : {1, 4, 7, 300, 2600}) {
+      for (std::int64_t k_dim : {1, 33, 100, 1024}) {
+        auto w = make_weight(DType::kBF16, n_out, k_dim, static_cast<std::uint32_t>(n_out + k_dim));
+        auto x = random_floats(static_cast<std::size_t>(3 * k_dim), 9);
+        std::vector<float> batch(static_cast<std::size_t>(3 * n_out));
+        matmul(pool, x.data(), 3, w.view, batch.data());
+        for (int mode : {0, 1}) {
+          detail::override_single_row_single_stream(mode);
+          std::vector<float> one(static_cast<std::size_t>(n_out));
+          matmul(pool, x.data() + k_dim, 1, w.view, one.data());
+          detail::override_single_row_single_stream(-1);
+          ASSERT_TRUE(testing::same_bytes(one.data(), batch.data() + n_out, one.size()))
+              << isa_name(isa) << " N " << n_out << " K " << k_dim << " single stream " << mode;
         }
       }
     }
