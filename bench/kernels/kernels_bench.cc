@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   fmt::print("| AMX-BF16 tdpbf16ps register loop | {} |\n",
              c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
                                   : std::string("n/a (no AMX)"));
-  fmt::print("| read bandwidth, {} MiB buffer | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
+  fmt::print("| read bandwidth, {} MiB buffer ({}) | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
+             c.read_prefetching ? "software prefetch" : "hardware prefetch",
              c.read_bytes_per_s / 1e9);
   fmt::print("\n");
   const double peak = c.peak_flops();

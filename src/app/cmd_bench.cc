@@ -56,10 +56,10 @@ int cmd_bench(const config::Options& opts) {
     kernels::Ceilings c = kernels::measure_ceilings(pool, probe_s);
     fmt::print(
         "threads {}: bf16 peak {:.1f} GFLOP/s (avx512 {:.1f}, amx {:.1f}), read bandwidth "
-        "{:.1f} GB/s\n(pass -m DIR for prefill and decode figures; bench/kernels has the "
+        "{:.1f} GB/s ({})\n(pass -m DIR for prefill and decode figures; bench/kernels has the "
         "matmul shapes)\n",
         c.n_threads, c.peak_flops() / 1e9, c.avx512_bf16_flops / 1e9, c.amx_bf16_flops / 1e9,
-        c.read_bytes_per_s / 1e9);
+        c.read_bytes_per_s / 1e9, c.read_prefetching ? "software prefetch" : "hardware prefetch");
     return kExitOk;
   }
   auto prompts = parse_counts(opts.get_string("bench-prompts"), "--bench-prompts");
@@ -83,8 +83,8 @@ int cmd_bench(const config::Options& opts) {
   const ModelCost cost = model_cost(*rt->model);
   fmt::print("model {} ({}), threads {}\n", opts.get_string("model"), rt->model->family(),
              rt->n_threads);
-  fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s\n", peak / 1e9,
-             bw / 1e9);
+  fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s ({})\n", peak / 1e9,
+             bw / 1e9, c.read_prefetching ? "software prefetch" : "hardware prefetch");
   fmt::print("cost: {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
              cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
   fmt::print("\n| phase | tokens | tokens/s | GFLOP/s | of peak |\n|---|---|---|---|---|\n");
@@ -100,6 +100,7 @@ int cmd_bench(const config::Options& opts) {
       "\n| phase | sequences | tokens/s | bandwidth (paired) | bound tokens/s | of bound | "
       "state MB/step | of weights+state bound |\n|---|---|---|---|---|---|---|---|\n");
   kernels::ReadProbe probe(c.buffer_bytes);
+  probe.calibrate(*rt->pool);
   for (std::int64_t n : *sequences) {
     DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n));
     std::vector<double> bws, of_bound, of_total;

@@ -13,9 +13,10 @@ namespace recur::kernels {
 
 struct Ceilings {
   int n_threads = 0;
-  double avx512_bf16_flops = 0;  // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
-  double amx_bf16_flops = 0;     // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
-  double read_bytes_per_s = 0;   // all threads reading a buffer of buffer_bytes
+  double avx512_bf16_flops = 0;   // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
+  double amx_bf16_flops = 0;      // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
+  double read_bytes_per_s = 0;    // all threads reading a buffer of buffer_bytes
+  bool read_prefetching = false;  // whether the faster read was the software-prefetching one
   std::int64_t buffer_bytes = 0;
   double peak_flops() const {
     return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
@@ -31,13 +32,18 @@ Ceilings measure_ceilings(ThreadPool& pool, double seconds);
 class ReadProbe {
  public:
   explicit ReadProbe(std::int64_t bytes);  // a buffer this large (> LLC), written once
+  // Times the plain and the software-prefetching read (three passes each) and keeps the faster
+  // for pass(): on some CPUs prefetching reads 1.3x faster, on others slower.
+  void calibrate(ThreadPool& pool);
   // Bytes/s of one whole pass over the buffer on all pool threads.
   double pass(ThreadPool& pool);
   std::int64_t bytes() const { return static_cast<std::int64_t>(words_.size()) * 8; }
+  bool prefetching() const { return prefetch_; }
 
  private:
   std::vector<std::uint64_t> words_;
   std::vector<std::uint64_t> sinks_;
+  bool prefetch_ = false;
 };
 
 struct MatmulShape {
