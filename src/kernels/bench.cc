@@ -49,29 +49,19 @@ double measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double secon
   return best;
 }
 
-std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
-  std::uint64_t a = 0, b = 0, c = 0, d = 0;
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    a += p[i] + p[i + 4];
-    b += p[i + 1] + p[i + 5];
-    c += p[i + 2] + p[i + 6];
-    d += p[i + 3] + p[i + 7];
-  }
-  for (; i < n; ++i) a += p[i];
-  return a + b + c + d;
-}
-
-// The same sums with each line requested kPrefetchAhead bytes ahead. On the Xeon VM this read
-// 25-30 GB/s against 22-23 for the plain pass (8-64 KiB ahead alike; 1 KiB was slower), and the
-// prefetching decode GEMVs read faster than the plain pass: a ceiling must take the faster one.
+// Four independent sums over a share of the buffer; kPrefetch also requests each line
+// kPrefetchAhead bytes ahead. On the Xeon VM the prefetching pass read 25-30 GB/s against 22-23
+// for the plain one (8-64 KiB ahead alike; 1 KiB was slower), and the prefetching decode GEMVs
+// read faster than the plain pass: a ceiling must take the faster of the two.
 constexpr std::int64_t kPrefetchAhead = std::int64_t{32} << 10;
-std::uint64_t sum_words_prefetched(const std::uint64_t* p, std::int64_t n) {
-  std::uint64_t a = 0, b = 0, c = 0, d = 0;
+
+template <bool kPrefetch>
+std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
   constexpr std::int64_t kAheadWords = kPrefetchAhead / 8;
+  std::uint64_t a = 0, b = 0, c = 0, d = 0;
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    if (i + kAheadWords < n) {
+    if (kPrefetch && i + kAheadWords < n) {
       _mm_prefetch(reinterpret_cast<const char*>(p + i + kAheadWords), _MM_HINT_T1);
     }
     a += p[i] + p[i + 4];
@@ -127,7 +117,7 @@ double ReadProbe::pass(ThreadPool& pool) {
     const std::int64_t begin = n_words * static_cast<std::int64_t>(s) / n;
     const std::int64_t end = n_words * static_cast<std::int64_t>(s + 1) / n;
     const std::uint64_t* p = words_.data() + begin;
-    sinks_[s] += prefetch_ ? sum_words_prefetched(p, end - begin) : sum_words(p, end - begin);
+    sinks_[s] += prefetch_ ? sum_words<true>(p, end - begin) : sum_words<false>(p, end - begin);
   });
   const double dt = seconds_since(t0);
   __asm__ volatile("" : : "r"(sinks_.data()) : "memory");
