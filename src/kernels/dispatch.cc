@@ -92,6 +92,14 @@ void for_row_blocks(ThreadPool& pool, std::int64_t n_rows, const Fn& fn) {
 
 }  // namespace
 
+// Its own buffer: the calling thread also runs tasks, and its scratch<float> holds the packed
+// activations they read.
+float* lanes_weight_scratch(std::int64_t n) {
+  thread_local std::vector<float> buf;
+  if (static_cast<std::int64_t>(buf.size()) < n) buf.resize(static_cast<std::size_t>(n));
+  return buf.data();
+}
+
 void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
                      std::span<const MatmulOut> outs, Isa isa) {
   if (isa == Isa::kScalar || isa == Isa::kAuto) {

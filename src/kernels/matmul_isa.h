@@ -77,5 +77,9 @@ std::int64_t lanes_x_elements_avx2(std::int64_t n_rows, std::int64_t k_dim);
 void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t block, float* xp);
 // Blocks must start on a multiple of 16 rows.
 void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b);
+// The calling thread's buffer of at least n floats (the widened weight rows of a task). Defined
+// in dispatch.cc: an ISA file must not instantiate std::vector (its weak symbols could be picked
+// for code on CPUs without the ISA; tests/kernels/check_isa_symbols.sh).
+float* lanes_weight_scratch(std::int64_t n);
 
 }  // namespace recur::kernels::detail

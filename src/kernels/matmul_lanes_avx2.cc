@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <array>
 #include <utility>
-#include <vector>
 
 #include "kernels/matmul_isa.h"
 
@@ -183,10 +182,8 @@ void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b) {
   const auto* w = static_cast<const std::uint16_t*>(op.w.data);
   const std::int64_t k_dim = op.w.cols, chunks = (k_dim + kLanes - 1) / kLanes, ldy = op.w.rows;
   const std::int64_t ldwb = chunks * kLanes;
-  thread_local std::vector<float> wbuf;
-  const auto need = static_cast<std::size_t>((b.n1 - b.n0) * ldwb);
-  if (wbuf.size() < need) wbuf.resize(need);
-  widen_rows(w, k_dim, chunks, b.n0, b.n1, wbuf.data());
+  float* wbuf = lanes_weight_scratch((b.n1 - b.n0) * ldwb);
+  widen_rows(w, k_dim, chunks, b.n0, b.n1, wbuf);
   const std::int64_t block_elems = kGroups * kLanes * chunks * kLanes;
   for (std::int64_t m = b.m0; m < b.m1; m += kGroups * kLanes) {
     const std::int64_t rows = std::min<std::int64_t>(kGroups * kLanes, b.m1 - m);
@@ -194,8 +191,8 @@ void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b) {
     for (std::int64_t n = b.n0; n < b.n1; n += kCols) {
       const int cols = static_cast<int>(std::min<std::int64_t>(kCols, b.n1 - n));
       kTiles[static_cast<std::size_t>((groups - 1) * kCols + cols - 1)](
-          op.x_lanes_f32 + m / (kGroups * kLanes) * block_elems, chunks,
-          wbuf.data() + (n - b.n0) * ldwb, ldwb, rows, op.y + m * ldy + n, ldy);
+          op.x_lanes_f32 + m / (kGroups * kLanes) * block_elems, chunks, wbuf + (n - b.n0) * ldwb,
+          ldwb, rows, op.y + m * ldy + n, ldy);
     }
   }
 }
