@@ -141,27 +141,33 @@ Isa active_isa() {
 }
 
 namespace detail {
-
 namespace {
-std::atomic<int> g_single_stream_override{-1};
+// -1: the vendor's choice; else bit 0 = one_row_sequential, bit 1 = rows_sequential.
+std::atomic<int> g_decode_order_override{-1};
 }  // namespace
 
-void override_single_row_single_stream(int mode) { g_single_stream_override.store(mode); }
+void override_decode_order(const DecodeOrder* order) {
+  g_decode_order_override.store(order == nullptr ? -1
+                                                 : (order->one_row_sequential ? 1 : 0) |
+                                                       (order->rows_sequential ? 2 : 0));
+}
 
-bool single_row_single_stream() {
-  if (const int mode = g_single_stream_override.load(std::memory_order_relaxed); mode >= 0) {
-    return mode == 1;
+DecodeOrder decode_order() {
+  if (const int bits = g_decode_order_override.load(std::memory_order_relaxed); bits >= 0) {
+    return {.one_row_sequential = (bits & 1) != 0, .rows_sequential = (bits & 2) != 0};
   }
-  static const bool amd = [] {
+  static const DecodeOrder vendor = [] {
     unsigned a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-    char vendor[13] = {};
-    std::memcpy(vendor, &b, 4);
-    std::memcpy(vendor + 4, &d, 4);
-    std::memcpy(vendor + 8, &c, 4);
-    return std::strcmp(vendor, "AuthenticAMD") == 0;
+    char name[13] = {};
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+      std::memcpy(name, &b, 4);
+      std::memcpy(name + 4, &d, 4);
+      std::memcpy(name + 8, &c, 4);
+    }
+    const bool amd = std::strcmp(name, "AuthenticAMD") == 0;
+    return DecodeOrder{.one_row_sequential = amd, .rows_sequential = !amd};
   }();
-  return amd;
+  return vendor;
 }
 
 }  // namespace detail

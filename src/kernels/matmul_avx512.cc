@@ -103,7 +103,7 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
 // that the hardware prefetcher follows (RN interleaved rows are RN streams 2-8 KiB apart, which
 // AMD's does not; on the Zen 4 VM at 1 row: 0.96 of the read probe against 0.89 for the
 // interleaved order with software prefetch). On Intel the interleaved order with software
-// prefetch is faster (single_row_single_stream()). The RN chains are independent, so they still
+// prefetch is faster (decode_order()). The RN chains are independent, so they still
 // overlap out of order. Same per-element order as tile_bf16: bytes are identical.
 template <int RN>
 void row_tile_bf16(const std::uint16_t* x, const std::uint16_t* w, std::int64_t ldw,
@@ -122,6 +122,36 @@ void row_tile_bf16(const std::uint16_t* x, const std::uint16_t* w, std::int64_t 
                              (__m512bh)_mm512_maskz_loadu_epi16(mask, row + k_main));
     }
     y[j] = hsum(acc);
+  }
+}
+
+// RM activation rows against RN weight rows read one after another, each weight row with its RM
+// accumulators, the rows kPrefetchRows ahead prefetched in address order (2-8 rows on Intel,
+// decode_order()). Same per-element order as tile_bf16: bytes are identical.
+template <int RM, int RN>
+void seq_rows_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
+                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
+  const std::int64_t k_main = k_dim / 32 * 32;
+  const __mmask32 mask = _cvtu32_mask32((1u << (k_dim - k_main)) - 1u);
+  const char* ahead = reinterpret_cast<const char*>(w + kPrefetchRows * ldw);
+  for (int j = 0; j < RN; ++j) {
+    const std::uint16_t* row = w + j * ldw;
+    __m512 acc[RM];
+    for (int i = 0; i < RM; ++i) acc[i] = _mm512_setzero_ps();
+    for (std::int64_t k = 0; k < k_main; k += 32) {
+      _mm_prefetch(ahead + (j * ldw + k) * 2, _MM_HINT_T1);
+      const __m512i wv = _mm512_loadu_si512(row + k);
+      for (int i = 0; i < RM; ++i)
+        acc[i] =
+            _mm512_dpbf16_ps(acc[i], (__m512bh)_mm512_loadu_si512(x + i * ldx + k), (__m512bh)wv);
+    }
+    if (k_main < k_dim) {
+      const __m512i wv = _mm512_maskz_loadu_epi16(mask, row + k_main);
+      for (int i = 0; i < RM; ++i)
+        acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)_mm512_loadu_si512(x + i * ldx + k_main),
+                                  (__m512bh)wv);
+    }
+    for (int i = 0; i < RM; ++i) y[i * ldy + j] = hsum(acc[i]);
   }
 }
 
@@ -186,8 +216,11 @@ template <int RM, int RN>
 struct Bf16StreamTile {
   static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
-    if (RM == 1 && single_row_single_stream()) {
+    const DecodeOrder order = decode_order();
+    if (RM == 1 && order.one_row_sequential) {
       row_tile_bf16<RN>(x, w, ldw, k_dim, y);
+    } else if (RM > 1 && order.rows_sequential) {
+      seq_rows_bf16<RM, RN>(x, ldx, w, ldw, k_dim, y, ldy);
     } else {
       tile_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
     }
@@ -253,7 +286,7 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   switch (w.dtype) {
     case DType::kBF16:
       if (op.n_rows <= kStreamRows) {
-        if (op.n_rows > 1 || !single_row_single_stream()) {
+        if (op.n_rows > 1 || !decode_order().one_row_sequential) {
           prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         }
         run_block<Bf16StreamTile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data),

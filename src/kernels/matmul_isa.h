@@ -24,13 +24,20 @@ struct MatmulOperands {
 // Calls of at most this many activation rows (decode steps) stream their weights from memory:
 // larger column blocks per task and software prefetch (matmul_avx512.cc).
 inline constexpr std::int64_t kStreamRows = 8;
-// Whether a single activation row reads its weight rows one after another (one stream for the
-// hardware prefetcher: AMD, Zen 4 VM 0.96 of the read probe against 0.89) rather than four
-// interleaved with software prefetch (Intel, Xeon VM: qwen3-0.6b decode 1.15x). Both give the
-// same bytes. From cpuid's vendor, once.
-bool single_row_single_stream();
-// Tests: 1 or 0 forces either order, -1 returns to the vendor's.
-void override_single_row_single_stream(int mode);
+// How decode-sized calls (1-8 rows) order their weight reads on avx512 (matmul_avx512.cc). Every
+// choice gives the same bytes; speed depends on the CPU's prefetchers, so cpuid's vendor decides,
+// once. AMD: one row reads its weight rows one after another with no software prefetch (a single
+// stream for the hardware prefetcher: 0.96 of the read probe on the Zen 4 VM, against 0.89
+// interleaved), 2-8 rows read 4 weight rows interleaved with software prefetch. Intel (Xeon VM):
+// one row reads 4 rows interleaved with software prefetch (decode 1.1-1.35x), 2-8 rows read the
+// weight rows one after another with software prefetch (4-sequence decode 1.02-1.2x).
+struct DecodeOrder {
+  bool one_row_sequential = false;
+  bool rows_sequential = false;
+};
+DecodeOrder decode_order();
+// Tests: forces `order`; nullptr returns to the vendor's.
+void override_decode_order(const DecodeOrder* order);
 
 // Output rows [m0, m1) x columns [n0, n1).
 struct MatmulBlock {

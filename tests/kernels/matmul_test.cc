@@ -104,26 +104,31 @@ TEST(Matmul, RowsAreBatchAndThreadInvariant) {
   }
 }
 
-// A single activation row reads its weight rows one after another on AMD and interleaved with
-// software prefetch on Intel (kernels/matmul_isa.h): both orders give the bytes of a row inside
-// a larger batch, whichever this machine would pick.
-TEST(Matmul, SingleRowOrdersGiveTheSameBytes) {
+// Decode-sized calls read their weight rows in an order chosen per CPU vendor (decode_order in
+// kernels/matmul_isa.h): every order gives each row the bytes it has inside a large batch.
+TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
+  constexpr std::int64_t kRows = 20;
   ThreadPool pool(2);
   for (Isa isa : runnable_isas()) {
     ScopedIsa scoped(isa);
     for (std::int64_t n_out : {1, 4, 7, 300, 2600}) {
       for (std::int64_t k_dim : {1, 33, 100, 1024}) {
         auto w = make_weight(DType::kBF16, n_out, k_dim, static_cast<std::uint32_t>(n_out + k_dim));
-        auto x = random_floats(static_cast<std::size_t>(3 * k_dim), 9);
-        std::vector<float> batch(static_cast<std::size_t>(3 * n_out));
-        matmul(pool, x.data(), 3, w.view, batch.data());
-        for (int mode : {0, 1}) {
-          detail::override_single_row_single_stream(mode);
-          std::vector<float> one(static_cast<std::size_t>(n_out));
-          matmul(pool, x.data() + k_dim, 1, w.view, one.data());
-          detail::override_single_row_single_stream(-1);
-          ASSERT_TRUE(testing::same_bytes(one.data(), batch.data() + n_out, one.size()))
-              << isa_name(isa) << " N " << n_out << " K " << k_dim << " single stream " << mode;
+        auto x = random_floats(static_cast<std::size_t>(kRows * k_dim), 9);
+        std::vector<float> batch(static_cast<std::size_t>(kRows * n_out));
+        matmul(pool, x.data(), kRows, w.view, batch.data());
+        for (int bits = 0; bits < 4; ++bits) {
+          const detail::DecodeOrder order{.one_row_sequential = (bits & 1) != 0,
+                                          .rows_sequential = (bits & 2) != 0};
+          detail::override_decode_order(&order);
+          for (std::int64_t n : {1, 2, 4, 5, 8}) {
+            std::vector<float> part(static_cast<std::size_t>(n * n_out));
+            matmul(pool, x.data(), n, w.view, part.data());
+            ASSERT_TRUE(testing::same_bytes(part.data(), batch.data(), part.size()))
+                << isa_name(isa) << " N " << n_out << " K " << k_dim << " rows " << n << " order "
+                << bits;
+          }
+          detail::override_decode_order(nullptr);
         }
       }
     }
