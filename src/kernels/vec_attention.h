@@ -61,12 +61,38 @@ inline V16 attn_chunk(const float* p, std::int64_t i, std::int64_t n) {
   for (std::int64_t l = 0; i + l < n; ++l) t[l] = p[i + l];
   return load16(t);
 }
+#ifndef __AVX512F__
+// AVX2: the 16-lane accumulator as two 256-bit halves, tree_sum's levels with 256/128-bit adds
+// (see attn_dot4 below for why).
+inline float attn_dot(const float* q, const float* k, std::int64_t n) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), lo);
+    hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), hi);
+  }
+  if (i < n) {
+    alignas(32) float tq[kLanes] = {}, tk[kLanes] = {};
+    for (std::int64_t l = 0; i + l < n; ++l) {
+      tq[l] = q[i + l];
+      tk[l] = k[i + l];
+    }
+    lo = _mm256_fmadd_ps(_mm256_load_ps(tq), _mm256_load_ps(tk), lo);
+    hi = _mm256_fmadd_ps(_mm256_load_ps(tq + 8), _mm256_load_ps(tk + 8), hi);
+  }
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
+}
+#else
 inline float attn_dot(const float* q, const float* k, std::int64_t n) {
   V16 p = {};
   for (std::int64_t i = 0; i < n; i += kLanes)
     p = fma16(attn_chunk(q, i, n), attn_chunk(k, i, n), p);
   return tree_sum(p);
 }
+#endif
 // attn_dot of q with four keys (same bytes as four attn_dot calls), n a multiple of 16.
 #ifndef __AVX512F__
 // AVX2: each 16-lane accumulator as two 256-bit halves and tree_sum's levels written with 256-bit
@@ -231,9 +257,21 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
     store16(row.acc + d + 3 * kLanes, a3);
   }
   for (; d + kLanes <= hd; d += kLanes) {
+#ifndef __AVX512F__
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(row.acc + d), cv);
+    __m256 a1 = _mm256_mul_ps(_mm256_loadu_ps(row.acc + d + 8), cv);
+    for (std::int64_t jj = 0; jj < n; ++jj) {
+      const __m256 pj = _mm256_set1_ps(p[jj]);
+      a0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[jj] + d), a0);
+      a1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[jj] + d + 8), a1);
+    }
+    _mm256_storeu_ps(row.acc + d, a0);
+    _mm256_storeu_ps(row.acc + d + 8, a1);
+#else
     V16 a = load16(row.acc + d) * corr;
     for (std::int64_t jj = 0; jj < n; ++jj) a = fma16(splat16(p[jj]), load16(v[jj] + d), a);
     store16(row.acc + d, a);
+#endif
   }
   for (; d < hd; ++d) {
     float a = row.acc[d] * corr;
