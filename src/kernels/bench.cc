@@ -1,11 +1,13 @@
-#include <xmmintrin.h>
 // Machine ceilings and matmul timings (bench.h). Probes run on every pool thread at once.
+#include "kernels/bench.h"
+
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
 
-#include "kernels/bench.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/peak_loops.h"

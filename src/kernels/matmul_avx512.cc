@@ -15,11 +15,10 @@ namespace {
 
 constexpr int kMr = 4;  // activation rows per micro-tile
 constexpr int kNr = 4;  // weight rows (output columns) per micro-tile
-// Decode-sized calls (n_rows <= kStreamRows) read each weight once, straight from memory. With
-// 2-8 activation rows the tiles read 4 weight rows interleaved, which the hardware prefetcher
-// does not follow, so they prefetch the weight rows kPrefetchRows ahead into L2 (508 MB lm_head
-// GEMV at 4 rows: 1.9x). One activation row reads the weight rows one after another instead
-// (row_tile_bf16), a single stream the hardware prefetcher serves better than software.
+// Decode-sized calls (n_rows <= kStreamRows) read each weight once, straight from memory, in the
+// order decode_order() picks per CPU vendor. The tiles read 4 weight rows interleaved, which the
+// hardware prefetcher does not follow, so they prefetch the weight rows kPrefetchRows ahead into
+// L2 (508 MB lm_head GEMV at 4 rows: 1.9x on Zen 4); seq_rows_bf16 reads them one after another.
 constexpr std::int64_t kPrefetchRows = 16 * kNr;
 
 // Horizontal sum of one accumulator in a fixed, explicit tree: 256-bit halves, 128-bit halves,
@@ -99,36 +98,14 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
   reduce_store<RM, RN>(acc, y, ldy);
 }
 
-// One activation row against RN weight rows read one after another: a single sequential stream
-// that the hardware prefetcher follows (RN interleaved rows are RN streams 2-8 KiB apart, which
-// AMD's does not; on the Zen 4 VM at 1 row: 0.96 of the read probe against 0.89 for the
-// interleaved order with software prefetch). On Intel the interleaved order with software
-// prefetch is faster (decode_order()). The RN chains are independent, so they still
-// overlap out of order. Same per-element order as tile_bf16: bytes are identical.
-template <int RN>
-void row_tile_bf16(const std::uint16_t* x, const std::uint16_t* w, std::int64_t ldw,
-                   std::int64_t k_dim, float* y) {
-  const std::int64_t k_main = k_dim / 32 * 32;
-  const __mmask32 mask = _cvtu32_mask32((1u << (k_dim - k_main)) - 1u);
-  for (int j = 0; j < RN; ++j) {
-    const std::uint16_t* row = w + j * ldw;
-    __m512 acc = _mm512_setzero_ps();
-    for (std::int64_t k = 0; k < k_main; k += 32) {
-      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(x + k),
-                             (__m512bh)_mm512_loadu_si512(row + k));
-    }
-    if (k_main < k_dim) {
-      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(x + k_main),
-                             (__m512bh)_mm512_maskz_loadu_epi16(mask, row + k_main));
-    }
-    y[j] = hsum(acc);
-  }
-}
-
 // RM activation rows against RN weight rows read one after another, each weight row with its RM
-// accumulators, the rows kPrefetchRows ahead prefetched in address order (2-8 rows on Intel,
-// decode_order()). Same per-element order as tile_bf16: bytes are identical.
-template <int RM, int RN>
+// accumulators. With one row and no software prefetch this is a single sequential stream the
+// hardware prefetcher follows (RN interleaved rows are RN streams 2-8 KiB apart, which AMD's does
+// not: on the Zen 4 VM at 1 row 0.96 of the read probe against 0.89 interleaved with software
+// prefetch); with 2-8 rows on Intel the rows kPrefetchRows ahead are prefetched in address order
+// (decode_order()). The RN chains are independent, so they still overlap out of order. Same
+// per-element order as tile_bf16: bytes are identical.
+template <int RM, int RN, bool kPrefetch>
 void seq_rows_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                    std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
   const std::int64_t k_main = k_dim / 32 * 32;
@@ -139,7 +116,7 @@ void seq_rows_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t
     __m512 acc[RM];
     for (int i = 0; i < RM; ++i) acc[i] = _mm512_setzero_ps();
     for (std::int64_t k = 0; k < k_main; k += 32) {
-      _mm_prefetch(ahead + (j * ldw + k) * 2, _MM_HINT_T1);
+      if constexpr (kPrefetch) _mm_prefetch(ahead + (j * ldw + k) * 2, _MM_HINT_T1);
       const __m512i wv = _mm512_loadu_si512(row + k);
       for (int i = 0; i < RM; ++i)
         acc[i] =
@@ -218,9 +195,9 @@ struct Bf16StreamTile {
                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
     const DecodeOrder order = decode_order();
     if (RM == 1 && order.one_row_sequential) {
-      row_tile_bf16<RN>(x, w, ldw, k_dim, y);
+      seq_rows_bf16<1, RN, false>(x, ldx, w, ldw, k_dim, y, ldy);
     } else if (RM > 1 && order.rows_sequential) {
-      seq_rows_bf16<RM, RN>(x, ldx, w, ldw, k_dim, y, ldy);
+      seq_rows_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
     } else {
       tile_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
     }
