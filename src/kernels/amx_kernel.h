@@ -16,9 +16,12 @@
 #include "kernels/matmul_isa.h"
 
 namespace recur::kernels::detail::amx {
+// Internal linkage: matmul_amx.cc compiles this header with AMX and AVX-512 flags, dispatch.cc
+// without; shared inline copies would let the linker hand the AMX-flagged one to every caller.
+namespace {
 
-inline constexpr std::int64_t kTileRows = 16;
-inline constexpr std::int64_t kTileK = 32;  // bf16 per A-tile row (64 bytes)
+constexpr std::int64_t kTileRows = 16;
+constexpr std::int64_t kTileK = 32;  // bf16 per A-tile row (64 bytes)
 
 inline std::int64_t padded_k(std::int64_t k_dim) { return (k_dim + kTileK - 1) / kTileK * kTileK; }
 inline std::int64_t padded_m(std::int64_t n_rows) {
@@ -117,4 +120,5 @@ void block(const MatmulOperands& op, const MatmulBlock& b) {
   }
 }
 
+}  // namespace
 }  // namespace recur::kernels::detail::amx
