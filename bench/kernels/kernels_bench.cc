@@ -86,8 +86,7 @@ int main(int argc, char** argv) {
              c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
                                   : std::string("n/a (no AMX)"));
   fmt::print("| read bandwidth, {} MiB buffer ({}) | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
-             c.read_prefetching ? "software prefetch" : "hardware prefetch",
-             c.read_bytes_per_s / 1e9);
+             c.read_mode, c.read_bytes_per_s / 1e9);
   fmt::print("\n");
   const double peak = c.peak_flops();
   fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");

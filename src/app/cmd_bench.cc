@@ -59,7 +59,7 @@ int cmd_bench(const config::Options& opts) {
         "{:.1f} GB/s ({})\n(pass -m DIR for prefill and decode figures; bench/kernels has the "
         "matmul shapes)\n",
         c.n_threads, c.peak_flops() / 1e9, c.avx512_bf16_flops / 1e9, c.amx_bf16_flops / 1e9,
-        c.read_bytes_per_s / 1e9, c.read_prefetching ? "software prefetch" : "hardware prefetch");
+        c.read_bytes_per_s / 1e9, c.read_mode);
     return kExitOk;
   }
   auto prompts = parse_counts(opts.get_string("bench-prompts"), "--bench-prompts");
@@ -84,7 +84,7 @@ int cmd_bench(const config::Options& opts) {
   fmt::print("model {} ({}), threads {}\n", opts.get_string("model"), rt->model->family(),
              rt->n_threads);
   fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s ({})\n", peak / 1e9,
-             bw / 1e9, c.read_prefetching ? "software prefetch" : "hardware prefetch");
+             bw / 1e9, c.read_mode);
   fmt::print("cost: {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
              cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
   fmt::print("\n| phase | tokens | tokens/s | GFLOP/s | of peak |\n|---|---|---|---|---|\n");

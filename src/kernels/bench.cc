@@ -51,21 +51,22 @@ double measure_peak(ThreadPool& pool, double (*loop)(std::int64_t), double secon
   return best;
 }
 
-// Four independent sums over a share of the buffer; kPrefetch also requests each line
-// kPrefetchAhead bytes ahead. On the Xeon VM the prefetching pass read 25-30 GB/s against 22-23
-// for the plain one (8-64 KiB ahead alike; 1 KiB was slower), and the prefetching decode GEMVs
-// read faster than the plain pass: a ceiling must take the faster of the two.
-constexpr std::int64_t kPrefetchAhead = std::int64_t{32} << 10;
+// Four independent sums over a share of the buffer; kL2 also requests each line kL2Ahead bytes
+// ahead into L2, kL2L1 that and the line kL1Ahead bytes ahead into L1. On the Xeon VM the L2
+// pass read 25-30 GB/s against 22-23 for the plain one (8-64 KiB ahead alike; 1 KiB was
+// slower), and the decode GEMVs that prefetch into L1 too read faster than the L2 pass: a ceiling
+// must take the fastest.
+constexpr std::int64_t kL2Ahead = std::int64_t{32} << 10;
+constexpr std::int64_t kL1Ahead = 4096;
 
-template <bool kPrefetch>
+template <ReadMode M>
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
-  constexpr std::int64_t kAheadWords = kPrefetchAhead / 8;
   std::uint64_t a = 0, b = 0, c = 0, d = 0;
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    if (kPrefetch && i + kAheadWords < n) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + i + kAheadWords), _MM_HINT_T1);
-    }
+    const char* here = reinterpret_cast<const char*>(p + i);
+    if (M != ReadMode::kPlain && i + kL2Ahead / 8 < n) _mm_prefetch(here + kL2Ahead, _MM_HINT_T1);
+    if (M == ReadMode::kL2L1 && i + kL1Ahead / 8 < n) _mm_prefetch(here + kL1Ahead, _MM_HINT_T0);
     a += p[i] + p[i + 4];
     b += p[i + 1] + p[i + 5];
     c += p[i + 2] + p[i + 6];
@@ -75,11 +76,23 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
   return a + b + c + d;
 }
 
+std::uint64_t sum_words(ReadMode m, const std::uint64_t* p, std::int64_t n) {
+  switch (m) {
+    case ReadMode::kPlain:
+      return sum_words<ReadMode::kPlain>(p, n);
+    case ReadMode::kL2:
+      return sum_words<ReadMode::kL2>(p, n);
+    case ReadMode::kL2L1:
+      return sum_words<ReadMode::kL2L1>(p, n);
+  }
+  return 0;
+}
+
 double measure_read_bandwidth(ThreadPool& pool, std::int64_t bytes, double seconds,
-                              bool* prefetching) {
+                              ReadMode* mode) {
   ReadProbe probe(bytes);
   probe.calibrate(pool);
-  *prefetching = probe.prefetching();
+  *mode = probe.mode();
   double best = 0;
   const auto start = Clock::now();
   for (std::int64_t rep = 0; rep < 8 || seconds_since(start) < 3 * seconds; ++rep) {
@@ -100,14 +113,25 @@ void fill_bf16(std::uint16_t* p, std::int64_t n, std::uint64_t seed) {
 
 }  // namespace
 
+const char* read_mode_name(ReadMode m) {
+  switch (m) {
+    case ReadMode::kPlain:
+      return "hardware prefetch";
+    case ReadMode::kL2:
+      return "software prefetch into L2";
+    case ReadMode::kL2L1:
+      return "software prefetch into L2 and L1";
+  }
+  return "?";
+}
+
 ReadProbe::ReadProbe(std::int64_t bytes) : words_(static_cast<std::size_t>(bytes / 8)) {
   for (std::size_t i = 0; i < words_.size(); ++i) words_[i] = i;
 }
 
-// Each thread reads one contiguous share with 4 independent sums, left to the hardware
-// prefetcher or with software prefetch (calibrate picks the faster: on the Zen 4 VM the plain
-// pass, faster than software prefetch 32-256 KiB ahead or 512-bit loads; on the Xeon VM the
-// prefetching one).
+// Each thread reads one contiguous share with 4 independent sums, in the calibrated mode (on the
+// Zen 4 VM the plain pass, faster than software prefetch 32-256 KiB ahead or 512-bit loads; on the
+// Xeon VM a prefetching one).
 // Whole passes: windows shorter than a decode step (the first version timed 64 MiB windows) catch
 // short bursts of the host's memory system and overstated the sustained rate.
 double ReadProbe::pass(ThreadPool& pool) {
@@ -119,7 +143,7 @@ double ReadProbe::pass(ThreadPool& pool) {
     const std::int64_t begin = n_words * static_cast<std::int64_t>(s) / n;
     const std::int64_t end = n_words * static_cast<std::int64_t>(s + 1) / n;
     const std::uint64_t* p = words_.data() + begin;
-    sinks_[s] += prefetch_ ? sum_words<true>(p, end - begin) : sum_words<false>(p, end - begin);
+    sinks_[s] += sum_words(mode_, p, end - begin);
   });
   const double dt = seconds_since(t0);
   __asm__ volatile("" : : "r"(sinks_.data()) : "memory");
@@ -127,14 +151,15 @@ double ReadProbe::pass(ThreadPool& pool) {
 }
 
 void ReadProbe::calibrate(ThreadPool& pool) {
-  double best[2] = {0, 0};
+  constexpr ReadMode kModes[] = {ReadMode::kPlain, ReadMode::kL2, ReadMode::kL2L1};
+  double best[3] = {0, 0, 0};
   for (int round = 0; round < 3; ++round) {  // the first round also pages the buffer in
-    for (bool mode : {false, true}) {
-      prefetch_ = mode;
-      best[mode] = std::max(best[mode], pass(pool));
+    for (int m = 0; m < 3; ++m) {
+      mode_ = kModes[m];
+      best[m] = std::max(best[m], pass(pool));
     }
   }
-  prefetch_ = best[1] > best[0];
+  mode_ = kModes[std::max_element(best, best + 3) - best];
 }
 
 Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
@@ -147,7 +172,9 @@ Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
     c.amx_bf16_flops = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
   }
   c.buffer_bytes = std::int64_t{512} << 20;  // well past any LLC of a 2-64 core part
-  c.read_bytes_per_s = measure_read_bandwidth(pool, c.buffer_bytes, seconds, &c.read_prefetching);
+  ReadMode mode = ReadMode::kPlain;
+  c.read_bytes_per_s = measure_read_bandwidth(pool, c.buffer_bytes, seconds, &mode);
+  c.read_mode = read_mode_name(mode);
   return c;
 }
 

@@ -13,10 +13,10 @@ namespace recur::kernels {
 
 struct Ceilings {
   int n_threads = 0;
-  double avx512_bf16_flops = 0;   // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
-  double amx_bf16_flops = 0;      // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
-  double read_bytes_per_s = 0;    // all threads reading a buffer of buffer_bytes
-  bool read_prefetching = false;  // whether the faster read was the software-prefetching one
+  double avx512_bf16_flops = 0;  // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
+  double amx_bf16_flops = 0;     // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
+  double read_bytes_per_s = 0;   // all threads reading a buffer of buffer_bytes
+  const char* read_mode = "";    // which ReadProbe pass was the fastest (read_mode_name)
   std::int64_t buffer_bytes = 0;
   double peak_flops() const {
     return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
@@ -26,24 +26,30 @@ struct Ceilings {
 // Each probe runs for about `seconds` and the best of three is kept.
 Ceilings measure_ceilings(ThreadPool& pool, double seconds);
 
+// How a ReadProbe pass reads: left to the hardware prefetcher, with software prefetch into L2
+// 32 KiB ahead, or with that and a second request into L1 4 KiB ahead (what the decode GEMVs do
+// on Intel, matmul_avx512.cc: the ceiling must be at least as fast as the fastest reader).
+enum class ReadMode { kPlain, kL2, kL2L1 };
+const char* read_mode_name(ReadMode m);
+
 // The read-bandwidth probe one pass at a time, to interleave with measured work: on a shared host
 // the memory bandwidth moves by 1.5x from one minute to the next (seen on the dev VM), so a ratio
 // is only meaningful between a ceiling and a measurement taken milliseconds apart.
 class ReadProbe {
  public:
   explicit ReadProbe(std::int64_t bytes);  // a buffer this large (> LLC), written once
-  // Times the plain and the software-prefetching read (three passes each) and keeps the faster
-  // for pass(): on some CPUs prefetching reads 1.3x faster, on others slower.
+  // Times every ReadMode (three passes each) and keeps the fastest for pass(): on some CPUs
+  // prefetching reads 1.3x faster, on others slower.
   void calibrate(ThreadPool& pool);
   // Bytes/s of one whole pass over the buffer on all pool threads.
   double pass(ThreadPool& pool);
   std::int64_t bytes() const { return static_cast<std::int64_t>(words_.size()) * 8; }
-  bool prefetching() const { return prefetch_; }
+  ReadMode mode() const { return mode_; }
 
  private:
   std::vector<std::uint64_t> words_;
   std::vector<std::uint64_t> sinks_;
-  bool prefetch_ = false;
+  ReadMode mode_ = ReadMode::kPlain;
 };
 
 struct MatmulShape {

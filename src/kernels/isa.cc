@@ -142,19 +142,23 @@ Isa active_isa() {
 
 namespace detail {
 namespace {
-// -1: the vendor's choice; else bit 0 = one_row_sequential, bit 1 = rows_sequential.
+// -1: the vendor's choice; else bit 0 = one_row_sequential, bit 1 = rows_sequential, bit 2 =
+// l1_prefetch.
 std::atomic<int> g_decode_order_override{-1};
 }  // namespace
 
 void override_decode_order(const DecodeOrder* order) {
   g_decode_order_override.store(order == nullptr ? -1
                                                  : (order->one_row_sequential ? 1 : 0) |
-                                                       (order->rows_sequential ? 2 : 0));
+                                                       (order->rows_sequential ? 2 : 0) |
+                                                       (order->l1_prefetch ? 4 : 0));
 }
 
 DecodeOrder decode_order() {
   if (const int bits = g_decode_order_override.load(std::memory_order_relaxed); bits >= 0) {
-    return {.one_row_sequential = (bits & 1) != 0, .rows_sequential = (bits & 2) != 0};
+    return {.one_row_sequential = (bits & 1) != 0,
+            .rows_sequential = (bits & 2) != 0,
+            .l1_prefetch = (bits & 4) != 0};
   }
   static const DecodeOrder vendor = [] {
     unsigned a, b, c, d;
@@ -165,7 +169,7 @@ DecodeOrder decode_order() {
       std::memcpy(name + 8, &c, 4);
     }
     const bool amd = std::strcmp(name, "AuthenticAMD") == 0;
-    return DecodeOrder{.one_row_sequential = amd, .rows_sequential = !amd};
+    return DecodeOrder{.one_row_sequential = amd, .rows_sequential = !amd, .l1_prefetch = !amd};
   }();
   return vendor;
 }

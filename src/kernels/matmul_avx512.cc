@@ -16,10 +16,17 @@ namespace {
 constexpr int kMr = 4;  // activation rows per micro-tile
 constexpr int kNr = 4;  // weight rows (output columns) per micro-tile
 // Decode-sized calls (n_rows <= kStreamRows) read each weight once, straight from memory, in the
-// order decode_order() picks per CPU vendor. The tiles read 4 weight rows interleaved, which the
-// hardware prefetcher does not follow, so they prefetch the weight rows kPrefetchRows ahead into
-// L2 (508 MB lm_head GEMV at 4 rows: 1.9x on Zen 4); seq_rows_bf16 reads them one after another.
+// order and with the prefetch decode_order() picks per CPU vendor:
+// - kRows: the weight rows kPrefetchRows ahead into L2, in address order (508 MB lm_head GEMV at
+//   4 rows: 1.9x on Zen 4), and each task's first kPrefetchRows rows up front;
+// - kNearFar (l1_prefetch): every line into L2 kFarBytes ahead of its use and again into L1 about
+//   kNearBytes ahead. On the Xeon VM the L2-only prefetch left the dot products waiting on L2
+//   hits (4-row calls 0.60-0.81 of the read probe, the less the smaller the call); with the L1
+//   request 0.80-0.91, one row 0.95-1.02.
+enum class Ahead { kNone, kRows, kNearFar };
 constexpr std::int64_t kPrefetchRows = 16 * kNr;
+constexpr std::int64_t kFarBytes = std::int64_t{32} << 10;  // 16-64 KiB alike; 128 KiB slower
+constexpr std::int64_t kNearBytes = 4096;                   // 2-8 KiB alike
 
 // Horizontal sum of one accumulator in a fixed, explicit tree: 256-bit halves, 128-bit halves,
 // lanes (0,2)(1,3), then (0,1), the first operand of each add the same every time. This is GCC's
@@ -62,22 +69,28 @@ void reduce_store(const __m512 (&acc)[RM][RN], float* y, std::int64_t ldy) {
 }
 
 // x: bf16 [rows, ldx] zero-padded to a multiple of 32; w: bf16 rows of k_dim at stride ldw.
-template <int RM, int RN, bool kStream>
+template <int RM, int RN, Ahead A>
 void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w, std::int64_t ldw,
                std::int64_t k_dim, float* y, std::int64_t ldy) {
   __m512 acc[RM][RN];
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+  // The tile's RN rows are contiguous (ldw == k_dim): the lines a fixed distance on, RN per step
+  // in address order, are one ascending stream of requests (0.87 against 0.83 of the read probe
+  // at 4 activation rows on the dev VM, against prefetching each row's own line).
+  const char* far =
+      reinterpret_cast<const char*>(w) + (A == Ahead::kRows ? kPrefetchRows * ldw * 2 : kFarBytes);
   std::int64_t k = 0;
   for (; k + 32 <= k_dim; k += 32) {
     __m512i wv[RN];
     for (int j = 0; j < RN; ++j) wv[j] = _mm512_loadu_si512(w + j * ldw + k);
-    if constexpr (kStream) {
-      // The same lines as rows kPrefetchRows.. at column k, but in address order (the tile's RN
-      // rows are contiguous, ldw == k_dim): one ascending stream of requests (0.87 against 0.83
-      // of the read probe at 4 activation rows on the dev VM).
-      const char* ahead = reinterpret_cast<const char*>(w + kPrefetchRows * ldw);
-      for (int j = 0; j < RN; ++j) _mm_prefetch(ahead + (k / 32 * RN + j) * 64, _MM_HINT_T1);
+    if constexpr (A != Ahead::kNone) {
+      for (int j = 0; j < RN; ++j) _mm_prefetch(far + (k / 32 * RN + j) * 64, _MM_HINT_T1);
+    }
+    if constexpr (A == Ahead::kNearFar) {  // into L1: the next tile's rows at this column
+      for (int j = 0; j < RN; ++j) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + (RN + j) * ldw + k), _MM_HINT_T0);
+      }
     }
     for (int i = 0; i < RM; ++i) {
       const __m512i xv = _mm512_loadu_si512(x + i * ldx + k);
@@ -102,21 +115,23 @@ void tile_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
 // accumulators. With one row and no software prefetch this is a single sequential stream the
 // hardware prefetcher follows (RN interleaved rows are RN streams 2-8 KiB apart, which AMD's does
 // not: on the Zen 4 VM at 1 row 0.96 of the read probe against 0.89 interleaved with software
-// prefetch); with 2-8 rows on Intel the rows kPrefetchRows ahead are prefetched in address order
-// (decode_order()). The RN chains are independent, so they still overlap out of order. Same
-// per-element order as tile_bf16: bytes are identical.
-template <int RM, int RN, bool kPrefetch>
+// prefetch); with 2-8 rows on Intel the stream is prefetched ahead of itself (Ahead). The RN
+// chains are independent, so they still overlap out of order. Same per-element order as
+// tile_bf16: bytes are identical.
+template <int RM, int RN, Ahead A>
 void seq_rows_bf16(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                    std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
   const std::int64_t k_main = k_dim / 32 * 32;
   const __mmask32 mask = _cvtu32_mask32((1u << (k_dim - k_main)) - 1u);
-  const char* ahead = reinterpret_cast<const char*>(w + kPrefetchRows * ldw);
+  const std::int64_t far = A == Ahead::kRows ? kPrefetchRows * ldw * 2 : kFarBytes;
   for (int j = 0; j < RN; ++j) {
     const std::uint16_t* row = w + j * ldw;
     __m512 acc[RM];
     for (int i = 0; i < RM; ++i) acc[i] = _mm512_setzero_ps();
     for (std::int64_t k = 0; k < k_main; k += 32) {
-      if constexpr (kPrefetch) _mm_prefetch(ahead + (j * ldw + k) * 2, _MM_HINT_T1);
+      const char* here = reinterpret_cast<const char*>(row + k);
+      if constexpr (A != Ahead::kNone) _mm_prefetch(here + far, _MM_HINT_T1);
+      if constexpr (A == Ahead::kNearFar) _mm_prefetch(here + kNearBytes, _MM_HINT_T0);
       const __m512i wv = _mm512_loadu_si512(row + k);
       for (int i = 0; i < RM; ++i)
         acc[i] =
@@ -186,7 +201,7 @@ template <int RM, int RN>
 struct Bf16Tile {
   static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
-    tile_bf16<RM, RN, false>(x, ldx, w, ldw, k_dim, y, ldy);
+    tile_bf16<RM, RN, Ahead::kNone>(x, ldx, w, ldw, k_dim, y, ldy);
   }
 };
 template <int RM, int RN>
@@ -195,11 +210,17 @@ struct Bf16StreamTile {
                   std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
     const DecodeOrder order = decode_order();
     if (RM == 1 && order.one_row_sequential) {
-      seq_rows_bf16<1, RN, false>(x, ldx, w, ldw, k_dim, y, ldy);
+      seq_rows_bf16<1, RN, Ahead::kNone>(x, ldx, w, ldw, k_dim, y, ldy);
     } else if (RM > 1 && order.rows_sequential) {
-      seq_rows_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
+      if (order.l1_prefetch) {
+        seq_rows_bf16<RM, RN, Ahead::kNearFar>(x, ldx, w, ldw, k_dim, y, ldy);
+      } else {
+        seq_rows_bf16<RM, RN, Ahead::kRows>(x, ldx, w, ldw, k_dim, y, ldy);
+      }
+    } else if (order.l1_prefetch) {
+      tile_bf16<RM, RN, Ahead::kNearFar>(x, ldx, w, ldw, k_dim, y, ldy);
     } else {
-      tile_bf16<RM, RN, true>(x, ldx, w, ldw, k_dim, y, ldy);
+      tile_bf16<RM, RN, Ahead::kRows>(x, ldx, w, ldw, k_dim, y, ldy);
     }
   }
 };
@@ -238,8 +259,10 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
   }
 }
 
-// A streaming task's first kPrefetchRows weight rows have no tile prefetching them: ask for them
-// all up front so the task starts with a full queue of misses instead of one row's worth.
+// kRows: a streaming task's first kPrefetchRows weight rows have no tile prefetching them: ask
+// for them all up front so the task starts with a full queue of misses instead of one row's
+// worth. (Not with kNearFar: 4-row calls on 2 MB matrices read 0.71 of the probe with the burst,
+// 0.75 without.)
 void prefetch_block_head(const std::uint16_t* w, const MatmulBlock& b, std::int64_t k_dim) {
   const auto* p = reinterpret_cast<const char*>(w + b.n0 * k_dim);
   const std::int64_t bytes = (std::min(b.n1, b.n0 + kPrefetchRows) - b.n0) * k_dim * 2;
@@ -263,7 +286,8 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   switch (w.dtype) {
     case DType::kBF16:
       if (op.n_rows <= kStreamRows) {
-        if (op.n_rows > 1 || !decode_order().one_row_sequential) {
+        const DecodeOrder order = decode_order();
+        if (!order.l1_prefetch && (op.n_rows > 1 || !order.one_row_sequential)) {
           prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         }
         run_block<Bf16StreamTile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data),

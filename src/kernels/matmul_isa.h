@@ -24,16 +24,20 @@ struct MatmulOperands {
 // Calls of at most this many activation rows (decode steps) stream their weights from memory:
 // larger column blocks per task and software prefetch (matmul_avx512.cc).
 inline constexpr std::int64_t kStreamRows = 8;
-// How decode-sized calls (1-8 rows) order their weight reads on avx512 (matmul_avx512.cc). Every
-// choice gives the same bytes; speed depends on the CPU's prefetchers, so cpuid's vendor decides,
-// once. AMD: one row reads its weight rows one after another with no software prefetch (a single
-// stream for the hardware prefetcher: 0.96 of the read probe on the Zen 4 VM, against 0.89
-// interleaved), 2-8 rows read 4 weight rows interleaved with software prefetch. Intel (Xeon VM):
-// one row reads 4 rows interleaved with software prefetch (decode 1.1-1.35x), 2-8 rows read the
-// weight rows one after another with software prefetch (4-sequence decode 1.02-1.2x).
+// How decode-sized calls (1-8 rows) order and prefetch their weight reads on avx512
+// (matmul_avx512.cc). Every choice gives the same bytes; speed depends on the CPU's prefetchers,
+// so cpuid's vendor decides, once. AMD: one row reads its weight rows one after another with no
+// software prefetch (a single stream for the hardware prefetcher: 0.96 of the read probe on the
+// Zen 4 VM, against 0.89 interleaved), 2-8 rows read 4 weight rows interleaved, prefetching 64
+// rows ahead into L2. Intel (Xeon VM): one row reads 4 rows interleaved, 2-8 rows read the weight
+// rows one after another (4-sequence decode 1.02-1.2x), both with l1_prefetch: each line is
+// requested twice ahead of its use, into L2 32 KiB ahead and into L1 about 4 KiB ahead (the
+// Xeon's hardware prefetchers alone read 0.45 of the probe at 4 rows; L2-only prefetch 0.6-0.8
+// depending on the call's size, L2 + L1 0.8-0.9).
 struct DecodeOrder {
   bool one_row_sequential = false;
   bool rows_sequential = false;
+  bool l1_prefetch = false;
 };
 DecodeOrder decode_order();
 // Tests: forces `order`; nullptr returns to the vendor's.
