@@ -50,7 +50,8 @@ void tail_copy(const void* row, std::int64_t k, std::int64_t n, void* buf) {
 
 template <int RM, int RN, DType WT>
 void tile(const float* x, std::int64_t ldx, const char* w, std::int64_t w_row_bytes,
-          std::int64_t k_dim, float* y, std::int64_t ldy, const char* ahead = nullptr) {
+          std::int64_t k_dim, float* y, std::int64_t ldy, const char* ahead = nullptr,
+          bool near = false) {
   __m256 acc[RM][RN];
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
@@ -61,6 +62,11 @@ void tile(const float* x, std::int64_t ldx, const char* w, std::int64_t w_row_by
     if (ahead != nullptr) {
       for (int j = 0; j < (RN + 3) / 4; ++j)
         _mm_prefetch(ahead + (k / 8 * ((RN + 3) / 4) + j) * 64, _MM_HINT_T1);
+    }
+    // Intel (DecodeOrder::l1_prefetch): the next tile's rows at this column into L1 as well, one
+    // request per 64-byte line.
+    if (WT == DType::kBF16 && near && k % 32 == 0) {
+      for (int j = 0; j < RN; ++j) _mm_prefetch(w + (RN + j) * w_row_bytes + k * 2, _MM_HINT_T0);
     }
     __m256 wv[RN];
     for (int j = 0; j < RN; ++j) wv[j] = load_w<WT>(w + j * w_row_bytes, k);
@@ -99,10 +105,12 @@ void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float*
   const std::int64_t k_dim = w.cols;
   const std::int64_t rb = k_dim * dtype_bytes(WT);
   const char* wd = static_cast<const char*>(w.data);
+  const bool l1 = stream && WT == DType::kBF16 && decode_order().l1_prefetch;
   for (std::int64_t n0 = b.n0; n0 < b.n1; n0 += kSliceN) {
     const std::int64_t n1 = std::min(b.n1, n0 + kSliceN);
     for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
       const std::int64_t rm = std::min<std::int64_t>(kMr, b.m1 - m);
+      const bool near = l1 && m == b.m0;
       for (std::int64_t n = n0; n < n1; n += kNr) {
         const float* xm = x + m * k_dim;
         float* ym = y + m * w.rows + n;
@@ -114,13 +122,13 @@ void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float*
                                 ? wn + kStreamAhead * rb
                                 : nullptr;
         if (rm == kMr && rn == kNr) {
-          tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows, ahead);
+          tile<kMr, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows, ahead, near);
           continue;
         }
         // A single row (decode) still runs four weight rows side by side: four independent
         // chains, where one output at a time waits on each multiply-add's latency.
         if (rm == 1 && rn == kNr) {
-          tile<1, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows, ahead);
+          tile<1, kNr, WT>(xm, k_dim, wn, rb, k_dim, ym, w.rows, ahead, near);
           continue;
         }
         // Edges: one output element at a time; same accumulation as the full tile.
