@@ -1,7 +1,9 @@
 // Per-ISA selection for the kernels with vector paths: matmul, attention and the recurrences.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/amx_kernel.h"
@@ -36,16 +38,13 @@ constexpr std::int64_t kLanesBlockN = 96;
 // each weight block twice instead of eight times (512 rows: 1.02-1.07x on the Xeon VM).
 constexpr std::int64_t kLanesAvx2BlockM = 256;
 
-// Streaming calls (decode) read every weight once from memory, and a task's first rows wait for
-// DRAM until its prefetches run ahead: few long contiguous tasks stream best (on the dev VM a
-// 4096-row matrix read 23.7 GB/s in 256-row tasks, 28.0 in 1024-row tasks, 28.5 in one half per
-// thread). About two tasks per thread, so one descheduled thread costs at most half a share;
-// never over 4096 rows (8 MiB at K 1024), so the tied lm_head still balances.
-std::int64_t stream_block_n(std::int64_t w_rows, int n_threads) {
-  constexpr std::int64_t kGrain = 64, kMin = 256, kMax = 4096;
-  const std::int64_t share = (w_rows + 2 * n_threads - 1) / (2 * n_threads);
-  return std::clamp((share + kGrain - 1) / kGrain * kGrain, kMin, kMax);
-}
+// Streaming calls (decode) read every weight once from memory, and a thread's reads stream best
+// as one long run of consecutive rows (the prefetch runs ahead of it; on the dev VM a 4096-row
+// matrix read 23.7 GB/s in 256-row tasks, 28.0 in 1024-row tasks): each thread owns one
+// contiguous range of kStreamChunk-row chunks, read front to back, and a thread done with its own
+// range takes chunks from the back of the fullest other one, so none waits on a slower thread
+// (one descheduled by the host, or fed less bandwidth) for more than a chunk.
+constexpr std::int64_t kStreamChunk = 128;  // 256 KiB at K 1024; a multiple of every tile grid
 
 using BlockFn = void (*)(const MatmulOperands&, const MatmulBlock&);
 
@@ -58,12 +57,17 @@ struct FusedPart {
   std::int64_t first_task = 0;  // tasks [first_task, first_task + m_blocks * n_blocks)
 };
 
+// The part holding flat task / chunk index i (parts are in order of first_task).
+const FusedPart& part_of(const FusedPart* parts, std::size_t n_parts, std::int64_t i) {
+  std::size_t p = n_parts - 1;
+  while (i < parts[p].first_task) --p;
+  return parts[p];
+}
+
 void run_parts(ThreadPool& pool, const FusedPart* parts, std::size_t n_parts,
                std::int64_t n_tasks) {
   pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
-    std::size_t i = n_parts - 1;
-    while (static_cast<std::int64_t>(task) < parts[i].first_task) --i;
-    const FusedPart& p = parts[i];
+    const FusedPart& p = part_of(parts, n_parts, static_cast<std::int64_t>(task));
     const std::int64_t t = static_cast<std::int64_t>(task) - p.first_task;
     const std::int64_t mb = t % p.m_blocks, nb = t / p.m_blocks;
     const MatmulBlock b{.m0 = mb * p.block_m,
@@ -71,6 +75,78 @@ void run_parts(ThreadPool& pool, const FusedPart* parts, std::size_t n_parts,
                         .n0 = nb * p.block_n,
                         .n1 = std::min(p.op.w.rows, (nb + 1) * p.block_n)};
     p.fn(p.op, b);
+  });
+}
+
+// One thread's range of chunks [front, back), both in one word so that the owner taking the
+// front and a thief taking the back can never both get the last chunk.
+struct alignas(64) ChunkRange {
+  std::atomic<std::uint64_t> span{0};
+  static std::uint64_t pack(std::uint32_t front, std::uint32_t back) {
+    return static_cast<std::uint64_t>(front) << 32 | back;
+  }
+  static std::int64_t left(std::uint64_t s) {
+    return static_cast<std::int64_t>(s & 0xffffffffu) - static_cast<std::int64_t>(s >> 32);
+  }
+  // The front (owner) or back (thief) chunk, or -1 when the range is empty.
+  std::int64_t take(bool from_back) {
+    std::uint64_t s = span.load(std::memory_order_relaxed);
+    for (;;) {
+      const auto front = static_cast<std::uint32_t>(s >> 32);
+      const auto back = static_cast<std::uint32_t>(s);
+      if (front >= back) return -1;
+      const std::uint64_t next = from_back ? pack(front, back - 1) : pack(front + 1, back);
+      if (span.compare_exchange_weak(s, next, std::memory_order_relaxed)) {
+        return from_back ? back - 1 : front;
+      }
+    }
+  }
+};
+
+// Ranges of the calling (engine) thread's streaming calls: sized once for the pool.
+ChunkRange* chunk_ranges(int n) {
+  thread_local std::unique_ptr<ChunkRange[]> ranges;
+  thread_local int size = 0;
+  if (size < n) {
+    ranges = std::make_unique<ChunkRange[]>(static_cast<std::size_t>(n));
+    size = n;
+  }
+  return ranges.get();
+}
+
+// Streaming calls: parts' first_task / m_blocks count kStreamChunk-row chunks (m_blocks == 1).
+void run_parts_streaming(ThreadPool& pool, const FusedPart* parts, std::size_t n_parts,
+                         std::int64_t n_chunks) {
+  const int n = static_cast<int>(std::min<std::int64_t>(pool.n_threads(), n_chunks));
+  ChunkRange* ranges = chunk_ranges(n);
+  for (int r = 0; r < n; ++r) {
+    ranges[r].span.store(ChunkRange::pack(static_cast<std::uint32_t>(n_chunks * r / n),
+                                          static_cast<std::uint32_t>(n_chunks * (r + 1) / n)),
+                         std::memory_order_relaxed);
+  }
+  auto run_chunk = [&](std::int64_t c) {
+    const FusedPart& p = part_of(parts, n_parts, c);
+    const std::int64_t n0 = (c - p.first_task) * kStreamChunk;
+    p.fn(p.op,
+         MatmulBlock{
+             .m0 = 0, .m1 = p.op.n_rows, .n0 = n0, .n1 = std::min(p.op.w.rows, n0 + kStreamChunk)});
+  };
+  // pool.run publishes the ranges to the workers (its job hand-off is a release / acquire pair).
+  pool.run(static_cast<std::size_t>(n), [&](std::size_t own) {
+    for (std::int64_t c; (c = ranges[own].take(false)) >= 0;) run_chunk(c);
+    for (;;) {
+      int victim = -1;
+      std::int64_t most = 0;
+      for (int r = 0; r < n; ++r) {
+        const std::int64_t l = ChunkRange::left(ranges[r].span.load(std::memory_order_relaxed));
+        if (l > most) {
+          most = l;
+          victim = r;
+        }
+      }
+      if (victim < 0) return;
+      if (const std::int64_t c = ranges[victim].take(true); c >= 0) run_chunk(c);
+    }
   });
 }
 
@@ -180,9 +256,7 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
            : (isa == Isa::kAmx && bf16) ? matmul_block_amx
            : lanes                      ? matmul_block_lanes_avx512
                                         : matmul_block_avx512;
-    p.block_n = n_rows <= kStreamRows ? stream_block_n(o.w.rows, pool.n_threads())
-                : lanes               ? kLanesBlockN
-                                      : kBlockN;
+    p.block_n = n_rows <= kStreamRows ? kStreamChunk : lanes ? kLanesBlockN : kBlockN;
     const std::int64_t n_blocks = (o.w.rows + p.block_n - 1) / p.block_n;
     p.block_m =
         lanes && isa == Isa::kAvx2 && n_blocks >= 4 * pool.n_threads() ? kLanesAvx2BlockM : kBlockM;
@@ -190,7 +264,12 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
     p.first_task = n_tasks;
     n_tasks += p.m_blocks * n_blocks;
   }
-  if (n_parts > 0) run_parts(pool, parts.data(), n_parts, n_tasks);
+  if (n_parts == 0) return;
+  if (n_rows <= kStreamRows) {
+    run_parts_streaming(pool, parts.data(), n_parts, n_tasks);
+  } else {
+    run_parts(pool, parts.data(), n_parts, n_tasks);
+  }
 }
 
 void attention_query(const float* q, const void* k_cache, const void* v_cache, float* out,

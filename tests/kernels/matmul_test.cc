@@ -216,5 +216,47 @@ TEST(Matmul, FusedEqualsSeparateCalls) {
   }
 }
 
+// Decode-sized calls split their columns into one range of chunks per thread, and threads done
+// with their own take chunks from the back of others' (kernels/dispatch.cc). With more threads
+// than cores the host preempts them mid-range, so ranges are finished by thieves: every chunk
+// must still be computed exactly once, with the bytes of a single-threaded call.
+TEST(Matmul, StreamingChunksAreEachComputedOnceUnderStealing) {
+  constexpr std::int64_t kK = 64;
+  const std::vector<std::int64_t> sizes = {128 * 37 + 5, 1, 129};
+  std::vector<testing::OwnedWeight> ws;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    ws.push_back(make_weight(DType::kBF16, sizes[i], kK, static_cast<std::uint32_t>(70 + i)));
+  }
+  ThreadPool one(1);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t n_rows : {1, 4, 8}) {
+      auto x = random_floats(static_cast<std::size_t>(n_rows * kK), 80 + n_rows);
+      std::vector<std::vector<float>> want;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        want.emplace_back(static_cast<std::size_t>(n_rows * sizes[i]));
+        matmul(one, x.data(), n_rows, ws[i].view, want.back().data());
+      }
+      for (int threads : {2, 5, 8}) {
+        ThreadPool pool(threads);
+        for (int rep = 0; rep < 30; ++rep) {
+          std::vector<std::vector<float>> got;
+          std::vector<MatmulOut> outs;
+          for (std::size_t i = 0; i < sizes.size(); ++i) {
+            got.emplace_back(want[i].size(), std::nanf(""));
+            outs.push_back({ws[i].view, got.back().data()});
+          }
+          matmul_fused(pool, x.data(), n_rows, outs);
+          for (std::size_t i = 0; i < sizes.size(); ++i) {
+            ASSERT_TRUE(testing::same_bytes(got[i].data(), want[i].data(), got[i].size()))
+                << isa_name(isa) << " rows " << n_rows << " threads " << threads << " rep " << rep
+                << " part " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace recur::kernels
