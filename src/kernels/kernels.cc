@@ -70,36 +70,73 @@ void rope(float* x, const std::int32_t* positions, const RopeShape& shape, float
   ref::rope(x, positions, shape, theta);
 }
 
-void attention(ThreadPool& pool, const float* q, const void* k_cache, const void* v_cache,
-               float* out, const AttentionShape& shape) {
+namespace {
+
+void check_attention(const AttentionShape& shape) {
   RECUR_CHECK(shape.pos0 + shape.n_q <= shape.n_kv);
   RECUR_CHECK(shape.n_kv_heads > 0 && shape.n_heads % shape.n_kv_heads == 0);
   RECUR_CHECK(shape.head_dim > 0 && shape.head_dim <= kMaxHeadDim);
   RECUR_CHECK(shape.kv_dtype == DType::kF32 || shape.kv_dtype == DType::kBF16);
-  const Isa isa = active_isa();
-  const std::int64_t group = shape.n_heads / shape.n_kv_heads;
-  if (isa == Isa::kScalar || group > detail::kAttentionTileRows) {
-    const auto n_tasks = static_cast<std::size_t>(shape.n_q * shape.n_heads);
-    pool.run(n_tasks, [&](std::size_t task) {
-      const auto i = static_cast<std::int64_t>(task) / shape.n_heads;
-      const auto h = static_cast<std::int64_t>(task) % shape.n_heads;
-      detail::attention_query(q, k_cache, v_cache, out, shape, i, h, isa);
-    });
+}
+
+// Scalar ISA and groups wider than a tile run one task per (query, head); the vector ISAs one per
+// tile of queries x the heads of one kv head, so K/V rows are read once per tile.
+bool tiled(const AttentionShape& shape, Isa isa) {
+  return isa != Isa::kScalar && shape.n_heads / shape.n_kv_heads <= detail::kAttentionTileRows;
+}
+std::int64_t tile_queries(const AttentionShape& shape) {
+  return detail::kAttentionTileRows / (shape.n_heads / shape.n_kv_heads);
+}
+std::int64_t attention_tasks(const AttentionShape& shape, Isa isa) {
+  if (!tiled(shape, isa)) return shape.n_q * shape.n_heads;
+  return (shape.n_q + tile_queries(shape) - 1) / tile_queries(shape) * shape.n_kv_heads;
+}
+
+// Task t of one job. The last queries see the most keys: their tiles go first so the pool's
+// tail is short tasks.
+void attention_task(const AttentionJob& j, std::int64_t t, Isa isa) {
+  const AttentionShape& shape = j.shape;
+  if (!tiled(shape, isa)) {
+    detail::attention_query(j.q, j.k_cache, j.v_cache, j.out, shape, t / shape.n_heads,
+                            t % shape.n_heads, isa);
     return;
   }
-  // Tiles of queries x the heads of one kv head, so K/V rows are read once per tile. The last
-  // queries see the most keys: their tiles go first so the pool's tail is short tasks.
-  const std::int64_t tile_q = detail::kAttentionTileRows / group;
+  const std::int64_t tile_q = tile_queries(shape);
   const std::int64_t n_tiles = (shape.n_q + tile_q - 1) / tile_q;
-  pool.run(static_cast<std::size_t>(n_tiles * shape.n_kv_heads), [&](std::size_t task) {
-    const std::int64_t tile = n_tiles - 1 - static_cast<std::int64_t>(task) / shape.n_kv_heads;
-    const std::int64_t kvh = static_cast<std::int64_t>(task) % shape.n_kv_heads;
-    const std::int64_t i0 = tile * tile_q;
-    const std::int64_t n_i = std::min(tile_q, shape.n_q - i0);
-    if (isa == Isa::kAvx2) {
-      detail::attention_tile_avx2(q, k_cache, v_cache, out, shape, i0, n_i, kvh);
-    } else {
-      detail::attention_tile_avx512(q, k_cache, v_cache, out, shape, i0, n_i, kvh);
+  const std::int64_t tile = n_tiles - 1 - t / shape.n_kv_heads;
+  const std::int64_t kvh = t % shape.n_kv_heads;
+  const std::int64_t i0 = tile * tile_q;
+  const std::int64_t n_i = std::min(tile_q, shape.n_q - i0);
+  if (isa == Isa::kAvx2) {
+    detail::attention_tile_avx2(j.q, j.k_cache, j.v_cache, j.out, shape, i0, n_i, kvh);
+  } else {
+    detail::attention_tile_avx512(j.q, j.k_cache, j.v_cache, j.out, shape, i0, n_i, kvh);
+  }
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, const float* q, const void* k_cache, const void* v_cache,
+               float* out, const AttentionShape& shape) {
+  const AttentionJob job{
+      .q = q, .k_cache = k_cache, .v_cache = v_cache, .out = out, .shape = shape};
+  attention_batch(pool, std::span(&job, 1));
+}
+
+void attention_batch(ThreadPool& pool, std::span<const AttentionJob> jobs) {
+  const Isa isa = active_isa();
+  std::int64_t n_tasks = 0;
+  for (const AttentionJob& j : jobs) {
+    check_attention(j.shape);
+    n_tasks += attention_tasks(j.shape, isa);
+  }
+  // Jobs are few (one per sequence of a step): each task finds its job by a linear walk.
+  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
+    auto t = static_cast<std::int64_t>(task);
+    for (const AttentionJob& j : jobs) {
+      const std::int64_t n = attention_tasks(j.shape, isa);
+      if (t < n) return attention_task(j, t, isa);
+      t -= n;
     }
   });
 }

@@ -110,6 +110,17 @@ inline constexpr std::int64_t kMaxHeadDim = 512;
 // q as above; out [n_q, n_heads, head_dim] contiguous.
 void attention(ThreadPool& pool, const float* q, const void* k_cache, const void* v_cache,
                float* out, const AttentionShape& shape);
+// Several sequences' attention in one dispatch (a batched decode step: one query per sequence,
+// which alone would be a dispatch of a few microseconds each). Every job's bytes are those of
+// attention() on it alone.
+struct AttentionJob {
+  const float* q = nullptr;
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  float* out = nullptr;
+  AttentionShape shape;
+};
+void attention_batch(ThreadPool& pool, std::span<const AttentionJob> jobs);
 
 // ---- activations (elementwise unless said; in place where the output is the input) ----------
 void silu(float* x, std::int64_t n);                                          // x · sigmoid(x)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "util/check.h"
 
@@ -92,20 +93,27 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
   k::rope(kr, ctx.positions,
           {.n_tokens = n, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim},
           w.rope_theta);
+  // Every sequence's K/V first, then one attention dispatch for all of them (a decode step of
+  // N sequences would otherwise be N dispatches of a few microseconds each, per layer).
+  thread_local std::vector<k::AttentionJob> jobs;
+  jobs.clear();
   for (const ChunkRows& c : ctx.chunks) {
     append_kv(w, c, kr + c.row0 * kv_width, vr + c.row0 * kv_width);
-    k::attention(*ctx.pool, q + c.row0 * w.n_heads * qw, c.seq->k_data(w.layer),
-                 c.seq->v_data(w.layer), att + c.row0 * w.n_heads * hd,
-                 {.n_q = c.n_rows,
-                  .pos0 = c.pos0,
-                  .n_kv = c.pos0 + c.n_rows,
-                  .n_heads = w.n_heads,
-                  .n_kv_heads = w.n_kv_heads,
-                  .head_dim = hd,
-                  .q_head_stride = qw,
-                  .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
-                  .kv_dtype = w.kv_dtype});
+    jobs.push_back({.q = q + c.row0 * w.n_heads * qw,
+                    .k_cache = c.seq->k_data(w.layer),
+                    .v_cache = c.seq->v_data(w.layer),
+                    .out = att + c.row0 * w.n_heads * hd,
+                    .shape = {.n_q = c.n_rows,
+                              .pos0 = c.pos0,
+                              .n_kv = c.pos0 + c.n_rows,
+                              .n_heads = w.n_heads,
+                              .n_kv_heads = w.n_kv_heads,
+                              .head_dim = hd,
+                              .q_head_stride = qw,
+                              .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
+                              .kv_dtype = w.kv_dtype}});
   }
+  k::attention_batch(*ctx.pool, jobs);
   if (w.output_gate) {
     for (std::int64_t r = 0; r < n * w.n_heads; ++r)
       k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);

@@ -184,5 +184,62 @@ TEST(Attention, TwoKeysByHand) {
   EXPECT_NEAR(out[1], 0.25f * 4 + 0.75f * 8, 1e-5f);
 }
 
+// attention_batch (one dispatch for several sequences, as a batched decode step does): every job
+// gets the bytes of attention() on it alone, whatever the mix of prefill chunks and decode rows,
+// head groups (Qwen3's 2, a group wider than a tile) and cache dtypes.
+TEST(Attention, BatchEqualsSeparateCalls) {
+  struct Seq {
+    std::int64_t n_heads, n_kv_heads, hd, pos0, n_q;
+    DType kv;
+  };
+  const std::vector<Seq> seqs = {{16, 8, 64, 90, 1, DType::kBF16}, {16, 8, 64, 0, 70, DType::kBF16},
+                                 {6, 2, 37, 130, 1, DType::kF32},  {72, 1, 16, 10, 3, DType::kF32},
+                                 {16, 8, 64, 5, 1, DType::kBF16},  {4, 4, 128, 64, 1, DType::kF32}};
+  std::vector<Cache> caches;
+  std::vector<std::vector<float>> qs;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const Seq& s = seqs[i];
+    const std::int64_t n_kv = s.pos0 + s.n_q;
+    caches.push_back(make_cache(n_kv * s.n_kv_heads * s.hd, static_cast<std::uint32_t>(20 + i)));
+    qs.push_back(random_floats(static_cast<std::size_t>(s.n_q * s.n_heads * s.hd),
+                               static_cast<std::uint32_t>(40 + i), -2, 2));
+  }
+  for (Isa isa : testing::runnable_isas()) {
+    testing::ScopedIsa scoped(isa);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<std::vector<float>> alone, batched;
+      std::vector<AttentionJob> jobs;
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        const Seq& s = seqs[i];
+        const AttentionShape shape{.n_q = s.n_q,
+                                   .pos0 = s.pos0,
+                                   .n_kv = s.pos0 + s.n_q,
+                                   .n_heads = s.n_heads,
+                                   .n_kv_heads = s.n_kv_heads,
+                                   .head_dim = s.hd,
+                                   .scale = 1.0f / std::sqrt(float(s.hd)),
+                                   .kv_dtype = s.kv};
+        const auto size = static_cast<std::size_t>(s.n_q * s.n_heads * s.hd);
+        alone.emplace_back(size);
+        batched.emplace_back(size + 1, -9.0f);
+        attention(pool, qs[i].data(), caches[i].k(s.kv), caches[i].v(s.kv), alone.back().data(),
+                  shape);
+        jobs.push_back({.q = qs[i].data(),
+                        .k_cache = caches[i].k(s.kv),
+                        .v_cache = caches[i].v(s.kv),
+                        .out = batched.back().data(),
+                        .shape = shape});
+      }
+      attention_batch(pool, jobs);
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        ASSERT_TRUE(testing::same_bytes(batched[i].data(), alone[i].data(), alone[i].size()))
+            << isa_name(isa) << " threads " << threads << " job " << i;
+        ASSERT_EQ(batched[i].back(), -9.0f) << "wrote past job " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace recur::kernels
