@@ -53,29 +53,56 @@ inline V16 fma16(V16 a, V16 b, V16 c) {
 #endif
 }
 
+// K/V elements read as f32: f32 rows as they are, bf16 rows widened in registers (exact, so a
+// row's arithmetic is the same whichever way its K/V arrive).
+inline float kv_elem(const float* p, std::int64_t d) { return p[d]; }
+inline float kv_elem(const std::uint16_t* p, std::int64_t d) {
+  const std::uint32_t u = static_cast<std::uint32_t>(p[d]) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+inline V16 kv_load16(const float* p) { return load16(p); }
+inline __m256 kv_load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 kv_load8(const std::uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline V16 kv_load16(const std::uint16_t* p) {
+#ifdef __AVX512F__
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return (V16)_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+#else
+  const V8 l = (V8)kv_load8(p), h = (V8)kv_load8(p + 8);
+  return __builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#endif
+}
+
 // Attention's q·k: lane l accumulates q[i]·k[i] over i ≡ l (mod 16) with fused multiply-adds,
 // then tree_sum; a partial last chunk is zero-padded (adds exact zeros).
-inline V16 attn_chunk(const float* p, std::int64_t i, std::int64_t n) {
-  if (i + kLanes <= n) return load16(p + i);
+template <typename T>
+inline V16 attn_chunk(const T* p, std::int64_t i, std::int64_t n) {
+  if (i + kLanes <= n) return kv_load16(p + i);
   alignas(64) float t[kLanes] = {};
-  for (std::int64_t l = 0; i + l < n; ++l) t[l] = p[i + l];
+  for (std::int64_t l = 0; i + l < n; ++l) t[l] = kv_elem(p, i + l);
   return load16(t);
 }
 #ifndef __AVX512F__
 // AVX2: the 16-lane accumulator as two 256-bit halves, tree_sum's levels with 256/128-bit adds
 // (see attn_dot4 below for why).
-inline float attn_dot(const float* q, const float* k, std::int64_t n) {
+template <typename T>
+inline float attn_dot(const float* q, const T* k, std::int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   std::int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), lo);
-    hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), hi);
+    lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv_load8(k + i), lo);
+    hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), kv_load8(k + i + 8), hi);
   }
   if (i < n) {
     alignas(32) float tq[kLanes] = {}, tk[kLanes] = {};
     for (std::int64_t l = 0; i + l < n; ++l) {
       tq[l] = q[i + l];
-      tk[l] = k[i + l];
+      tk[l] = kv_elem(k, i + l);
     }
     lo = _mm256_fmadd_ps(_mm256_load_ps(tq), _mm256_load_ps(tk), lo);
     hi = _mm256_fmadd_ps(_mm256_load_ps(tq + 8), _mm256_load_ps(tk + 8), hi);
@@ -86,7 +113,8 @@ inline float attn_dot(const float* q, const float* k, std::int64_t n) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
 }
 #else
-inline float attn_dot(const float* q, const float* k, std::int64_t n) {
+template <typename T>
+inline float attn_dot(const float* q, const T* k, std::int64_t n) {
   V16 p = {};
   for (std::int64_t i = 0; i < n; i += kLanes)
     p = fma16(attn_chunk(q, i, n), attn_chunk(k, i, n), p);
@@ -98,14 +126,15 @@ inline float attn_dot(const float* q, const float* k, std::int64_t n) {
 // AVX2: each 16-lane accumulator as two 256-bit halves and tree_sum's levels written with 256-bit
 // operations, the same adds with the same operands. (GCC 12 lowered the 64-byte vector form to
 // scalar extracts and stack traffic here: attention was 59% of a qwen3-0.6b 512-token prefill.)
-inline V4 attn_dot4(const float* __restrict q, const float* const* k, std::int64_t n) {
+template <typename T>
+inline V4 attn_dot4(const float* __restrict q, const T* const* k, std::int64_t n) {
   __m256 lo[4], hi[4];
   for (int c = 0; c < 4; ++c) lo[c] = hi[c] = _mm256_setzero_ps();
   for (std::int64_t i = 0; i < n; i += kLanes) {
     const __m256 ql = _mm256_loadu_ps(q + i), qh = _mm256_loadu_ps(q + i + 8);
     for (int c = 0; c < 4; ++c) {
-      lo[c] = _mm256_fmadd_ps(ql, _mm256_loadu_ps(k[c] + i), lo[c]);
-      hi[c] = _mm256_fmadd_ps(qh, _mm256_loadu_ps(k[c] + i + 8), hi[c]);
+      lo[c] = _mm256_fmadd_ps(ql, kv_load8(k[c] + i), lo[c]);
+      hi[c] = _mm256_fmadd_ps(qh, kv_load8(k[c] + i + 8), hi[c]);
     }
   }
   // Lanes 0-7 + lanes 8-15, then per pair of keys [lanes 0-3 | ...] + [lanes 4-7 | ...], then
@@ -122,14 +151,15 @@ inline V4 attn_dot4(const float* __restrict q, const float* const* k, std::int64
             _mm256_cvtss_f32(r23), _mm_cvtss_f32(_mm256_extractf128_ps(r23, 1))};
 }
 #else
-inline V4 attn_dot4(const float* __restrict q, const float* const* k, std::int64_t n) {
+template <typename T>
+inline V4 attn_dot4(const float* __restrict q, const T* const* k, std::int64_t n) {
   V16 p0 = {}, p1 = {}, p2 = {}, p3 = {};
   for (std::int64_t i = 0; i < n; i += kLanes) {
     const V16 qv = load16(q + i);
-    p0 = fma16(qv, load16(k[0] + i), p0);
-    p1 = fma16(qv, load16(k[1] + i), p1);
-    p2 = fma16(qv, load16(k[2] + i), p2);
-    p3 = fma16(qv, load16(k[3] + i), p3);
+    p0 = fma16(qv, kv_load16(k[0] + i), p0);
+    p1 = fma16(qv, kv_load16(k[1] + i), p1);
+    p2 = fma16(qv, kv_load16(k[2] + i), p2);
+    p3 = fma16(qv, kv_load16(k[3] + i), p3);
   }
   return tree_sum4(p0, p1, p2, p3);
 }
@@ -203,8 +233,9 @@ struct AttnRow {
 };
 
 // One row over keys b0 .. b0+n-1 (rows k[jj], v[jj]).
-inline void attention_row_block(AttnRow& row, const float* const* k, const float* const* v,
-                                std::int64_t n, std::int64_t hd, float scale) {
+template <typename T>
+inline void attention_row_block(AttnRow& row, const T* const* k, const T* const* v, std::int64_t n,
+                                std::int64_t hd, float scale) {
   alignas(64) float p[kAttentionBlock];
   float bm = -std::numeric_limits<float>::infinity();
   std::int64_t js = 0;
@@ -233,9 +264,9 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
     __m256 a[8];
     for (int t = 0; t < 8; ++t) a[t] = _mm256_mul_ps(_mm256_loadu_ps(row.acc + d + 8 * t), cv);
     for (std::int64_t jj = 0; jj < n; ++jj) {
-      const float* vj = v[jj] + d;
+      const T* vj = v[jj] + d;
       const __m256 pj = _mm256_set1_ps(p[jj]);
-      for (int t = 0; t < 8; ++t) a[t] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * t), a[t]);
+      for (int t = 0; t < 8; ++t) a[t] = _mm256_fmadd_ps(pj, kv_load8(vj + 8 * t), a[t]);
     }
     for (int t = 0; t < 8; ++t) _mm256_storeu_ps(row.acc + d + 8 * t, a[t]);
   }
@@ -244,12 +275,12 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
     V16 a0 = load16(row.acc + d) * corr, a1 = load16(row.acc + d + kLanes) * corr;
     V16 a2 = load16(row.acc + d + 2 * kLanes) * corr, a3 = load16(row.acc + d + 3 * kLanes) * corr;
     for (std::int64_t jj = 0; jj < n; ++jj) {
-      const float* vj = v[jj] + d;
+      const T* vj = v[jj] + d;
       const V16 pj = splat16(p[jj]);
-      a0 = fma16(pj, load16(vj), a0);
-      a1 = fma16(pj, load16(vj + kLanes), a1);
-      a2 = fma16(pj, load16(vj + 2 * kLanes), a2);
-      a3 = fma16(pj, load16(vj + 3 * kLanes), a3);
+      a0 = fma16(pj, kv_load16(vj), a0);
+      a1 = fma16(pj, kv_load16(vj + kLanes), a1);
+      a2 = fma16(pj, kv_load16(vj + 2 * kLanes), a2);
+      a3 = fma16(pj, kv_load16(vj + 3 * kLanes), a3);
     }
     store16(row.acc + d, a0);
     store16(row.acc + d + kLanes, a1);
@@ -262,21 +293,35 @@ inline void attention_row_block(AttnRow& row, const float* const* k, const float
     __m256 a1 = _mm256_mul_ps(_mm256_loadu_ps(row.acc + d + 8), cv);
     for (std::int64_t jj = 0; jj < n; ++jj) {
       const __m256 pj = _mm256_set1_ps(p[jj]);
-      a0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[jj] + d), a0);
-      a1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[jj] + d + 8), a1);
+      a0 = _mm256_fmadd_ps(pj, kv_load8(v[jj] + d), a0);
+      a1 = _mm256_fmadd_ps(pj, kv_load8(v[jj] + d + 8), a1);
     }
     _mm256_storeu_ps(row.acc + d, a0);
     _mm256_storeu_ps(row.acc + d + 8, a1);
 #else
     V16 a = load16(row.acc + d) * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) a = fma16(splat16(p[jj]), load16(v[jj] + d), a);
+    for (std::int64_t jj = 0; jj < n; ++jj) a = fma16(splat16(p[jj]), kv_load16(v[jj] + d), a);
     store16(row.acc + d, a);
 #endif
   }
   for (; d < hd; ++d) {
     float a = row.acc[d] * corr;
-    for (std::int64_t jj = 0; jj < n; ++jj) a = std::fma(p[jj], v[jj][d], a);
+    for (std::int64_t jj = 0; jj < n; ++jj) a = std::fma(p[jj], kv_elem(v[jj], d), a);
     row.acc[d] = a;
+  }
+}
+
+// Tiles of at most this many rows read bf16 K/V in place (attention_tile).
+inline constexpr std::int64_t kAttnDirectRows = 4;
+
+inline void attention_tile_finish(const AttnRow* rows, std::int64_t n_rows, float* out,
+                                  const AttentionShape& s, std::int64_t i0, std::int64_t kvh) {
+  const std::int64_t hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
+  for (std::int64_t r = 0; r < n_rows; ++r) {
+    const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
+    float* oh = out + (i * s.n_heads + h) * hd;
+    const float inv_l = 1.0f / rows[r].l;
+    for (std::int64_t d = 0; d < hd; ++d) oh[d] = rows[r].acc[d] * inv_l;
   }
 }
 
@@ -293,6 +338,28 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
     const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
     rows[r] = {.q = q + i * qts + h * qhs, .n_keys = s.pos0 + i + 1, .acc = acc[r]};
     for (std::int64_t d = 0; d < hd; ++d) acc[r][d] = 0.0f;
+  }
+  // Few rows (decode: one query's group of heads) read bf16 K/V straight from the cache, widened
+  // in registers; more rows share one widened copy of each block. Same arithmetic either way.
+  if (s.kv_dtype == DType::kBF16 && n_rows <= kAttnDirectRows) {
+    const auto* kc = static_cast<const std::uint16_t*>(k_cache) + kvh * hd;
+    const auto* vc = static_cast<const std::uint16_t*>(v_cache) + kvh * hd;
+    const std::uint16_t* kr[kAttentionBlock];
+    const std::uint16_t* vr[kAttentionBlock];
+    const std::int64_t all_keys = rows[n_rows - 1].n_keys;
+    for (std::int64_t b0 = 0; b0 < all_keys; b0 += kAttentionBlock) {
+      const std::int64_t b1 = min_i(b0 + kAttentionBlock, all_keys);
+      for (std::int64_t j = b0; j < b1; ++j) {
+        kr[j - b0] = kc + j * kv_row;
+        vr[j - b0] = vc + j * kv_row;
+      }
+
+      for (std::int64_t r = 0; r < n_rows; ++r) {
+        const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
+        if (n > 0) attention_row_block(rows[r], kr, vr, n, hd, s.scale);
+      }
+    }
+    return attention_tile_finish(rows, n_rows, out, s, i0, kvh);
   }
   // Widened K/V rows of one block (bf16 caches; f32 rows are used in place).
   alignas(64) float kbuf[kAttentionBlock * kMaxHeadDim];
@@ -312,12 +379,7 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
       if (n > 0) attention_row_block(rows[r], kr, vr, n, hd, s.scale);
     }
   }
-  for (std::int64_t r = 0; r < n_rows; ++r) {
-    const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
-    float* oh = out + (i * s.n_heads + h) * hd;
-    const float inv_l = 1.0f / rows[r].l;
-    for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[r][d] * inv_l;
-  }
+  attention_tile_finish(rows, n_rows, out, s, i0, kvh);
 }
 
 }  // namespace recur::kernels::detail::RECUR_VEC_NS
