@@ -31,6 +31,19 @@ Cache make_cache(std::int64_t n, std::uint32_t seed) {
   return c;
 }
 
+// One prompt of n_tok tokens attended in one call (q heads contiguous).
+AttentionShape whole_prompt(std::int64_t n_tok, std::int64_t n_heads, std::int64_t n_kv,
+                            std::int64_t hd, DType kv) {
+  return {.n_q = n_tok,
+          .pos0 = 0,
+          .n_kv = n_tok,
+          .n_heads = n_heads,
+          .n_kv_heads = n_kv,
+          .head_dim = hd,
+          .scale = 1.0f / std::sqrt(float(hd)),
+          .kv_dtype = kv};
+}
+
 TEST(Attention, MatchesReferenceAndIsSplitInvariant) {
   const std::int64_t n_heads = 6, n_kv = 2, hd = 37, n_tok = 150;
   const Cache cache = make_cache(n_tok * n_kv * hd, 1);
@@ -92,14 +105,7 @@ TEST(Attention, WholeChunkHeadsAreIdenticalAcrossIsas) {
     auto q = random_floats(static_cast<std::size_t>(n_tok * n_heads * hd), 6, -2, 2);
     ThreadPool pool(2);
     for (DType kv : {DType::kF32, DType::kBF16}) {
-      const AttentionShape s{.n_q = n_tok,
-                             .pos0 = 0,
-                             .n_kv = n_tok,
-                             .n_heads = n_heads,
-                             .n_kv_heads = n_kv,
-                             .head_dim = hd,
-                             .scale = 1.0f / std::sqrt(float(hd)),
-                             .kv_dtype = kv};
+      const AttentionShape s = whole_prompt(n_tok, n_heads, n_kv, hd, kv);
       std::vector<float> want(static_cast<std::size_t>(n_tok * n_heads * hd));
       for (std::int64_t i = 0; i < n_tok; ++i)
         for (std::int64_t h = 0; h < n_heads; ++h)
@@ -144,14 +150,7 @@ TEST(Attention, OddHeadSizesMatchReference) {
       for (Isa isa : testing::runnable_isas()) {
         testing::ScopedIsa scoped(isa);
         for (DType kv : {DType::kF32, DType::kBF16}) {
-          const AttentionShape s{.n_q = n_tok,
-                                 .pos0 = 0,
-                                 .n_kv = n_tok,
-                                 .n_heads = n_heads,
-                                 .n_kv_heads = n_kv,
-                                 .head_dim = hd,
-                                 .scale = 1.0f / std::sqrt(float(hd)),
-                                 .kv_dtype = kv};
+          const AttentionShape s = whole_prompt(n_tok, n_heads, n_kv, hd, kv);
           std::vector<float> got(q.size()), want(q.size());
           attention(pool, q.data(), cache.k(kv), cache.v(kv), got.data(), s);
           for (std::int64_t i = 0; i < n_tok; ++i)
