@@ -2,9 +2,11 @@
 // the Qwen3.5-0.8B layer shapes (and oneDNN's on the same shapes) as fractions of them. Prints
 // markdown (docs/performance.md quotes it).
 //   kernels_bench [--threads N] [--seconds S] [--rows 1,4,128,512] [--isa NAME] [--only TEXT]
-//                 [--no-onednn]
+//                 [--no-onednn] [--keys 128,1024,4096] [--seqs 1,4] [--no-matmul]
+//                 [--no-attention]
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -18,6 +20,8 @@
 
 namespace {
 
+using namespace recur;
+
 constexpr int kRounds = 3;
 
 struct Args {
@@ -27,6 +31,10 @@ struct Args {
   std::string isa = "auto";
   std::string only;
   bool onednn = true;
+  bool matmul = true;
+  bool attention = true;
+  std::vector<std::int64_t> keys = {128, 1024, 4096};
+  std::vector<std::int64_t> seqs = {1, 4};
 };
 
 std::vector<std::int64_t> parse_list(const char* s) {
@@ -56,6 +64,14 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.only = argv[++i];
     } else if (k == "--no-onednn") {
       a.onednn = false;
+    } else if (k == "--no-matmul") {
+      a.matmul = false;
+    } else if (k == "--no-attention") {
+      a.attention = false;
+    } else if (k == "--keys" && has_value) {
+      a.keys = parse_list(argv[++i]);
+    } else if (k == "--seqs" && has_value) {
+      a.seqs = parse_list(argv[++i]);
     } else {
       fmt::print(stderr, "kernels_bench: unknown or incomplete argument '{}'\n", k);
       return false;
@@ -64,30 +80,7 @@ bool parse_args(int argc, char** argv, Args& a) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace recur;
-  Args args;
-  if (!parse_args(argc, argv, args)) return 2;
-  auto isa = kernels::parse_isa(args.isa);
-  if (isa.is_ok()) isa = kernels::select_isa(*isa);
-  if (!isa.is_ok()) {
-    fmt::print(stderr, "kernels_bench: {}\n", isa.status().to_string());
-    return 2;
-  }
-  ThreadPool pool(args.threads > 0 ? args.threads : available_cores());
-  const kernels::Ceilings c = kernels::measure_ceilings(pool, args.seconds);
-  fmt::print("## Ceilings ({} threads, ISA {})\n\n", c.n_threads, kernels::isa_name(*isa));
-  fmt::print("| probe | measured |\n|---|---|\n");
-  fmt::print("| AVX-512 BF16 vdpbf16ps register loop | {:.1f} GFLOP/s |\n",
-             c.avx512_bf16_flops / 1e9);
-  fmt::print("| AMX-BF16 tdpbf16ps register loop | {} |\n",
-             c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
-                                  : std::string("n/a (no AMX)"));
-  fmt::print("| read bandwidth, {} MiB buffer ({}) | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
-             c.read_mode, c.read_bytes_per_s / 1e9);
-  fmt::print("\n");
+void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c) {
   const double peak = c.peak_flops();
   fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");
   fmt::print(
@@ -132,5 +125,64 @@ int main(int argc, char** argv) {
     }
   }
   if (!onednn_impl.empty()) fmt::print("\noneDNN implementation (last shape): {}\n", onednn_impl);
+  fmt::print("\n");
+}
+
+void print_attention(ThreadPool& pool, const Args& args, const kernels::Ceilings& c) {
+  fmt::print("## Decode attention, bf16 KV cache\n\n");
+  fmt::print(
+      "One query per sequence and layer over the whole cache; K/V bytes per step against the "
+      "read bandwidth ({:.1f} GB/s).\n\n",
+      c.read_bytes_per_s / 1e9);
+  fmt::print("| geometry | layout | keys | sequences | us per layer | GB/s | of bandwidth |\n");
+  fmt::print("|---|---|---|---|---|---|---|\n");
+  for (const auto& shape : kernels::decode_attention_shapes()) {
+    if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
+    for (std::int64_t keys : args.keys) {
+      for (std::int64_t seqs : args.seqs) {
+        // Enough layers of caches that a step reads >= 512 MiB: K/V come from memory.
+        const std::int64_t per_layer = seqs * keys * shape.n_kv_heads * shape.head_dim * 4;
+        const std::int64_t layers =
+            std::max<std::int64_t>(1, (std::int64_t{512} << 20) / per_layer);
+        for (bool head_major : {false, true}) {
+          const auto t = kernels::time_decode_attention(pool, shape, keys, seqs, layers, head_major,
+                                                        args.seconds);
+          fmt::print("| {} | {} | {} | {} | {:.0f} | {:.1f} | {:.0f}% |\n", shape.name,
+                     head_major ? "head-major" : "token-major", keys, seqs,
+                     1e6 * t.seconds / static_cast<double>(layers), t.bytes_per_s / 1e9,
+                     100 * t.bytes_per_s / c.read_bytes_per_s);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace recur;
+  Args args;
+  if (!parse_args(argc, argv, args)) return 2;
+  auto isa = kernels::parse_isa(args.isa);
+  if (isa.is_ok()) isa = kernels::select_isa(*isa);
+  if (!isa.is_ok()) {
+    fmt::print(stderr, "kernels_bench: {}\n", isa.status().to_string());
+    return 2;
+  }
+  ThreadPool pool(args.threads > 0 ? args.threads : available_cores());
+  const kernels::Ceilings c = kernels::measure_ceilings(pool, args.seconds);
+  fmt::print("## Ceilings ({} threads, ISA {})\n\n", c.n_threads, kernels::isa_name(*isa));
+  fmt::print("| probe | measured |\n|---|---|\n");
+  fmt::print("| AVX-512 BF16 vdpbf16ps register loop | {:.1f} GFLOP/s |\n",
+             c.avx512_bf16_flops / 1e9);
+  fmt::print("| AMX-BF16 tdpbf16ps register loop | {} |\n",
+             c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
+                                  : std::string("n/a (no AMX)"));
+  fmt::print("| read bandwidth, {} MiB buffer ({}) | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
+             c.read_mode, c.read_bytes_per_s / 1e9);
+  fmt::print("\n");
+  if (args.matmul) print_matmul(pool, args, c);
+  if (args.attention) print_attention(pool, args, c);
   return 0;
 }

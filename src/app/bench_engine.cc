@@ -82,13 +82,20 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
   return best;
 }
 
-DecodeBench::DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences)
+DecodeBench::DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences,
+                         std::int64_t context_tokens, std::int64_t chunk_tokens)
     : model_(model), pool_(pool), next_(static_cast<std::size_t>(n_sequences)) {
   for (int i = 0; i < n_sequences; ++i) {
     seqs_.push_back(model.new_sequence());
-    auto prompt = tokens(kPromptTokens, model.vocab_size(), i);
-    model::SeqChunk chunk{seqs_.back().get(), prompt, model::LogitsWanted::kLast};
-    RECUR_CHECK(model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1)).is_ok());
+    const auto prompt = tokens(context_tokens, model.vocab_size(), i);
+    for (std::int64_t at = 0; at < context_tokens; at += chunk_tokens) {
+      const std::span<const std::int32_t> part =
+          std::span<const std::int32_t>(prompt)
+              .subspan(static_cast<std::size_t>(at))
+              .first(static_cast<std::size_t>(std::min(chunk_tokens, context_tokens - at)));
+      model::SeqChunk chunk{seqs_.back().get(), part, model::LogitsWanted::kLast};
+      RECUR_CHECK(model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1)).is_ok());
+    }
     next_[static_cast<std::size_t>(i)] = {static_cast<std::int32_t>(i + 1)};
   }
   for (int i = 0; i < n_sequences; ++i) {

@@ -28,12 +28,13 @@ struct PrefillResult {
 // Best of `reps` single-chunk prefills of n_tokens (logits at the last position only).
 PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens, int reps);
 
-// n_sequences decoding together after a short prefill each; step() times one decode step, so the
-// caller can interleave each step with a bandwidth probe pass (kernels::ReadProbe).
+// n_sequences decoding together after a prefill of context_tokens each (in chunks of at most
+// chunk_tokens); step() times one decode step, so the caller can interleave each step with a
+// bandwidth probe pass (kernels::ReadProbe).
 class DecodeBench {
  public:
-  static constexpr std::int64_t kPromptTokens = 64;
-  DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences);
+  DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences, std::int64_t context_tokens,
+              std::int64_t chunk_tokens);
   double step();  // seconds of one decode step of every sequence
   // Recurrent-state and KV bytes one step moves besides the weights (all sequences, now).
   double state_bytes_per_step() const;

@@ -69,10 +69,10 @@ int cmd_bench(const config::Options& opts) {
     return kExitFailure;
   }
   const std::int64_t max_seqs = *std::max_element(sequences->begin(), sequences->end());
-  auto rt = load_runtime(
-      opts,
-      std::max<std::int64_t>(*std::max_element(prompts->begin(), prompts->end()), 64 * max_seqs),
-      max_seqs);
+  const std::int64_t context = opts.get_int("bench-context");
+  const std::int64_t max_batch =
+      std::max<std::int64_t>(*std::max_element(prompts->begin(), prompts->end()), 64 * max_seqs);
+  auto rt = load_runtime(opts, max_batch, max_seqs);
   if (!rt) {
     log::error("recur bench: {}", rt.status().message());
     return kExitFailure;
@@ -97,12 +97,16 @@ int cmd_bench(const config::Options& opts) {
   // of the per-pair fractions, so a change in the host's bandwidth between minutes (1.5x on the
   // dev VM) cannot land between a ceiling and the step it divides.
   fmt::print(
+      "\nDecode with {} tokens of context per sequence (--bench-context); state MB/step is "
+      "the KV read and recurrent state read and written.\n",
+      context);
+  fmt::print(
       "\n| phase | sequences | tokens/s | bandwidth (paired) | bound tokens/s | of bound | "
       "state MB/step | of weights+state bound |\n|---|---|---|---|---|---|---|---|\n");
   kernels::ReadProbe probe(c.buffer_bytes);
   probe.calibrate(*rt->pool);
   for (std::int64_t n : *sequences) {
-    DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n));
+    DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n), context, max_batch);
     std::vector<double> bws, of_bound, of_total;
     double seconds = 0;
     double state_bytes = 0;

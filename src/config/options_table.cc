@@ -340,6 +340,15 @@ std::vector<OptionSpec> build_table() {
        .help = "Concurrent sequence counts recur bench times decode at (comma-separated).",
        .scopes = kBench,
        .group = "bench"},
+      {.name = "bench-context",
+       .type = T::kInt,
+       .default_text = "64",
+       .help = "Tokens each sequence holds before recur bench times its decode steps (long "
+               "contexts show the cost of reading the KV cache).",
+       .scopes = kBench,
+       .group = "bench",
+       .min = 1,
+       .max = 1 << 20},
 
       // ---- checkpoint generator (recur make-model)
       {.name = "family",

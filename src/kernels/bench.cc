@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -226,6 +227,64 @@ MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::i
   t.seconds = best;
   t.flops_per_s = 2.0 * static_cast<double>(n_rows * w_elems) / best;
   t.bytes_per_s = 2.0 * static_cast<double>(w_elems) / best;
+  return t;
+}
+
+std::vector<AttentionBenchShape> decode_attention_shapes() {
+  return {{"qwen3-0.6b", 16, 8, 128}, {"qwen3.5-0.8b", 8, 2, 256}};
+}
+
+AttentionTiming time_decode_attention(ThreadPool& pool, const AttentionBenchShape& shape,
+                                      std::int64_t n_keys, std::int64_t n_seqs,
+                                      std::int64_t n_layers, bool head_major, double seconds) {
+  const std::int64_t cache_elems = n_keys * shape.n_kv_heads * shape.head_dim;
+  const std::int64_t n_caches = n_seqs * n_layers;
+  std::vector<std::uint16_t> k(static_cast<std::size_t>(cache_elems * n_caches));
+  std::vector<std::uint16_t> v(k.size());
+  fill_bf16(k.data(), static_cast<std::int64_t>(k.size()), 1);
+  fill_bf16(v.data(), static_cast<std::int64_t>(v.size()), 2);
+  const std::int64_t q_elems = shape.n_heads * shape.head_dim;
+  std::vector<float> q(static_cast<std::size_t>(q_elems * n_caches));
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(i % 89) / 89.0f - 0.5f;
+  std::vector<float> out(q.size());
+  AttentionShape s;
+  s.n_q = 1;
+  s.pos0 = n_keys - 1;
+  s.n_kv = n_keys;
+  s.n_heads = shape.n_heads;
+  s.n_kv_heads = shape.n_kv_heads;
+  s.head_dim = shape.head_dim;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  s.kv_dtype = DType::kBF16;
+  if (head_major) {
+    s.kv_token_stride = shape.head_dim;
+    s.kv_head_stride = n_keys * shape.head_dim;
+  }
+  std::vector<AttentionJob> jobs(static_cast<std::size_t>(n_seqs));
+  const auto step = [&] {
+    for (std::int64_t layer = 0; layer < n_layers; ++layer) {
+      for (std::int64_t seq = 0; seq < n_seqs; ++seq) {
+        const std::int64_t c = layer * n_seqs + seq;
+        jobs[static_cast<std::size_t>(seq)] = {q.data() + c * q_elems, k.data() + c * cache_elems,
+                                               v.data() + c * cache_elems, out.data() + c * q_elems,
+                                               s};
+      }
+      attention_batch(pool, jobs);
+    }
+  };
+  step();  // warm-up (page faults)
+  double best = 1e30;
+  std::int64_t steps = 0;
+  const auto t0 = Clock::now();
+  do {
+    const auto t1 = Clock::now();
+    step();
+    best = std::min(best, seconds_since(t1));
+    ++steps;
+  } while (seconds_since(t0) < seconds || steps < 3);
+  AttentionTiming t;
+  t.seconds = best;
+  t.bytes_per_s = 2.0 * 2.0 * static_cast<double>(cache_elems * n_caches) / best;
   return t;
 }
 

@@ -71,4 +71,25 @@ struct MatmulTiming {
 MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
                               double seconds);
 
+// One decode step's attention over a bf16 KV cache: n_seqs sequences x n_layers layers, each a
+// single query over n_keys keys (distinct caches, so K/V come from memory as in a long chat).
+struct AttentionBenchShape {
+  std::string name;
+  std::int64_t n_heads = 0;
+  std::int64_t n_kv_heads = 0;
+  std::int64_t head_dim = 0;
+};
+// The attention geometry of Qwen3-0.6B (16/8 heads, 128) and Qwen3.5-0.8B (8/2 heads, 256).
+std::vector<AttentionBenchShape> decode_attention_shapes();
+
+struct AttentionTiming {
+  double seconds = 0;      // best time of one step (all sequences and layers)
+  double bytes_per_s = 0;  // K/V bytes read per step / seconds
+};
+// Times attention_batch over n_seqs jobs per layer, layer after layer, on the active ISA.
+// head_major: each cache laid out [n_kv_heads, n_keys, head_dim] instead of token-major.
+AttentionTiming time_decode_attention(ThreadPool& pool, const AttentionBenchShape& shape,
+                                      std::int64_t n_keys, std::int64_t n_seqs,
+                                      std::int64_t n_layers, bool head_major, double seconds);
+
 }  // namespace recur::kernels

@@ -87,12 +87,12 @@ struct RopeShape {
 void rope(float* x, const std::int32_t* positions, const RopeShape& shape, float theta);
 
 // ---- attention (spec 0.3): causal GQA over a KV cache ------------------------------------------
-// The cache holds K (after norm and RoPE) and V for tokens 0..n_kv-1 as [n_kv, n_kv_heads,
-// head_dim] in kv_dtype (kF32 or kBF16). Query i (absolute position pos0 + i) attends keys
-// 0..pos0+i, so the caller appends the chunk's K/V to the cache first (n_kv >= pos0 + n_q).
-// q head h reads kv head h / (n_heads / n_kv_heads). Keys are walked in blocks of
-// kAttentionBlock aligned to absolute positions with a fixed-order online softmax in f32, so a
-// query's output does not depend on how the prompt was chunked.
+// The cache holds K (after norm and RoPE) and V for tokens 0..n_kv-1, by default as [n_kv,
+// n_kv_heads, head_dim] (see the strides below), in kv_dtype (kF32 or kBF16). Query i (absolute
+// position pos0 + i) attends keys 0..pos0+i, so the caller appends the chunk's K/V to the cache
+// first (n_kv >= pos0 + n_q). q head h reads kv head h / (n_heads / n_kv_heads). Keys are walked in
+// blocks of kAttentionBlock aligned to absolute positions with a fixed-order online softmax in f32,
+// so a query's output does not depend on how the prompt was chunked.
 inline constexpr std::int64_t kAttentionBlock = 64;
 struct AttentionShape {
   std::int64_t n_q = 0;   // queries (tokens) in this call, one sequence
@@ -105,6 +105,15 @@ struct AttentionShape {
   std::int64_t q_token_stride = 0;  // floats between q tokens (0: n_heads * q_head_stride)
   float scale = 0.0f;               // usually head_dim^-0.5
   DType kv_dtype = DType::kF32;
+  // Where K/V element d of token j, kv head h lies: (j · token stride + h · head stride + d).
+  // The defaults are the token-major [n_kv, n_kv_heads, head_dim] layout; a head-major cache
+  // ([n_kv_heads, capacity, head_dim]) gives each kv head one contiguous stream of rows.
+  std::int64_t kv_token_stride = 0;  // 0: n_kv_heads * head_dim
+  std::int64_t kv_head_stride = 0;   // 0: head_dim
+  std::int64_t kv_token_step() const {
+    return kv_token_stride != 0 ? kv_token_stride : n_kv_heads * head_dim;
+  }
+  std::int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
 };
 inline constexpr std::int64_t kMaxHeadDim = 512;
 // q as above; out [n_q, n_heads, head_dim] contiguous.

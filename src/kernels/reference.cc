@@ -150,7 +150,7 @@ void attention_query(const float* q, const void* k_cache, const void* v_cache, f
   const std::int64_t group = shape.n_heads / shape.n_kv_heads;
   const std::int64_t n_keys = shape.pos0 + i + 1;
   RECUR_CHECK(n_keys <= shape.n_kv);
-  const std::int64_t kv_row = shape.n_kv_heads * hd;
+  const std::int64_t kv_row = shape.kv_token_step(), kv_head = shape.kv_head_step();
   {
     const float* qh = q + i * qts + h * qhs;
     const std::int64_t kvh = h / group;
@@ -163,7 +163,7 @@ void attention_query(const float* q, const void* k_cache, const void* v_cache, f
       float bm = -std::numeric_limits<float>::infinity();
       for (std::int64_t j = b0; j < b1; ++j) {
         const char* kj = static_cast<const char*>(k_cache) +
-                         (j * kv_row + kvh * hd) * dtype_bytes(shape.kv_dtype);
+                         (j * kv_row + kvh * kv_head) * dtype_bytes(shape.kv_dtype);
         float dot = 0.0f;
         for (std::int64_t d = 0; d < hd; ++d) dot += qh[d] * load_as_f32(kj, shape.kv_dtype, d);
         scores[j - b0] = dot * shape.scale;
@@ -177,7 +177,7 @@ void attention_query(const float* q, const void* k_cache, const void* v_cache, f
         const float p = std::exp(scores[j - b0] - m_new);
         l += p;
         const char* vj = static_cast<const char*>(v_cache) +
-                         (j * kv_row + kvh * hd) * dtype_bytes(shape.kv_dtype);
+                         (j * kv_row + kvh * kv_head) * dtype_bytes(shape.kv_dtype);
         for (std::int64_t d = 0; d < hd; ++d) acc[d] += p * load_as_f32(vj, shape.kv_dtype, d);
       }
       m = m_new;

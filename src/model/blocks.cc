@@ -25,23 +25,32 @@ std::int64_t q_head_width(const AttentionW& w) {
   return w.output_gate ? 2 * w.head_dim : w.head_dim;
 }
 
-// Appends the chunk's K/V rows [n, n_kv, hd] (f32) at positions pos0.. of the layer cache.
+// Appends the chunk's K/V rows [n, n_kv, hd] (f32) at positions pos0.. of the layer cache, whose
+// heads are capacity_tokens() rows apart (SequenceState::k_data).
 void append_kv(const AttentionW& w, const ChunkRows& c, const float* k_rows, const float* v_rows) {
-  const std::int64_t width = w.n_kv_heads * w.head_dim;
-  const std::int64_t n = c.n_rows * width;
+  const std::int64_t hd = w.head_dim, width = w.n_kv_heads * hd;
+  const std::int64_t head_stride = c.seq->capacity_tokens() * hd;
   std::uint8_t* kc = c.seq->k_data(w.layer);
   std::uint8_t* vc = c.seq->v_data(w.layer);
-  if (w.kv_dtype == k::DType::kF32) {
-    std::memcpy(reinterpret_cast<float*>(kc) + c.pos0 * width, k_rows, n * sizeof(float));
-    std::memcpy(reinterpret_cast<float*>(vc) + c.pos0 * width, v_rows, n * sizeof(float));
-    return;
-  }
-  RECUR_CHECK(w.kv_dtype == k::DType::kBF16);
-  auto* kb = reinterpret_cast<std::uint16_t*>(kc) + c.pos0 * width;
-  auto* vb = reinterpret_cast<std::uint16_t*>(vc) + c.pos0 * width;
-  for (std::int64_t i = 0; i < n; ++i) {
-    kb[i] = k::f32_to_bf16(k_rows[i]);
-    vb[i] = k::f32_to_bf16(v_rows[i]);
+  for (std::int64_t h = 0; h < w.n_kv_heads; ++h) {
+    const std::int64_t at = h * head_stride + c.pos0 * hd;
+    if (w.kv_dtype == k::DType::kF32) {
+      for (std::int64_t t = 0; t < c.n_rows; ++t) {
+        const std::size_t bytes = static_cast<std::size_t>(hd) * sizeof(float);
+        std::memcpy(reinterpret_cast<float*>(kc) + at + t * hd, k_rows + t * width + h * hd, bytes);
+        std::memcpy(reinterpret_cast<float*>(vc) + at + t * hd, v_rows + t * width + h * hd, bytes);
+      }
+      continue;
+    }
+    RECUR_CHECK(w.kv_dtype == k::DType::kBF16);
+    auto* kb = reinterpret_cast<std::uint16_t*>(kc) + at;
+    auto* vb = reinterpret_cast<std::uint16_t*>(vc) + at;
+    for (std::int64_t t = 0; t < c.n_rows; ++t) {
+      for (std::int64_t d = 0; d < hd; ++d) {
+        kb[t * hd + d] = k::f32_to_bf16(k_rows[t * width + h * hd + d]);
+        vb[t * hd + d] = k::f32_to_bf16(v_rows[t * width + h * hd + d]);
+      }
+    }
   }
 }
 }  // namespace
@@ -111,7 +120,9 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
                               .head_dim = hd,
                               .q_head_stride = qw,
                               .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
-                              .kv_dtype = w.kv_dtype}});
+                              .kv_dtype = w.kv_dtype,
+                              .kv_token_stride = hd,
+                              .kv_head_stride = c.seq->capacity_tokens() * hd}});
   }
   k::attention_batch(*ctx.pool, jobs);
   if (w.output_gate) {

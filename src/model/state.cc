@@ -1,6 +1,7 @@
-// Snapshot payload layout, layer by layer: attention K[n, n_kv, hd] then V[n, n_kv, hd] for the
-// first n tokens only; recurrent state then conv window. No padding, so byte_size() equals
-// StateLayout::snapshot_bytes(n) exactly.
+// Snapshot payload layout, layer by layer: attention K[n_kv, n, hd] then V[n_kv, n, hd] for the
+// first n tokens only (the live state's head-major layout without its spare capacity); recurrent
+// state then conv window. No padding, so byte_size() equals StateLayout::snapshot_bytes(n)
+// exactly.
 #include "model/state.h"
 
 #include <algorithm>
@@ -13,6 +14,18 @@ namespace recur::model {
 namespace {
 // K/V grow in blocks of this many tokens: decode allocates once per block, not per step.
 constexpr std::int64_t kKvGrowTokens = 256;
+
+// Copies the first n tokens of every kv head between two head-major K or V buffers whose heads
+// are src_cap and dst_cap tokens apart.
+void copy_heads(const std::uint8_t* src, std::int64_t src_cap, std::uint8_t* dst,
+                std::int64_t dst_cap, std::int64_t n, const LayerStateSpec& spec) {
+  const std::int64_t row = spec.head_dim * kernels::dtype_bytes(spec.kv_dtype);
+  if (n == 0) return;
+  for (std::int64_t h = 0; h < spec.n_kv_heads; ++h) {
+    std::memcpy(dst + h * dst_cap * row, src + h * src_cap * row,
+                static_cast<std::size_t>(n * row));
+  }
+}
 }  // namespace
 
 std::int64_t StateLayout::kv_bytes_per_token() const {
@@ -57,12 +70,17 @@ void SequenceState::reserve_tokens(std::int64_t n) {
   if (n <= capacity_tokens_) return;
   std::int64_t cap = std::max(n, capacity_tokens_ * 2);
   cap = (cap + kKvGrowTokens - 1) / kKvGrowTokens * kKvGrowTokens;
+  // Each head's rows move to their place in the larger buffer (only the live tokens).
+  const std::int64_t live = std::min(n_tokens_, capacity_tokens_);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
     if (spec.kind != LayerStateSpec::Kind::kAttention) continue;
-    auto bytes = static_cast<std::size_t>(cap * spec.kv_bytes_per_token() / 2);
-    layers_[i].k.resize(bytes);
-    layers_[i].v.resize(bytes);
+    const auto bytes = static_cast<std::size_t>(cap * spec.kv_bytes_per_token() / 2);
+    for (std::vector<std::uint8_t>* buf : {&layers_[i].k, &layers_[i].v}) {
+      std::vector<std::uint8_t> grown(bytes);
+      copy_heads(buf->data(), capacity_tokens_, grown.data(), cap, live, spec);
+      *buf = std::move(grown);
+    }
   }
   capacity_tokens_ = cap;
 }
@@ -77,9 +95,10 @@ std::shared_ptr<const Snapshot> SequenceState::snapshot() const {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
     if (spec.kind == LayerStateSpec::Kind::kAttention) {
-      auto n = static_cast<std::size_t>(n_tokens_ * spec.kv_bytes_per_token() / 2);
-      put(layers_[i].k.data(), n);
-      put(layers_[i].v.data(), n);
+      const auto n = static_cast<std::size_t>(n_tokens_ * spec.kv_bytes_per_token() / 2);
+      copy_heads(layers_[i].k.data(), capacity_tokens_, out, n_tokens_, n_tokens_, spec);
+      copy_heads(layers_[i].v.data(), capacity_tokens_, out + n, n_tokens_, n_tokens_, spec);
+      out += 2 * n;
     } else {
       put(layers_[i].state.data(), layers_[i].state.size() * sizeof(float));
       put(layers_[i].conv.data(), layers_[i].conv.size() * sizeof(float));
@@ -100,6 +119,7 @@ Status SequenceState::restore(const Snapshot& snap) {
     return Error(StatusCode::kDataLoss, "snapshot of {} tokens has {} bytes, expected {}",
                  snap.n_tokens(), snap.byte_size(), layout_->snapshot_bytes(snap.n_tokens()));
   }
+  n_tokens_ = 0;  // nothing of the old K/V is kept: growing need not move it
   reserve_tokens(snap.n_tokens());
   const std::uint8_t* in = snap.payload().data();
   auto get = [&](void* dst, std::size_t n) {
@@ -109,9 +129,11 @@ Status SequenceState::restore(const Snapshot& snap) {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
     if (spec.kind == LayerStateSpec::Kind::kAttention) {
-      auto n = static_cast<std::size_t>(snap.n_tokens() * spec.kv_bytes_per_token() / 2);
-      get(layers_[i].k.data(), n);
-      get(layers_[i].v.data(), n);
+      const std::int64_t t = snap.n_tokens();
+      const auto n = static_cast<std::size_t>(t * spec.kv_bytes_per_token() / 2);
+      copy_heads(in, t, layers_[i].k.data(), capacity_tokens_, t, spec);
+      copy_heads(in + n, t, layers_[i].v.data(), capacity_tokens_, t, spec);
+      in += 2 * n;
     } else {
       get(layers_[i].state.data(), layers_[i].state.size() * sizeof(float));
       get(layers_[i].conv.data(), layers_[i].conv.size() * sizeof(float));

@@ -85,6 +85,9 @@ class SequenceState {
   // --- for model code (forward) ---
   // Makes room for K/V of n tokens in total; grows in blocks so decode rarely allocates.
   void reserve_tokens(std::int64_t n);
+  // An attention layer's K and V, each head-major: [n_kv_heads, capacity_tokens(), head_dim], so
+  // a decode task reads one kv head's keys as one contiguous stream (token-major rows put 256
+  // bytes of a head in every 2 KiB, which the hardware prefetchers follow at half the bandwidth).
   std::uint8_t* k_data(std::size_t layer) { return layers_[layer].k.data(); }
   std::uint8_t* v_data(std::size_t layer) { return layers_[layer].v.data(); }
   float* recurrent(std::size_t layer) { return layers_[layer].state.data(); }
@@ -94,7 +97,7 @@ class SequenceState {
 
  private:
   struct LayerData {
-    std::vector<std::uint8_t> k, v;  // capacity_tokens_ rows
+    std::vector<std::uint8_t> k, v;  // [n_kv_heads, capacity_tokens_, head_dim] each
     std::vector<float> state, conv;
   };
   const StateLayout* layout_;

@@ -139,6 +139,42 @@ TEST(Attention, WholeChunkHeadsAreIdenticalAcrossIsas) {
   }
 }
 
+// Decode steps read a bf16 cache in place, one query's head group at a time (each K/V chunk
+// widened once for the group's rows): for groups 1-4, head sizes with and without a 16-element
+// tail past the 32-element chunks, and key counts across blocks and 4-key groups, every step has
+// the bytes of the same query in one whole-prompt call (which widens blocks into a buffer).
+TEST(Attention, DecodeStepsEqualTheWholePromptForEveryGroup) {
+  ThreadPool pool(2);
+  for (std::int64_t group : {1, 2, 3, 4, 5}) {
+    for (std::int64_t hd : {16, 48, 64, 256}) {
+      const std::int64_t n_kv = 2, n_heads = n_kv * group, n_tok = 139;
+      const Cache cache = make_cache(n_tok * n_kv * hd, 11);
+      auto q = random_floats(static_cast<std::size_t>(n_tok * n_heads * hd), 12, -2, 2);
+      const AttentionShape s = whole_prompt(n_tok, n_heads, n_kv, hd, DType::kBF16);
+      for (Isa isa : testing::runnable_isas()) {
+        if (isa == Isa::kScalar) continue;
+        testing::ScopedIsa scoped(isa);
+        std::vector<float> whole(static_cast<std::size_t>(n_tok * n_heads * hd)), step(whole);
+        attention(pool, q.data(), cache.k16.data(), cache.v16.data(), whole.data(), s);
+        for (std::int64_t pos = 0; pos < n_tok; ++pos) {
+          AttentionShape c = s;
+          c.n_q = 1;
+          c.pos0 = pos;
+          c.n_kv = pos + 1;
+          attention(pool, q.data() + pos * n_heads * hd, cache.k16.data(), cache.v16.data(),
+                    step.data() + pos * n_heads * hd, c);
+        }
+        for (std::int64_t pos = 0; pos < n_tok; ++pos) {
+          const std::size_t at = static_cast<std::size_t>(pos * n_heads * hd);
+          ASSERT_TRUE(testing::same_bytes(step.data() + at, whole.data() + at,
+                                          static_cast<std::size_t>(n_heads * hd)))
+              << isa_name(isa) << " group " << group << " hd " << hd << " position " << pos;
+        }
+      }
+    }
+  }
+}
+
 // Head sizes 1..2x16+3 and GQA groups 1, 3: every ISA against the reference at a few positions.
 TEST(Attention, OddHeadSizesMatchReference) {
   ThreadPool pool(2);

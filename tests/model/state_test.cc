@@ -176,6 +176,41 @@ TEST(Truncate, AttentionOnlyStateTruncatesExactly) {
   EXPECT_FALSE(seq->truncate(18).is_ok());  // beyond n_tokens
 }
 
+// K/V are head-major with spare capacity per head: growing the capacity moves every head's live
+// rows, and a snapshot packs them. A sequence that grows twice while decoding (past 256 and 512
+// tokens) gives the bytes of one that reserved room for everything first, and a snapshot of it
+// restores into a sequence that continues with the same bytes.
+TEST(KvCache, GrowingKeepsEveryHeadsRows) {
+  TempDir tmp("kv_grow");
+  for (auto f : {modelgen::Family::kQwen3, modelgen::Family::kQwen3_5}) {
+    SCOPED_TRACE(modelgen::family_name(f));
+    Loaded l = load(tmp, f);
+    ASSERT_TRUE(l.model);
+    const auto toks = tokens_of(600, l.model->vocab_size());
+    auto grown = l.model->new_sequence();
+    auto roomy = l.model->new_sequence();
+    roomy->reserve_tokens(1024);
+    run(*l.model, grown.get(), std::span(toks).first(60));
+    for (std::size_t at = 60; at + 1 < toks.size(); ++at) {
+      run(*l.model, grown.get(), std::span(toks).subspan(at, 1));
+    }
+    EXPECT_GE(grown->capacity_tokens(), 600);
+    for (std::size_t at = 0; at + 1 < toks.size(); at += 64) {
+      run(*l.model, roomy.get(), std::span(toks).subspan(at, std::min<std::size_t>(64, 599 - at)));
+    }
+    const auto last = std::span(toks).subspan(599, 1);
+    auto restored = l.model->new_sequence();
+    ASSERT_TRUE(restored->restore(*grown->snapshot()).is_ok());
+    const auto want = run(*l.model, roomy.get(), last);
+    const auto got = run(*l.model, grown.get(), last);
+    const auto again = run(*l.model, restored.get(), last);
+    ASSERT_EQ(want.size(), got.size());
+    ASSERT_EQ(want.size(), again.size());
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(want.data(), again.data(), want.size() * sizeof(float)));
+  }
+}
+
 TEST(Truncate, RecurrentStatesRefuse) {
   TempDir tmp("truncate_rec");
   for (auto f : {modelgen::Family::kQwen3_5, modelgen::Family::kMamba2}) {
