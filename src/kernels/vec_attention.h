@@ -90,6 +90,12 @@ inline V16 attn_chunk(const T* p, std::int64_t i, std::int64_t n) {
 #ifndef __AVX512F__
 // AVX2: the 16-lane accumulator as two 256-bit halves, tree_sum's levels with 256/128-bit adds
 // (see attn_dot4 below for why).
+inline float attn_hsum(__m256 lo, __m256 hi) {
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
+}
 template <typename T>
 inline float attn_dot(const float* q, const T* k, std::int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
@@ -107,10 +113,7 @@ inline float attn_dot(const float* q, const T* k, std::int64_t n) {
     lo = _mm256_fmadd_ps(_mm256_load_ps(tq), _mm256_load_ps(tk), lo);
     hi = _mm256_fmadd_ps(_mm256_load_ps(tq + 8), _mm256_load_ps(tk + 8), hi);
   }
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
+  return attn_hsum(lo, hi);
 }
 #else
 template <typename T>
@@ -311,180 +314,11 @@ inline void attention_row_block(AttnRow& row, const T* const* k, const T* const*
   }
 }
 
-#ifdef __AVX512F__
-// Decode tiles: the G rows of one query's head group over keys b0 .. b0+n-1 of a bf16 cache, each
-// K/V chunk widened once for all G rows (widening per row made decode attention instruction-bound:
-// 8-10 GB/s). Every row's arithmetic is attention_row_block's, in its order.
-struct Widened32 {
-  V16 lo, hi;  // elements 0-15 and 16-31 of a 32-element bf16 chunk, as f32
-};
-// One 64-byte load and two word permutes that place element l in the upper half of lane l and
-// zero the lower half: the same f32 values as kv_load16, half the instructions.
-inline Widened32 kv_load32(const std::uint16_t* p) {
-  const __m512i x = _mm512_loadu_si512(p);
-  const __m512i lo_idx = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7,
-                                          0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
-  const __m512i hi_idx = _mm512_set_epi16(31, 0, 30, 0, 29, 0, 28, 0, 27, 0, 26, 0, 25, 0, 24, 0,
-                                          23, 0, 22, 0, 21, 0, 20, 0, 19, 0, 18, 0, 17, 0, 16, 0);
-  constexpr __mmask32 kUpperWords = 0xAAAAAAAAu;
-  return {(V16)_mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kUpperWords, lo_idx, x)),
-          (V16)_mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kUpperWords, hi_idx, x))};
-}
+}  // namespace recur::kernels::detail::RECUR_VEC_NS
 
-// K rows of the next block, requested into L2 while this block's q·k runs (a decode task walks one
-// kv head's rows at the cache's row stride, which the hardware prefetcher alone follows at a third
-// of the bandwidth).
-struct KvAhead {
-  const std::uint16_t* k = nullptr;  // the next block's first K row
-  const std::uint16_t* v = nullptr;  // and V row
-  std::int64_t n = 0;                // its keys
-  std::int64_t stride = 0;           // elements between rows
-};
-inline void prefetch_row(const std::uint16_t* p, std::int64_t hd, int hint) {
-  const char* c = reinterpret_cast<const char*>(p);
-  for (std::int64_t off = 0; off < hd * 2; off += 64) {
-    if (hint == 0) {
-      _mm_prefetch(c + off, _MM_HINT_T0);
-    } else {
-      _mm_prefetch(c + off, _MM_HINT_T1);
-    }
-  }
-}
+#include "kernels/vec_attention_rows.h"
 
-// q·k of G rows with NK keys: acc[r][c] gets attn_dot's fused multiply-adds, chunk by chunk.
-template <int G, int NK>
-inline void attn_dots_rows(const AttnRow* rows, const std::uint16_t* const* k, std::int64_t hd,
-                           V16 (&acc)[G][NK]) {
-  for (int r = 0; r < G; ++r) {
-    for (int c = 0; c < NK; ++c) acc[r][c] = V16{};
-  }
-  std::int64_t i = 0;
-  for (; i + 2 * kLanes <= hd; i += 2 * kLanes) {
-    for (int c = 0; c < NK; ++c) {
-      const Widened32 kc = kv_load32(k[c] + i);
-      for (int r = 0; r < G; ++r) {
-        acc[r][c] = fma16(load16(rows[r].q + i), kc.lo, acc[r][c]);
-        acc[r][c] = fma16(load16(rows[r].q + i + kLanes), kc.hi, acc[r][c]);
-      }
-    }
-  }
-  if (i < hd) {  // hd % 32 == 16
-    for (int c = 0; c < NK; ++c) {
-      const V16 kc = kv_load16(k[c] + i);
-      for (int r = 0; r < G; ++r) acc[r][c] = fma16(load16(rows[r].q + i), kc, acc[r][c]);
-    }
-  }
-}
-
-// p·V for G rows over NC 16-column chunks at column d: each column's chain is
-// attention_row_block's (acc·corr, then one fused multiply-add per key in key order).
-template <int G, int NC>
-inline void attn_pv_rows(AttnRow* rows, const float (*p)[kAttentionBlock], const float* corr,
-                         const std::uint16_t* const* v, std::int64_t n, std::int64_t d) {
-  V16 a[G][NC];
-  for (int r = 0; r < G; ++r) {
-    for (int t = 0; t < NC; ++t) a[r][t] = load16(rows[r].acc + d + t * kLanes) * corr[r];
-  }
-  for (std::int64_t jj = 0; jj < n; ++jj) {
-    V16 vc[NC];
-    if constexpr (NC % 2 == 0) {
-      for (int t = 0; t < NC; t += 2) {
-        const Widened32 w = kv_load32(v[jj] + d + t * kLanes);
-        vc[t] = w.lo;
-        vc[t + 1] = w.hi;
-      }
-    } else {
-      for (int t = 0; t < NC; ++t) vc[t] = kv_load16(v[jj] + d + t * kLanes);
-    }
-    for (int r = 0; r < G; ++r) {
-      const V16 pj = splat16(p[r][jj]);
-      for (int t = 0; t < NC; ++t) a[r][t] = fma16(pj, vc[t], a[r][t]);
-    }
-  }
-  for (int r = 0; r < G; ++r) {
-    for (int t = 0; t < NC; ++t) store16(rows[r].acc + d + t * kLanes, a[r][t]);
-  }
-}
-
-// hd a multiple of 16.
-template <int G>
-inline void attention_rows_block(AttnRow* rows, const std::uint16_t* const* k,
-                                 const std::uint16_t* const* v, std::int64_t n, std::int64_t hd,
-                                 float scale, const KvAhead& ahead) {
-  alignas(64) float p[G][kAttentionBlock];
-  std::int64_t js = 0;
-  for (; js + 4 <= n; js += 4) {
-    for (std::int64_t c = js; c < js + 4; ++c) {
-      prefetch_row(v[c], hd, 0);
-      if (c < ahead.n) {
-        prefetch_row(ahead.k + c * ahead.stride, hd, 1);
-        prefetch_row(ahead.v + c * ahead.stride, hd, 1);
-      }
-    }
-    V16 acc[G][4];
-    attn_dots_rows<G, 4>(rows, k + js, hd, acc);
-    for (int r = 0; r < G; ++r) {
-      const V4 d4 = tree_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
-      for (int c = 0; c < 4; ++c) p[r][js + c] = d4[c] * scale;
-    }
-  }
-  for (; js < n; ++js) {
-    prefetch_row(v[js], hd, 0);
-    V16 acc[G][1];
-    attn_dots_rows<G, 1>(rows, k + js, hd, acc);
-    for (int r = 0; r < G; ++r) p[r][js] = tree_sum(acc[r][0]) * scale;
-  }
-  float corr[G];
-  for (int r = 0; r < G; ++r) {
-    float bm = -std::numeric_limits<float>::infinity();
-    for (js = 0; js < n; ++js) bm = max_f(bm, p[r][js]);
-    const float m_new = max_f(rows[r].m, bm);
-    corr[r] = std::exp(rows[r].m - m_new);
-    float l = rows[r].l * corr[r];
-    for (js = 0; js < n; ++js) p[r][js] = exp_poly(p[r][js] - m_new);
-    for (js = 0; js < n; ++js) l += p[r][js];
-    rows[r].l = l;
-    rows[r].m = m_new;
-  }
-  // Columns 64 at a time while the accumulators fit the 32 registers, then the rest.
-  constexpr int kWide = G <= 4 ? 4 : 2;
-  std::int64_t d = 0;
-  for (; d + kWide * kLanes <= hd; d += kWide * kLanes)
-    attn_pv_rows<G, kWide>(rows, p, corr, v, n, d);
-  for (; d + 2 * kLanes <= hd; d += 2 * kLanes) attn_pv_rows<G, 2>(rows, p, corr, v, n, d);
-  if (d < hd) attn_pv_rows<G, 1>(rows, p, corr, v, n, d);
-}
-
-// Rows r0 .. r0+g-1 (same key count) of a bf16 decode tile; false when the shape is not covered.
-inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const std::uint16_t* const* k,
-                                     const std::uint16_t* const* v, std::int64_t n, std::int64_t hd,
-                                     float scale, const KvAhead& ahead) {
-  if (hd % kLanes != 0) return false;
-  switch (g) {
-    case 1:
-      attention_rows_block<1>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    case 2:
-      attention_rows_block<2>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    case 3:
-      attention_rows_block<3>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    case 4:
-      attention_rows_block<4>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    default:
-      return false;
-  }
-}
-#else
-struct KvAhead {};
-inline bool attention_rows_block_any(AttnRow*, std::int64_t, const std::uint16_t* const*,
-                                     const std::uint16_t* const*, std::int64_t, std::int64_t, float,
-                                     const KvAhead&) {
-  return false;
-}
-#endif
+namespace recur::kernels::detail::RECUR_VEC_NS {
 
 // Tiles of at most this many rows read bf16 K/V in place (attention_tile).
 inline constexpr std::int64_t kAttnDirectRows = 4;
@@ -530,13 +364,10 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
         vr[j - b0] = vc + j * kv_row;
       }
 
-      KvAhead ahead;
-#ifdef __AVX512F__
-      ahead = {.k = kc + b1 * kv_row,
-               .v = vc + b1 * kv_row,
-               .n = min_i(b1 + kAttentionBlock, all_keys) - b1,
-               .stride = kv_row};
-#endif
+      const KvAhead ahead = {.k = kc + b1 * kv_row,
+                             .v = vc + b1 * kv_row,
+                             .n = min_i(b1 + kAttentionBlock, all_keys) - b1,
+                             .stride = kv_row};
       // Runs of rows with the same key count (one query's heads) share each widened chunk.
       for (std::int64_t r = 0; r < n_rows;) {
         const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
