@@ -239,23 +239,13 @@ template <int G>
 inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const std::uint16_t* const* k,
                                      const std::uint16_t* const* v, std::int64_t n, std::int64_t hd,
                                      float scale, const KvAhead& ahead) {
-  if (hd % kLanes != 0) return false;
-  switch (g) {
-    case 1:
-      attention_rows_block<1>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    case 2:
-      attention_rows_block<2>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    case 3:
-      attention_rows_block<3>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    case 4:
-      attention_rows_block<4>(rows, k, v, n, hd, scale, ahead);
-      return true;
-    default:
-      return false;
-  }
+  using Block = void (*)(AttnRow*, const std::uint16_t* const*, const std::uint16_t* const*,
+                         std::int64_t, std::int64_t, float, const KvAhead&);
+  static constexpr Block kBlocks[] = {attention_rows_block<1>, attention_rows_block<2>,
+                                      attention_rows_block<3>, attention_rows_block<4>};
+  if (hd % kLanes != 0 || g < 1 || g > 4) return false;
+  kBlocks[g - 1](rows, k, v, n, hd, scale, ahead);
+  return true;
 }
 
 }  // namespace recur::kernels::detail::RECUR_VEC_NS

@@ -1,6 +1,7 @@
 // Jinja2's builtin filters and tests that chat templates use, with Jinja2 3.1's argument names
 // and edge cases (jinja2/filters.py, jinja2/tests.py), plus Hugging Face's tojson.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 
@@ -35,9 +36,14 @@ Value attribute_of(const Value& item, const Value& attribute) {
     std::size_t dot = path.find('.', start);
     std::string part =
         path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    v = numeric ? get_item(v, Value(static_cast<std::int64_t>(std::stoll(part))))
-                : get_item(v, Value(part));
+    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+    std::int64_t index = 0;
+    // A digit run past int64 indexes nothing (Jinja2: an IndexError, so undefined).
+    if (numeric &&
+        std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc()) {
+      return Value::undefined(part);
+    }
+    v = numeric ? get_item(v, Value(index)) : get_item(v, Value(part));
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }

@@ -239,8 +239,12 @@ Result<ExprPtr> Parser::parse_postfix(ExprPtr node) {
       ++pos_;
       if (cur().kind == TokenKind::kInt) {
         auto item = make(ExprKind::kGetItem, offset);
-        auto index = make(ExprKind::kLiteral, cur().offset);
-        index->literal = Value(static_cast<std::int64_t>(std::stoll(tokens_[pos_++].text)));
+        const Token& t = tokens_[pos_++];
+        auto index = make(ExprKind::kLiteral, t.offset);
+        std::int64_t i = 0;
+        const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), i);
+        if (r.ec != std::errc()) return fail(t, "integer index out of range");
+        index->literal = Value(i);
         item->args.push_back(std::move(node));
         item->args.push_back(std::move(index));
         node = std::move(item);
