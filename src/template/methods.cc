@@ -2,6 +2,7 @@
 // mutating methods (append, pop, update, ...) are refused, and the globals HF provides.
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <ctime>
 
 #include "template/interpreter.h"
@@ -123,7 +124,10 @@ Result<Value> str_format(const std::string& f, CallArgs& args) {
       if (field.empty()) {
         v = arg(args, auto_index++, "");
       } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-        v = arg(args, static_cast<std::size_t>(std::stoul(field)), "");
+        // A digit run past size_t names no argument (Python: replacement index out of range).
+        std::size_t index = SIZE_MAX;
+        std::from_chars(field.data(), field.data() + field.size(), index);
+        v = index == SIZE_MAX ? Value() : arg(args, index, "");
       } else {
         v = arg(args, SIZE_MAX, field);
       }

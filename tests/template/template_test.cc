@@ -76,7 +76,8 @@ TEST(TemplateErrors, SyntaxErrorsSayWhatAndWhere) {
 }
 
 // Found by fuzz_jinja: digit runs past int64 threw std::out_of_range out of the parser (a dotted
-// index) and out of the attribute filters (a numeric attribute path) and aborted the process.
+// index), the attribute filters (a numeric attribute path) and str.format (a field index), which
+// aborted the process.
 TEST(TemplateErrors, HugeIntegerIndexesAreErrorsNotCrashes) {
   auto a = Template::parse("{{ x.99999999999999999999 }}");
   ASSERT_FALSE(a.is_ok());
@@ -91,6 +92,13 @@ TEST(TemplateErrors, HugeIntegerIndexesAreErrorsNotCrashes) {
       "|{{ [[1, 2]] | map(attribute='1') | list }}");
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(*c, "[]|[2]");
+  // And a format field's index (Python: replacement index out of range).
+  auto d = render("{{ '{99999999999999999999999}'.format(1) }}");
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().message().find("has no value"), std::string::npos) << d.status().message();
+  auto e = render("{{ '{1}{0}'.format('a', 'b') }}");
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ(*e, "ba");
 }
 
 TEST(TemplateErrors, UndefinedAttributeIsLocated) {
