@@ -363,11 +363,14 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
         kr[j - b0] = kc + j * kv_row;
         vr[j - b0] = vc + j * kv_row;
       }
-
-      const KvAhead ahead = {.k = kc + b1 * kv_row,
-                             .v = vc + b1 * kv_row,
-                             .n = min_i(b1 + kAttentionBlock, all_keys) - b1,
-                             .stride = kv_row};
+      // The next block, if any (no pointer past the cache is formed for the last one).
+      KvAhead ahead;
+      if (b1 < all_keys) {
+        ahead = {.k = kc + b1 * kv_row,
+                 .v = vc + b1 * kv_row,
+                 .n = min_i(b1 + kAttentionBlock, all_keys) - b1,
+                 .stride = kv_row};
+      }
       // Runs of rows with the same key count (one query's heads) share each widened chunk.
       for (std::int64_t r = 0; r < n_rows;) {
         const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;

@@ -71,14 +71,13 @@ void SequenceState::reserve_tokens(std::int64_t n) {
   std::int64_t cap = std::max(n, capacity_tokens_ * 2);
   cap = (cap + kKvGrowTokens - 1) / kKvGrowTokens * kKvGrowTokens;
   // Each head's rows move to their place in the larger buffer (only the live tokens).
-  const std::int64_t live = std::min(n_tokens_, capacity_tokens_);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
     if (spec.kind != LayerStateSpec::Kind::kAttention) continue;
     const auto bytes = static_cast<std::size_t>(cap * spec.kv_bytes_per_token() / 2);
     for (std::vector<std::uint8_t>* buf : {&layers_[i].k, &layers_[i].v}) {
       std::vector<std::uint8_t> grown(bytes);
-      copy_heads(buf->data(), capacity_tokens_, grown.data(), cap, live, spec);
+      copy_heads(buf->data(), capacity_tokens_, grown.data(), cap, n_tokens_, spec);
       *buf = std::move(grown);
     }
   }
