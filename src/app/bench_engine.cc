@@ -57,19 +57,51 @@ ModelCost model_cost(const model::Model& model) {
     head_elems = embed_elems;
     head_bytes = embed_bytes;
   }
+  double per_key = 0;
+  for (const model::LayerStateSpec& l : model.state_layout().layers) {
+    if (l.kind == model::LayerStateSpec::Kind::kAttention) {
+      per_key += 4.0 * static_cast<double>(l.n_heads * l.head_dim);
+    }
+  }
   return {.flops_per_token = 2 * layer_elems,
           .head_flops = 2 * head_elems,
-          .decode_step_bytes = layer_bytes + head_bytes};
+          .decode_step_bytes = layer_bytes + head_bytes,
+          .attention_flops_per_key = per_key};
 }
 
+double ModelCost::attention_flops(std::int64_t n, std::int64_t prefix) const {
+  const auto nd = static_cast<double>(n);
+  return attention_flops_per_key * (nd * static_cast<double>(prefix) + nd * (nd + 1) / 2);
+}
+
+namespace {
+
+// Forwards ids into seq in chunks of at most chunk_tokens (logits of the last chunk only).
+void prefill_chunked(model::Model& model, ThreadPool& pool, model::SequenceState& seq,
+                     std::span<const std::int32_t> ids, std::int64_t chunk_tokens) {
+  for (std::size_t at = 0; at < ids.size(); at += static_cast<std::size_t>(chunk_tokens)) {
+    const auto part =
+        ids.subspan(at).first(std::min(static_cast<std::size_t>(chunk_tokens), ids.size() - at));
+    model::SeqChunk chunk{&seq, part, model::LogitsWanted::kLast};
+    RECUR_CHECK_MSG(model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1)).is_ok(),
+                    "bench forward failed");
+  }
+}
+
+}  // namespace
+
 PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens,
-                            int reps) {
+                            std::int64_t prefix_tokens, std::int64_t chunk_tokens, int reps) {
+  const auto prefix = tokens(prefix_tokens, model.vocab_size(), (1 << 21) + prefix_tokens);
   const auto ids = tokens(n_tokens, model.vocab_size(), n_tokens);
-  PrefillResult best{.n_tokens = n_tokens, .seconds = 1e30};
+  PrefillResult best{.n_tokens = n_tokens, .prefix_tokens = prefix_tokens, .seconds = 1e30};
   const ModelCost cost = model_cost(model);
   const double flops = cost.flops_per_token * static_cast<double>(n_tokens) + cost.head_flops;
+  auto seq = model.new_sequence();
+  prefill_chunked(model, pool, *seq, prefix, chunk_tokens);
+  const std::shared_ptr<const model::Snapshot> conversation = seq->snapshot();
   for (int r = 0; r < reps; ++r) {
-    auto seq = model.new_sequence();
+    RECUR_CHECK(seq->restore(*conversation).is_ok());
     model::SeqChunk chunk{seq.get(), ids, model::LogitsWanted::kLast};
     auto t0 = Clock::now();
     auto logits = model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1));
@@ -79,6 +111,8 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
   }
   best.tokens_per_s = static_cast<double>(n_tokens) / best.seconds;
   best.flops_per_s = flops / best.seconds;
+  best.flops_with_attention_per_s =
+      (flops + cost.attention_flops(n_tokens, prefix_tokens)) / best.seconds;
   return best;
 }
 
@@ -87,15 +121,8 @@ DecodeBench::DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences,
     : model_(model), pool_(pool), next_(static_cast<std::size_t>(n_sequences)) {
   for (int i = 0; i < n_sequences; ++i) {
     seqs_.push_back(model.new_sequence());
-    const auto prompt = tokens(context_tokens, model.vocab_size(), i);
-    for (std::int64_t at = 0; at < context_tokens; at += chunk_tokens) {
-      const std::span<const std::int32_t> part =
-          std::span<const std::int32_t>(prompt)
-              .subspan(static_cast<std::size_t>(at))
-              .first(static_cast<std::size_t>(std::min(chunk_tokens, context_tokens - at)));
-      model::SeqChunk chunk{seqs_.back().get(), part, model::LogitsWanted::kLast};
-      RECUR_CHECK(model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1)).is_ok());
-    }
+    prefill_chunked(model, pool, *seqs_.back(), tokens(context_tokens, model.vocab_size(), i),
+                    chunk_tokens);
     next_[static_cast<std::size_t>(i)] = {static_cast<std::int32_t>(i + 1)};
   }
   for (int i = 0; i < n_sequences; ++i) {

@@ -16,17 +16,29 @@ struct ModelCost {
   double flops_per_token = 0;    // 2 x the matmul weights a token passes through (no lm_head)
   double head_flops = 0;         // 2 x lm_head elements: paid once per logit row
   double decode_step_bytes = 0;  // weights read by one decode step (layers + lm_head)
+  // Attention's q·k and p·V for one query token and one key it sees, all attention layers:
+  // 4 x query heads x head_dim each.
+  double attention_flops_per_key = 0;
+  // Attention FLOPs of a prompt of n tokens after `prefix` tokens (causal: token i sees
+  // prefix + i + 1 keys).
+  double attention_flops(std::int64_t n, std::int64_t prefix) const;
 };
 ModelCost model_cost(const model::Model& model);
 
 struct PrefillResult {
   std::int64_t n_tokens = 0;
+  std::int64_t prefix_tokens = 0;
   double seconds = 0;
   double tokens_per_s = 0;
-  double flops_per_s = 0;
+  double flops_per_s = 0;  // matmuls and the lm_head row
+  double flops_with_attention_per_s = 0;
 };
-// Best of `reps` single-chunk prefills of n_tokens (logits at the last position only).
-PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens, int reps);
+// Best of `reps` single-chunk prefills of n_tokens (logits at the last position only) into a
+// sequence that already holds prefix_tokens - a follow-up chat turn, its conversation restored
+// from a snapshot before each rep, as the prompt cache does. The prefix itself is prefilled once,
+// untimed, in chunks of at most chunk_tokens.
+PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t n_tokens,
+                            std::int64_t prefix_tokens, std::int64_t chunk_tokens, int reps);
 
 // n_sequences decoding together after a prefill of context_tokens each (in chunks of at most
 // chunk_tokens); step() times one decode step, so the caller can interleave each step with a

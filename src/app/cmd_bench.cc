@@ -17,8 +17,9 @@ namespace recur::app {
 
 namespace {
 
-// "128,512,2048" -> {128, 512, 2048}; each a positive integer up to 1 << 20.
-Result<std::vector<std::int64_t>> parse_counts(const std::string& text, const char* flag) {
+// "128,512,2048" -> {128, 512, 2048}; each an integer from `least` up to 1 << 20.
+Result<std::vector<std::int64_t>> parse_counts(const std::string& text, const char* flag,
+                                               std::int64_t least = 1) {
   std::vector<std::int64_t> out;
   std::size_t pos = 0;
   while (pos <= text.size()) {
@@ -26,10 +27,11 @@ Result<std::vector<std::int64_t>> parse_counts(const std::string& text, const ch
     const std::string item = text.substr(pos, end - pos);
     std::int64_t v = 0;
     const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || v <= 0 ||
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || v < least ||
         v > (1 << 20)) {
       return Error(StatusCode::kInvalidArgument,
-                   "{} '{}': item '{}' is not a positive integer up to 1048576", flag, text, item);
+                   "{} '{}': item '{}' is not an integer from {} to 1048576", flag, text, item,
+                   least);
     }
     out.push_back(v);
     pos = end + 1;
@@ -64,9 +66,12 @@ int cmd_bench(const config::Options& opts) {
   }
   auto prompts = parse_counts(opts.get_string("bench-prompts"), "--bench-prompts");
   auto sequences = parse_counts(opts.get_string("bench-sequences"), "--bench-sequences");
-  if (!prompts || !sequences) {
-    log::error("recur bench: {}", (!prompts ? prompts.status() : sequences.status()).message());
-    return kExitFailure;
+  auto prefixes = parse_counts(opts.get_string("bench-prefix"), "--bench-prefix", 0);
+  for (const auto* r : {&prompts, &sequences, &prefixes}) {
+    if (!*r) {
+      log::error("recur bench: {}", r->status().message());
+      return kExitFailure;
+    }
   }
   const std::int64_t max_seqs = *std::max_element(sequences->begin(), sequences->end());
   const std::int64_t context = opts.get_int("bench-context");
@@ -87,11 +92,19 @@ int cmd_bench(const config::Options& opts) {
              bw / 1e9, c.read_mode);
   fmt::print("cost: {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
              cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
-  fmt::print("\n| phase | tokens | tokens/s | GFLOP/s | of peak |\n|---|---|---|---|---|\n");
-  for (std::int64_t n : *prompts) {
-    PrefillResult p = bench_prefill(*rt->model, *rt->pool, n, 2);
-    fmt::print("| prefill | {} | {:.1f} | {:.1f} | {:.0f}% |\n", n, p.tokens_per_s,
-               p.flops_per_s / 1e9, 100 * p.flops_per_s / peak);
+  fmt::print(
+      "\nPrefill after --bench-prefix tokens already in the sequence; GFLOP/s counts the "
+      "matmuls, \"with attention\" adds attention's q·k and p·V.\n");
+  fmt::print(
+      "\n| phase | prefix | tokens | tokens/s | GFLOP/s | of peak | of peak with attention "
+      "|\n|---|---|---|---|---|---|---|\n");
+  for (std::int64_t prefix : *prefixes) {
+    for (std::int64_t n : *prompts) {
+      PrefillResult p = bench_prefill(*rt->model, *rt->pool, n, prefix, max_batch, 2);
+      fmt::print("| prefill | {} | {} | {:.1f} | {:.1f} | {:.0f}% | {:.0f}% |\n", prefix, n,
+                 p.tokens_per_s, p.flops_per_s / 1e9, 100 * p.flops_per_s / peak,
+                 100 * p.flops_with_attention_per_s / peak);
+    }
   }
   // Decode: each step is paired with one probe pass just before it, and the fraction is the median
   // of the per-pair fractions, so a change in the host's bandwidth between minutes (1.5x on the

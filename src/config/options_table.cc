@@ -334,6 +334,14 @@ std::vector<OptionSpec> build_table() {
        .help = "Prompt lengths recur bench times prefill at (comma-separated tokens).",
        .scopes = kBench,
        .group = "bench"},
+      {.name = "bench-prefix",
+       .type = T::kString,
+       .default_text = "0",
+       .help = "Tokens already in the sequence when recur bench times each prefill "
+               "(comma-separated; each is timed with every --bench-prompts length): a follow-up "
+               "chat turn's prompt attends to the conversation before it.",
+       .scopes = kBench,
+       .group = "bench"},
       {.name = "bench-sequences",
        .type = T::kString,
        .default_text = "1,4",

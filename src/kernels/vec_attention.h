@@ -334,6 +334,24 @@ inline void attention_tile_finish(const AttnRow* rows, std::int64_t n_rows, floa
   }
 }
 
+// The tile's rows over keys b0 .. b1-1: runs of up to four rows that see the same keys of the
+// block (a query's heads; below the diagonal, several queries) share each K/V chunk they load.
+template <typename T>
+inline void attention_tile_block(AttnRow* rows, std::int64_t n_rows, const T* const* kr,
+                                 const T* const* vr, std::int64_t b0, std::int64_t b1,
+                                 std::int64_t hd, float scale, const KvAhead& ahead) {
+  for (std::int64_t r = 0; r < n_rows;) {
+    const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
+    std::int64_t g = 1;
+    while (g < 4 && r + g < n_rows && min_i(b1, rows[r + g].n_keys) - b0 == n) ++g;
+    if (n > 0 && !attention_rows_block_any(rows + r, g, kr, vr, n, hd, scale, ahead)) {
+      for (std::int64_t rr = r; rr < r + g; ++rr)
+        attention_row_block(rows[rr], kr, vr, n, hd, scale);
+    }
+    r += g;
+  }
+}
+
 inline void attention_tile(const float* q, const void* k_cache, const void* v_cache, float* out,
                            const AttentionShape& s, std::int64_t i0, std::int64_t n_i,
                            std::int64_t kvh) {
@@ -371,18 +389,7 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
                  .n = min_i(b1 + kAttentionBlock, all_keys) - b1,
                  .stride = kv_row};
       }
-      // Runs of rows with the same key count (one query's heads) share each widened chunk.
-      for (std::int64_t r = 0; r < n_rows;) {
-        const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
-        std::int64_t g = 1;
-        while (r + g < n_rows && rows[r + g].n_keys == rows[r].n_keys) ++g;
-        if (n > 0 && !attention_rows_block_any(rows + r, g, kr, vr, n, hd, s.scale, ahead)) {
-          for (std::int64_t rr = r; rr < r + g; ++rr) {
-            attention_row_block(rows[rr], kr, vr, n, hd, s.scale);
-          }
-        }
-        r += g;
-      }
+      attention_tile_block(rows, n_rows, kr, vr, b0, b1, hd, s.scale, ahead);
     }
     return attention_tile_finish(rows, n_rows, out, s, i0, kvh);
   }
@@ -399,10 +406,7 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
       kr[j - b0] = kv_row_f32(k_cache, e, hd, s.kv_dtype, kbuf + (j - b0) * hd);
       vr[j - b0] = kv_row_f32(v_cache, e, hd, s.kv_dtype, vbuf + (j - b0) * hd);
     }
-    for (std::int64_t r = 0; r < n_rows; ++r) {
-      const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
-      if (n > 0) attention_row_block(rows[r], kr, vr, n, hd, s.scale);
-    }
+    attention_tile_block(rows, n_rows, kr, vr, b0, b1, hd, s.scale, KvAhead{});
   }
   attention_tile_finish(rows, n_rows, out, s, i0, kvh);
 }

@@ -1,7 +1,9 @@
-// Internal to kernels/: decode attention, the rows of one query's head group over one key block of
-// a bf16 cache, included by vec_attention.h inside its RECUR_VEC_NS copy. Each K/V chunk is
-// widened once for all the group's rows (widening per row made decode attention
-// instruction-bound: 8-10 GB/s), and every row's arithmetic is attention_row_block's, in its order.
+// Internal to kernels/: attention for up to four rows that see the same keys of one key block (a
+// decode query's head group reading a bf16 cache in place, or a prefill tile's rows over the
+// tile's widened f32 copy of the block), included by vec_attention.h inside its RECUR_VEC_NS copy.
+// Each K/V chunk is loaded (and widened) once for all the rows: widening per row made decode
+// attention instruction-bound (8-10 GB/s), and prefill rows one at a time reloaded every block
+// from L2 per row. Every row's arithmetic is attention_row_block's, in its order.
 #ifndef RECUR_VEC_NS
 #error "include vec_impl.h, not vec_attention_rows.h"
 #endif
@@ -28,6 +30,9 @@ struct KvAhead {
     }
   }
 }
+// f32 rows are a tile's widened copy of the block, already in L1/L2: nothing to ask for.
+[[gnu::always_inline]] inline void prefetch_key(const float* const*, std::int64_t, std::int64_t,
+                                                const KvAhead&) {}
 [[gnu::always_inline]] inline void prefetch_key(const std::uint16_t* const* v, std::int64_t c,
                                                 std::int64_t hd, const KvAhead& ahead) {
   prefetch_row(v[c], hd, 0);
@@ -53,10 +58,11 @@ inline Widened32 kv_load32(const std::uint16_t* p) {
   return {(V16)_mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kUpperWords, lo_idx, x)),
           (V16)_mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kUpperWords, hi_idx, x))};
 }
+inline Widened32 kv_load32(const float* p) { return {load16(p), load16(p + kLanes)}; }
 
 // q·k of G rows with NK keys: acc[r][c] gets attn_dot's fused multiply-adds, chunk by chunk.
-template <int G, int NK>
-inline void attn_dots_rows(const AttnRow* rows, const std::uint16_t* const* k, std::int64_t hd,
+template <int G, int NK, typename T>
+inline void attn_dots_rows(const AttnRow* rows, const T* const* k, std::int64_t hd,
                            V16 (&acc)[G][NK]) {
   for (int r = 0; r < G; ++r) {
     for (int c = 0; c < NK; ++c) acc[r][c] = V16{};
@@ -80,15 +86,15 @@ inline void attn_dots_rows(const AttnRow* rows, const std::uint16_t* const* k, s
 }
 
 // Scaled scores p[r][j] of the block's n keys (attn_dot4 for groups of four, attn_dot after).
-template <int G>
-inline void attn_scores_rows(const AttnRow* rows, const std::uint16_t* const* k,
-                             const std::uint16_t* const* v, std::int64_t n, std::int64_t hd,
-                             float scale, const KvAhead& ahead, float (*p)[kAttentionBlock]) {
+template <int G, typename T>
+inline void attn_scores_rows(const AttnRow* rows, const T* const* k, const T* const* v,
+                             std::int64_t n, std::int64_t hd, float scale, const KvAhead& ahead,
+                             float (*p)[kAttentionBlock]) {
   std::int64_t js = 0;
   for (; js + 4 <= n; js += 4) {
     for (std::int64_t c = js; c < js + 4; ++c) prefetch_key(v, c, hd, ahead);
     V16 acc[G][4];
-    attn_dots_rows<G, 4>(rows, k + js, hd, acc);
+    attn_dots_rows<G, 4, T>(rows, k + js, hd, acc);
     for (int r = 0; r < G; ++r) {
       const V4 d4 = tree_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
       for (int c = 0; c < 4; ++c) p[r][js + c] = d4[c] * scale;
@@ -97,16 +103,16 @@ inline void attn_scores_rows(const AttnRow* rows, const std::uint16_t* const* k,
   for (; js < n; ++js) {
     prefetch_key(v, js, hd, ahead);
     V16 acc[G][1];
-    attn_dots_rows<G, 1>(rows, k + js, hd, acc);
+    attn_dots_rows<G, 1, T>(rows, k + js, hd, acc);
     for (int r = 0; r < G; ++r) p[r][js] = tree_sum(acc[r][0]) * scale;
   }
 }
 
 // p·V for G rows over NC 16-column chunks at column d: each column's chain is
 // attention_row_block's (acc·corr, then one fused multiply-add per key in key order).
-template <int G, int NC>
+template <int G, int NC, typename T>
 inline void attn_pv_rows(AttnRow* rows, const float (*p)[kAttentionBlock], const float* corr,
-                         const std::uint16_t* const* v, std::int64_t n, std::int64_t d) {
+                         const T* const* v, std::int64_t n, std::int64_t d) {
   V16 a[G][NC];
   for (int r = 0; r < G; ++r) {
     for (int t = 0; t < NC; ++t) a[r][t] = load16(rows[r].acc + d + t * kLanes) * corr[r];
@@ -133,19 +139,19 @@ inline void attn_pv_rows(AttnRow* rows, const float (*p)[kAttentionBlock], const
 }
 
 // All columns: 64 at a time (G x 4 accumulators fit the 32 registers), then 32, then 16.
-template <int G>
+template <int G, typename T>
 inline void attn_pv_all(AttnRow* rows, const float (*p)[kAttentionBlock], const float* corr,
-                        const std::uint16_t* const* v, std::int64_t n, std::int64_t hd) {
+                        const T* const* v, std::int64_t n, std::int64_t hd) {
   std::int64_t d = 0;
-  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) attn_pv_rows<G, 4>(rows, p, corr, v, n, d);
-  for (; d + 2 * kLanes <= hd; d += 2 * kLanes) attn_pv_rows<G, 2>(rows, p, corr, v, n, d);
-  if (d < hd) attn_pv_rows<G, 1>(rows, p, corr, v, n, d);
+  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) attn_pv_rows<G, 4, T>(rows, p, corr, v, n, d);
+  for (; d + 2 * kLanes <= hd; d += 2 * kLanes) attn_pv_rows<G, 2, T>(rows, p, corr, v, n, d);
+  if (d < hd) attn_pv_rows<G, 1, T>(rows, p, corr, v, n, d);
 }
 #else
 // AVX2 (16 registers): the same chains as 256-bit halves; fewer keys and columns per pass.
-template <int G, int NK>
-inline void attn_scores_keys(const AttnRow* rows, const std::uint16_t* const* k, std::int64_t hd,
-                             float scale, float (*p)[kAttentionBlock], std::int64_t js) {
+template <int G, int NK, typename T>
+inline void attn_scores_keys(const AttnRow* rows, const T* const* k, std::int64_t hd, float scale,
+                             float (*p)[kAttentionBlock], std::int64_t js) {
   __m256 lo[G][NK], hi[G][NK];
   for (int r = 0; r < G; ++r) {
     for (int c = 0; c < NK; ++c) lo[r][c] = hi[r][c] = _mm256_setzero_ps();
@@ -164,25 +170,25 @@ inline void attn_scores_keys(const AttnRow* rows, const std::uint16_t* const* k,
   }
 }
 
-template <int G>
-inline void attn_scores_rows(const AttnRow* rows, const std::uint16_t* const* k,
-                             const std::uint16_t* const* v, std::int64_t n, std::int64_t hd,
-                             float scale, const KvAhead& ahead, float (*p)[kAttentionBlock]) {
+template <int G, typename T>
+inline void attn_scores_rows(const AttnRow* rows, const T* const* k, const T* const* v,
+                             std::int64_t n, std::int64_t hd, float scale, const KvAhead& ahead,
+                             float (*p)[kAttentionBlock]) {
   constexpr int kKeys = G == 1 ? 4 : G == 2 ? 2 : 1;  // 2·G·kKeys <= 8 accumulators
   std::int64_t js = 0;
   for (; js + kKeys <= n; js += kKeys) {
     for (std::int64_t c = js; c < js + kKeys; ++c) prefetch_key(v, c, hd, ahead);
-    attn_scores_keys<G, kKeys>(rows, k, hd, scale, p, js);
+    attn_scores_keys<G, kKeys, T>(rows, k, hd, scale, p, js);
   }
   for (; js < n; ++js) {
     prefetch_key(v, js, hd, ahead);
-    attn_scores_keys<G, 1>(rows, k, hd, scale, p, js);
+    attn_scores_keys<G, 1, T>(rows, k, hd, scale, p, js);
   }
 }
 
-template <int G, int NC>
+template <int G, int NC, typename T>
 inline void attn_pv_rows(AttnRow* rows, const float (*p)[kAttentionBlock], const float* corr,
-                         const std::uint16_t* const* v, std::int64_t n, std::int64_t d) {
+                         const T* const* v, std::int64_t n, std::int64_t d) {
   __m256 a[G][NC];
   for (int r = 0; r < G; ++r) {
     const __m256 cv = _mm256_set1_ps(corr[r]);
@@ -202,24 +208,25 @@ inline void attn_pv_rows(AttnRow* rows, const float (*p)[kAttentionBlock], const
   }
 }
 
-template <int G>
+template <int G, typename T>
 inline void attn_pv_all(AttnRow* rows, const float (*p)[kAttentionBlock], const float* corr,
-                        const std::uint16_t* const* v, std::int64_t n, std::int64_t hd) {
+                        const T* const* v, std::int64_t n, std::int64_t hd) {
   constexpr int kChunks = G == 1 ? 8 : G == 2 ? 4 : 2;  // G·kChunks <= 8 accumulators
   std::int64_t d = 0;
-  for (; d + 8 * kChunks <= hd; d += 8 * kChunks) attn_pv_rows<G, kChunks>(rows, p, corr, v, n, d);
-  for (; d < hd; d += 2 * 8) attn_pv_rows<G, 2>(rows, p, corr, v, n, d);
+  for (; d + 8 * kChunks <= hd; d += 8 * kChunks)
+    attn_pv_rows<G, kChunks, T>(rows, p, corr, v, n, d);
+  for (; d < hd; d += 2 * 8) attn_pv_rows<G, 2, T>(rows, p, corr, v, n, d);
 }
 #endif
 
 // hd a multiple of 16. Kept out of line: inlined into attention_tile (all four group sizes), GCC
 // 12 spilled the accumulators and decode attention ran 1.4x slower.
-template <int G>
-[[gnu::noinline]] void attention_rows_block(AttnRow* rows, const std::uint16_t* const* k,
-                                            const std::uint16_t* const* v, std::int64_t n,
-                                            std::int64_t hd, float scale, const KvAhead& ahead) {
+template <int G, typename T>
+[[gnu::noinline]] void attention_rows_block(AttnRow* rows, const T* const* k, const T* const* v,
+                                            std::int64_t n, std::int64_t hd, float scale,
+                                            const KvAhead& ahead) {
   alignas(64) float p[G][kAttentionBlock];
-  attn_scores_rows<G>(rows, k, v, n, hd, scale, ahead, p);
+  attn_scores_rows<G, T>(rows, k, v, n, hd, scale, ahead, p);
   float corr[G];
   for (int r = 0; r < G; ++r) {
     float bm = -std::numeric_limits<float>::infinity();
@@ -232,17 +239,18 @@ template <int G>
     rows[r].l = l;
     rows[r].m = m_new;
   }
-  attn_pv_all<G>(rows, p, corr, v, n, hd);
+  attn_pv_all<G, T>(rows, p, corr, v, n, hd);
 }
 
 // Rows of a bf16 decode tile with the same key count; false when the shape is not covered.
-inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const std::uint16_t* const* k,
-                                     const std::uint16_t* const* v, std::int64_t n, std::int64_t hd,
+template <typename T>
+inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const T* const* k,
+                                     const T* const* v, std::int64_t n, std::int64_t hd,
                                      float scale, const KvAhead& ahead) {
-  using Block = void (*)(AttnRow*, const std::uint16_t* const*, const std::uint16_t* const*,
-                         std::int64_t, std::int64_t, float, const KvAhead&);
-  static constexpr Block kBlocks[] = {attention_rows_block<1>, attention_rows_block<2>,
-                                      attention_rows_block<3>, attention_rows_block<4>};
+  using Block = void (*)(AttnRow*, const T* const*, const T* const*, std::int64_t, std::int64_t,
+                         float, const KvAhead&);
+  static constexpr Block kBlocks[] = {attention_rows_block<1, T>, attention_rows_block<2, T>,
+                                      attention_rows_block<3, T>, attention_rows_block<4, T>};
   if (hd % kLanes != 0 || g < 1 || g > 4) return false;
   kBlocks[g - 1](rows, k, v, n, hd, scale, ahead);
   return true;

@@ -72,6 +72,7 @@ std::int64_t attention_scratch_per_row(const AttentionW& w) {
 LayerStateSpec attention_state(const AttentionW& w) {
   return {.kind = LayerStateSpec::Kind::kAttention,
           .n_kv_heads = w.n_kv_heads,
+          .n_heads = w.n_heads,
           .head_dim = w.head_dim,
           .kv_dtype = w.kv_dtype};
 }

@@ -18,8 +18,10 @@ namespace recur::model {
 struct LayerStateSpec {
   enum class Kind : std::uint8_t { kAttention, kRecurrent };
   Kind kind = Kind::kAttention;
-  // kAttention: K and V, each [n_tokens, n_kv_heads, head_dim] in kv_dtype.
+  // kAttention: K and V, n_kv_heads x head_dim per token in kv_dtype (kept head-major in a
+  // SequenceState and a snapshot); n_heads query heads read them (cost figures).
   std::int64_t n_kv_heads = 0;
+  std::int64_t n_heads = 0;
   std::int64_t head_dim = 0;
   kernels::DType kv_dtype = kernels::DType::kF32;
   // kRecurrent: f32 recurrent state and f32 conv window (last K-1 conv inputs).

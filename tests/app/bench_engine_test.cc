@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "model/model.h"
@@ -62,6 +65,52 @@ TEST(ModelCost, TiedQwen3CountsTheEmbeddingOnceNotTheRedundantLmHead) {
   // The checkpoint holds more: the redundant lm_head and the norms.
   EXPECT_GT(static_cast<double>(m->weight_bytes()), cost.decode_step_bytes + embed_bytes * 0.99);
   EXPECT_EQ(cost.flops_per_token, layer_bytes);  // 2 FLOPs per bf16 weight = its 2 bytes
+}
+
+// From config.json: every attention layer's query heads x head_dim, 4 FLOPs each (q·k and p·V
+// multiply-adds) per key a query sees; recurrent layers none.
+TEST(ModelCost, AttentionFlopsCountEveryKeyEachQuerySees) {
+  TempDir dir;
+  for (auto family :
+       {modelgen::Family::kQwen3, modelgen::Family::kQwen3_5, modelgen::Family::kMamba2}) {
+    auto m = load_generated(dir, family);
+    ASSERT_NE(m, nullptr);
+    double per_key = 0;
+    if (family != modelgen::Family::kMamba2) {  // (whose config.json has a bare Infinity)
+      std::ifstream in(dir.file(modelgen::family_name(family)) + "/config.json");
+      std::stringstream text;
+      text << in.rdbuf();
+      const auto root = nlohmann::json::parse(text.str());
+      const auto& config = root.contains("text_config") ? root["text_config"] : root;
+      const std::int64_t layers = config["num_hidden_layers"];
+      const std::int64_t interval = config.value("full_attention_interval", 1);
+      const std::int64_t attention_layers = layers / interval;
+      per_key = 4.0 * static_cast<double>(attention_layers) *
+                config["num_attention_heads"].get<double>() * config["head_dim"].get<double>();
+      ASSERT_GT(per_key, 0);
+    }
+    const ModelCost cost = model_cost(*m);
+    EXPECT_EQ(cost.attention_flops_per_key, per_key) << modelgen::family_name(family);
+    // Three tokens after two: they see 3, 4 and 5 keys.
+    EXPECT_EQ(cost.attention_flops(3, 2), per_key * 12);
+    EXPECT_EQ(cost.attention_flops(1, 0), per_key);
+  }
+}
+
+TEST(BenchPrefill, TimesThePromptAfterTheRestoredPrefix) {
+  TempDir dir;
+  ThreadPool pool(2);
+  auto m = load_generated(dir, modelgen::Family::kQwen3_5);
+  ASSERT_NE(m, nullptr);
+  const ModelCost cost = model_cost(*m);
+  // A 70-token prefix prefilled in chunks of 32, then two timed prefills of 5 tokens after it.
+  const PrefillResult p = bench_prefill(*m, pool, 5, 70, 32, 2);
+  EXPECT_EQ(p.prefix_tokens, 70);
+  ASSERT_GT(p.seconds, 0);
+  EXPECT_DOUBLE_EQ(p.tokens_per_s, 5 / p.seconds);
+  EXPECT_DOUBLE_EQ(p.flops_per_s, (5 * cost.flops_per_token + cost.head_flops) / p.seconds);
+  EXPECT_DOUBLE_EQ(p.flops_with_attention_per_s,
+                   p.flops_per_s + cost.attention_flops(5, 70) / p.seconds);
 }
 
 TEST(DecodeBench, StepsAfterTheContextAndReportsStateTraffic) {
