@@ -194,11 +194,27 @@ void gated_delta_gates(const float* a, const float* b, const float* a_log, const
 
 void mamba2_scan(ThreadPool& pool, const Mamba2Inputs& in, float* state, float* y,
                  const Mamba2Shape& shape) {
-  RECUR_CHECK(shape.n_groups > 0 && shape.n_heads % shape.n_groups == 0);
+  const Mamba2Job job{.in = in, .state = state, .y = y, .shape = shape};
+  mamba2_scan_batch(pool, std::span(&job, 1));
+}
+
+void mamba2_scan_batch(ThreadPool& pool, std::span<const Mamba2Job> jobs) {
+  std::int64_t n_tasks = 0;
+  for (const Mamba2Job& j : jobs) {
+    RECUR_CHECK(j.shape.n_groups > 0 && j.shape.n_heads % j.shape.n_groups == 0);
+    n_tasks += j.shape.n_heads;
+  }
   const Isa isa = active_isa();
-  pool.run(static_cast<std::size_t>(shape.n_heads), [&](std::size_t h) {
-    const auto hh = static_cast<std::int64_t>(h);
-    detail::mamba2_head(in, state + hh * shape.head_dim * shape.d_state, y, shape, hh, isa);
+  // Jobs are few (one per sequence of a step): each task finds its job by a linear walk.
+  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
+    auto h = static_cast<std::int64_t>(task);
+    for (const Mamba2Job& j : jobs) {
+      const Mamba2Shape& s = j.shape;
+      if (h < s.n_heads) {
+        return detail::mamba2_head(j.in, j.state + h * s.head_dim * s.d_state, j.y, s, h, isa);
+      }
+      h -= s.n_heads;
+    }
   });
 }
 

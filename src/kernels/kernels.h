@@ -213,5 +213,14 @@ struct Mamba2Inputs {
 // state [H, P, N] in/out; y [n_tokens, H, P]. Parallel over heads.
 void mamba2_scan(ThreadPool& pool, const Mamba2Inputs& in, float* state, float* y,
                  const Mamba2Shape& shape);
+// Several sequences' scans in one dispatch (a batched decode step), parallel over every job's
+// heads; each job's bytes are those of mamba2_scan on it alone.
+struct Mamba2Job {
+  Mamba2Inputs in;
+  float* state = nullptr;
+  float* y = nullptr;
+  Mamba2Shape shape;
+};
+void mamba2_scan_batch(ThreadPool& pool, std::span<const Mamba2Job> jobs);
 
 }  // namespace recur::kernels

@@ -194,6 +194,7 @@ inline void gated_delta_cols(const GatedDeltaInputs& in, float* __restrict s, fl
 // and token the arithmetic is the reference's, in its order (the dot as dot_lanes).
 inline constexpr std::int64_t kMambaTokens = 16;
 inline constexpr int kMambaMaxVecs = 8;
+inline constexpr std::int64_t kMambaAheadRows = 4;
 
 struct MambaBlock {
   std::int64_t h = 0, g = 0, t0 = 0, nt = 0;
@@ -206,6 +207,11 @@ void mamba2_rows_reg(const Mamba2Inputs& in, float* __restrict s, float* y,
   const std::int64_t p_dim = shape.head_dim, n_dim = shape.d_state;
   for (std::int64_t p = 0; p < p_dim; ++p) {
     float* sp = s + p * n_dim;
+    if (p + kMambaAheadRows < p_dim) {
+      for (int c = 0; c < NV; ++c) {
+        __builtin_prefetch(sp + kMambaAheadRows * n_dim + c * kLanes, 1, 3);
+      }
+    }
     V16 st[NV];
     for (int c = 0; c < NV; ++c) st[c] = load16(sp + c * kLanes);
     for (std::int64_t tt = 0; tt < blk.nt; ++tt) {

@@ -262,7 +262,11 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
   float* z = ctx.scratch->take(n * di);    // [n, d_inner], z made contiguous for the gated norm
   k::matmul(*ctx.pool, x, n, w.in, zx);
   const float* bias = w.conv_bias.empty() ? nullptr : w.conv_bias.data();
-  for (const ChunkRows& c : ctx.chunks) {
+  // Every sequence's conv, then one scan dispatch over all their heads: a decode step of N
+  // sequences would otherwise be N serial convs and N scan dispatches per layer, the other
+  // threads waiting at each.
+  ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
+    const ChunkRows& c = ctx.chunks[i];
     k::causal_conv1d(zx + c.row0 * iw + di, w.conv.data(), bias, c.seq->conv_window(w.layer),
                      xbc + c.row0 * cd,
                      {.n_tokens = c.n_rows,
@@ -270,26 +274,31 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
                       .kernel = w.conv_kernel,
                       .x_stride = iw,
                       .y_stride = cd});
+  });
+  thread_local std::vector<k::Mamba2Job> jobs;
+  jobs.clear();
+  for (const ChunkRows& c : ctx.chunks) {
     const float* row = xbc + c.row0 * cd;
-    k::mamba2_scan(*ctx.pool,
-                   {.x = row,
-                    .b = row + di,
-                    .c = row + di + gn,
-                    .dt_raw = zx + c.row0 * iw + di + cd,
-                    .dt_bias = w.dt_bias.data(),
-                    .a_log = w.a_log.data(),
-                    .d = w.d.data()},
-                   c.seq->recurrent(w.layer), y + c.row0 * di,
-                   {.n_tokens = c.n_rows,
-                    .n_heads = w.n_heads,
-                    .head_dim = w.head_dim,
-                    .d_state = w.d_state,
-                    .n_groups = w.n_groups,
-                    .x_stride = cd,
-                    .dt_stride = iw,
-                    .dt_min = w.dt_min,
-                    .dt_max = w.dt_max});
+    jobs.push_back({.in = {.x = row,
+                           .b = row + di,
+                           .c = row + di + gn,
+                           .dt_raw = zx + c.row0 * iw + di + cd,
+                           .dt_bias = w.dt_bias.data(),
+                           .a_log = w.a_log.data(),
+                           .d = w.d.data()},
+                    .state = c.seq->recurrent(w.layer),
+                    .y = y + c.row0 * di,
+                    .shape = {.n_tokens = c.n_rows,
+                              .n_heads = w.n_heads,
+                              .head_dim = w.head_dim,
+                              .d_state = w.d_state,
+                              .n_groups = w.n_groups,
+                              .x_stride = cd,
+                              .dt_stride = iw,
+                              .dt_min = w.dt_min,
+                              .dt_max = w.dt_max}});
   }
+  k::mamba2_scan_batch(*ctx.pool, jobs);
   for (std::int64_t r = 0; r < n; ++r) std::memcpy(z + r * di, zx + r * iw, di * sizeof(float));
   // Per-group normalisation (mamba_ssm / llama.cpp); equals HF's whole-row form when G = 1.
   k::rms_norm_gate_first(y, z, w.norm.w.data(), y, {.n_rows = n, .width = di}, di / w.n_groups,

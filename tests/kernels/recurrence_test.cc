@@ -146,6 +146,60 @@ TEST(Mamba2, MatchesReferenceAndIsSplitInvariant) {
   for (std::int64_t n : {35, 64, 128}) check_mamba2(n);
 }
 
+// A batched decode step's dispatch: jobs of 1, 5 and 17 tokens, each with its own state, give the
+// bytes of each scanned alone (outputs and states).
+TEST(Mamba2, BatchedJobsEqualEachAlone) {
+  const std::int64_t h = 3, p = 5, groups = 1;
+  ThreadPool pool(3);
+  for (std::int64_t n : {35, 128}) {
+    const std::int64_t xs = h * p + 2 * groups * n;
+    const std::vector<std::int64_t> tokens = {1, 5, 17};
+    std::vector<std::vector<float>> xbc, dt, states, alone, batched;
+    std::vector<Mamba2Job> jobs;
+    auto dt_bias = random_floats(static_cast<std::size_t>(h), 3);
+    auto a_log = random_floats(static_cast<std::size_t>(h), 4);
+    auto d = random_floats(static_cast<std::size_t>(h), 5);
+    for (std::size_t j = 0; j < tokens.size(); ++j) {
+      const auto seed = static_cast<std::uint32_t>(10 * j);
+      xbc.push_back(random_floats(static_cast<std::size_t>(tokens[j] * xs), seed + 1));
+      dt.push_back(random_floats(static_cast<std::size_t>(tokens[j] * h), seed + 2, -4, 2));
+      states.push_back(random_floats(static_cast<std::size_t>(h * p * n), seed + 3));
+      alone.emplace_back(static_cast<std::size_t>(tokens[j] * h * p));
+      batched.emplace_back(static_cast<std::size_t>(tokens[j] * h * p));
+    }
+    auto batched_states = states;
+    for (std::size_t j = 0; j < tokens.size(); ++j) {
+      const Mamba2Job job{.in = {.x = xbc[j].data(),
+                                 .b = xbc[j].data() + h * p,
+                                 .c = xbc[j].data() + h * p + groups * n,
+                                 .dt_raw = dt[j].data(),
+                                 .dt_bias = dt_bias.data(),
+                                 .a_log = a_log.data(),
+                                 .d = d.data()},
+                          .state = batched_states[j].data(),
+                          .y = batched[j].data(),
+                          .shape = {.n_tokens = tokens[j],
+                                    .n_heads = h,
+                                    .head_dim = p,
+                                    .d_state = n,
+                                    .n_groups = groups,
+                                    .x_stride = xs,
+                                    .dt_stride = h,
+                                    .dt_min = 0.0f,
+                                    .dt_max = 1.5f}};
+      jobs.push_back(job);
+      mamba2_scan(pool, job.in, states[j].data(), alone[j].data(), job.shape);
+    }
+    mamba2_scan_batch(pool, jobs);
+    for (std::size_t j = 0; j < tokens.size(); ++j) {
+      ASSERT_TRUE(testing::same_bytes(batched[j].data(), alone[j].data(), alone[j].size()))
+          << "job " << j << " d_state " << n;
+      ASSERT_TRUE(
+          testing::same_bytes(batched_states[j].data(), states[j].data(), states[j].size()));
+    }
+  }
+}
+
 TEST(Mamba2, OneStepByHand) {
   // H = P = N = G = 1; dt_raw + bias = 0 -> dt = ln 2; A = -1 -> dA = 0.5;
   // S = 0.5 * 2 + ln2 * x(=1) * B(=2) ; y = S * C(=3) + D(=0.5) * x.
