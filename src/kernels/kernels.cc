@@ -159,30 +159,57 @@ void causal_conv1d(const float* x, const float* w, const float* bias, float* sta
   RECUR_VEC_DISPATCH(causal_conv1d, x, w, bias, state, y, shape)
 }
 
+namespace {
+
+// A chunk of several tokens walks the state by column blocks (vec_impl.h); one token, the scalar
+// ISA or a k_dim past the block buffer keep the per-head loop. Same bytes either way.
+bool gated_delta_per_head(const GatedDeltaShape& s, Isa isa) {
+  return s.n_tokens < 2 || isa == Isa::kScalar || s.k_dim > kMaxHeadDim;
+}
+std::int64_t gated_delta_blocks(const GatedDeltaShape& s) {
+  return (s.v_dim + detail::kGatedDeltaCols - 1) / detail::kGatedDeltaCols;
+}
+std::int64_t gated_delta_tasks(const GatedDeltaShape& s, Isa isa) {
+  return gated_delta_per_head(s, isa) ? s.n_v_heads : s.n_v_heads * gated_delta_blocks(s);
+}
+void gated_delta_task(const GatedDeltaJob& job, std::int64_t t, Isa isa) {
+  const GatedDeltaShape& s = job.shape;
+  const std::int64_t state_floats = s.k_dim * s.v_dim;
+  if (gated_delta_per_head(s, isa)) {
+    return detail::gated_delta_head(job.in, job.state + t * state_floats, job.out, s, t, isa);
+  }
+  const std::int64_t n_blocks = gated_delta_blocks(s);
+  const std::int64_t j = t / n_blocks, b0 = t % n_blocks * detail::kGatedDeltaCols;
+  if (isa == Isa::kAvx2) {
+    detail::gated_delta_cols_avx2(job.in, job.state + j * state_floats, job.out, s, j, b0);
+  } else {
+    detail::gated_delta_cols_avx512(job.in, job.state + j * state_floats, job.out, s, j, b0);
+  }
+}
+
+}  // namespace
+
 void gated_delta_rule(ThreadPool& pool, const GatedDeltaInputs& in, float* state, float* out,
                       const GatedDeltaShape& shape) {
-  RECUR_CHECK(shape.n_k_heads > 0 && shape.n_v_heads % shape.n_k_heads == 0);
-  RECUR_CHECK(shape.v_dim <= kMaxHeadDim);
+  const GatedDeltaJob job{.in = in, .state = state, .out = out, .shape = shape};
+  gated_delta_rule_batch(pool, std::span(&job, 1));
+}
+
+void gated_delta_rule_batch(ThreadPool& pool, std::span<const GatedDeltaJob> jobs) {
   const Isa isa = active_isa();
-  const std::int64_t state_floats = shape.k_dim * shape.v_dim;
-  // A chunk of several tokens walks the state by column blocks (vec_impl.h); one token, the
-  // scalar ISA or a k_dim past the block buffer keep the per-head loop. Same bytes either way.
-  if (shape.n_tokens < 2 || isa == Isa::kScalar || shape.k_dim > kMaxHeadDim) {
-    pool.run(static_cast<std::size_t>(shape.n_v_heads), [&](std::size_t j) {
-      const auto jj = static_cast<std::int64_t>(j);
-      detail::gated_delta_head(in, state + jj * state_floats, out, shape, jj, isa);
-    });
-    return;
+  std::int64_t n_tasks = 0;
+  for (const GatedDeltaJob& j : jobs) {
+    RECUR_CHECK(j.shape.n_k_heads > 0 && j.shape.n_v_heads % j.shape.n_k_heads == 0);
+    RECUR_CHECK(j.shape.v_dim <= kMaxHeadDim);
+    n_tasks += gated_delta_tasks(j.shape, isa);
   }
-  const std::int64_t n_blocks =
-      (shape.v_dim + detail::kGatedDeltaCols - 1) / detail::kGatedDeltaCols;
-  pool.run(static_cast<std::size_t>(shape.n_v_heads * n_blocks), [&](std::size_t task) {
-    const std::int64_t j = static_cast<std::int64_t>(task) / n_blocks;
-    const std::int64_t b0 = static_cast<std::int64_t>(task) % n_blocks * detail::kGatedDeltaCols;
-    if (isa == Isa::kAvx2) {
-      detail::gated_delta_cols_avx2(in, state + j * state_floats, out, shape, j, b0);
-    } else {
-      detail::gated_delta_cols_avx512(in, state + j * state_floats, out, shape, j, b0);
+  // Jobs are few (one per sequence of a step): each task finds its job by a linear walk.
+  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
+    auto t = static_cast<std::int64_t>(task);
+    for (const GatedDeltaJob& j : jobs) {
+      const std::int64_t n = gated_delta_tasks(j.shape, isa);
+      if (t < n) return gated_delta_task(j, t, isa);
+      t -= n;
     }
   });
 }

@@ -179,6 +179,15 @@ struct GatedDeltaInputs {
 // state [Hv, Dk, Dv] in/out; out [n_tokens, Hv, Dv]. Parallel over value heads.
 void gated_delta_rule(ThreadPool& pool, const GatedDeltaInputs& in, float* state, float* out,
                       const GatedDeltaShape& shape);
+// Several sequences' recurrences in one dispatch (a batched decode step); each job's bytes are
+// those of gated_delta_rule on it alone.
+struct GatedDeltaJob {
+  GatedDeltaInputs in;
+  float* state = nullptr;
+  float* out = nullptr;
+  GatedDeltaShape shape;
+};
+void gated_delta_rule_batch(ThreadPool& pool, std::span<const GatedDeltaJob> jobs);
 
 // The GDN gates from in_proj_a / in_proj_b outputs (spec 2.5), a, b [n_tokens, Hv]:
 //   g = −exp(A_log) · softplus(a + dt_bias),  beta = sigmoid(b). A_log, dt_bias [Hv] f32.

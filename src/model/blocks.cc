@@ -196,34 +196,40 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   float* beta = ctx.scratch->take(n * hv);
   const k::MatmulOut in_proj[] = {{w.in_qkv, mixed}, {w.in_z, z}, {w.in_b, b}, {w.in_a, a}};
   k::matmul_fused(*ctx.pool, x, n, in_proj);
-  for (const ChunkRows& c : ctx.chunks) {
+  // Every sequence's conv and q/k norms in one dispatch, then one recurrence dispatch over all
+  // their heads (per sequence, a decode step of N sequences waited at 2N barriers per layer).
+  // q ← l2norm(q)·Dk^-½, k ← l2norm(k), per head (FLA l2norm, eps 1e-6).
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(w.k_dim));
+  ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
+    const ChunkRows& c = ctx.chunks[i];
     k::causal_conv1d(mixed + c.row0 * cd, w.conv.data(), nullptr, c.seq->conv_window(w.layer),
                      qkv + c.row0 * cd,
                      {.n_tokens = c.n_rows, .channels = cd, .kernel = w.conv_kernel});
-  }
-  // q ← l2norm(q)·Dk^-½, k ← l2norm(k), per head (FLA l2norm, eps 1e-6).
-  const float q_scale = 1.0f / std::sqrt(static_cast<float>(w.k_dim));
-  for (std::int64_t t = 0; t < n; ++t) {
-    k::l2_norm(qkv + t * cd, {.n_rows = hk, .width = w.k_dim}, 1e-6f, q_scale);
-    k::l2_norm(qkv + t * cd + qk_width, {.n_rows = hk, .width = w.k_dim}, 1e-6f, 1.0f);
-  }
+    for (std::int64_t t = c.row0; t < c.row0 + c.n_rows; ++t) {
+      k::l2_norm(qkv + t * cd, {.n_rows = hk, .width = w.k_dim}, 1e-6f, q_scale);
+      k::l2_norm(qkv + t * cd + qk_width, {.n_rows = hk, .width = w.k_dim}, 1e-6f, 1.0f);
+    }
+  });
   k::gated_delta_gates(a, b, w.a_log.data(), w.dt_bias.data(), g, beta, n, hv);
+  thread_local std::vector<k::GatedDeltaJob> jobs;
+  jobs.clear();
   for (const ChunkRows& c : ctx.chunks) {
     const float* row = qkv + c.row0 * cd;
-    k::gated_delta_rule(*ctx.pool,
-                        {.q = row,
-                         .k = row + qk_width,
-                         .v = row + 2 * qk_width,
-                         .g = g + c.row0 * hv,
-                         .beta = beta + c.row0 * hv},
-                        c.seq->recurrent(w.layer), o + c.row0 * o_width,
-                        {.n_tokens = c.n_rows,
-                         .n_k_heads = hk,
-                         .n_v_heads = hv,
-                         .k_dim = w.k_dim,
-                         .v_dim = w.v_dim,
-                         .qkv_stride = cd});
+    jobs.push_back({.in = {.q = row,
+                           .k = row + qk_width,
+                           .v = row + 2 * qk_width,
+                           .g = g + c.row0 * hv,
+                           .beta = beta + c.row0 * hv},
+                    .state = c.seq->recurrent(w.layer),
+                    .out = o + c.row0 * o_width,
+                    .shape = {.n_tokens = c.n_rows,
+                              .n_k_heads = hk,
+                              .n_v_heads = hv,
+                              .k_dim = w.k_dim,
+                              .v_dim = w.v_dim,
+                              .qkv_stride = cd}});
   }
+  k::gated_delta_rule_batch(*ctx.pool, jobs);
   k::rms_norm_gated(o, z, w.norm.w.data(), o, {.n_rows = n * hv, .width = w.v_dim}, w.norm.eps);
   k::matmul(*ctx.pool, o, n, w.out, out);
 }
