@@ -87,6 +87,22 @@ bool tiled(const AttentionShape& shape, Isa isa) {
 std::int64_t tile_queries(const AttentionShape& shape) {
   return detail::kAttentionTileRows / (shape.n_heads / shape.n_kv_heads);
 }
+// Every job's tasks in one dispatch (a batched step: one job per sequence). Jobs are few, so
+// each task finds its job by a linear walk. tasks(job) counts a job's tasks, run(job, t) runs one.
+template <typename Job, typename Tasks, typename Run>
+void run_jobs(ThreadPool& pool, std::span<const Job> jobs, const Tasks& tasks, const Run& run) {
+  std::int64_t n_tasks = 0;
+  for (const Job& j : jobs) n_tasks += tasks(j);
+  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
+    auto t = static_cast<std::int64_t>(task);
+    for (const Job& j : jobs) {
+      const std::int64_t n = tasks(j);
+      if (t < n) return run(j, t);
+      t -= n;
+    }
+  });
+}
+
 std::int64_t attention_tasks(const AttentionShape& shape, Isa isa) {
   if (!tiled(shape, isa)) return shape.n_q * shape.n_heads;
   return (shape.n_q + tile_queries(shape) - 1) / tile_queries(shape) * shape.n_kv_heads;
@@ -125,20 +141,10 @@ void attention(ThreadPool& pool, const float* q, const void* k_cache, const void
 
 void attention_batch(ThreadPool& pool, std::span<const AttentionJob> jobs) {
   const Isa isa = active_isa();
-  std::int64_t n_tasks = 0;
-  for (const AttentionJob& j : jobs) {
-    check_attention(j.shape);
-    n_tasks += attention_tasks(j.shape, isa);
-  }
-  // Jobs are few (one per sequence of a step): each task finds its job by a linear walk.
-  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
-    auto t = static_cast<std::int64_t>(task);
-    for (const AttentionJob& j : jobs) {
-      const std::int64_t n = attention_tasks(j.shape, isa);
-      if (t < n) return attention_task(j, t, isa);
-      t -= n;
-    }
-  });
+  for (const AttentionJob& j : jobs) check_attention(j.shape);
+  run_jobs(
+      pool, jobs, [&](const AttentionJob& j) { return attention_tasks(j.shape, isa); },
+      [&](const AttentionJob& j, std::int64_t t) { attention_task(j, t, isa); });
 }
 
 void silu(float* x, std::int64_t n) { RECUR_VEC_DISPATCH(silu, x, n) }
@@ -197,21 +203,13 @@ void gated_delta_rule(ThreadPool& pool, const GatedDeltaInputs& in, float* state
 
 void gated_delta_rule_batch(ThreadPool& pool, std::span<const GatedDeltaJob> jobs) {
   const Isa isa = active_isa();
-  std::int64_t n_tasks = 0;
   for (const GatedDeltaJob& j : jobs) {
     RECUR_CHECK(j.shape.n_k_heads > 0 && j.shape.n_v_heads % j.shape.n_k_heads == 0);
     RECUR_CHECK(j.shape.v_dim <= kMaxHeadDim);
-    n_tasks += gated_delta_tasks(j.shape, isa);
   }
-  // Jobs are few (one per sequence of a step): each task finds its job by a linear walk.
-  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
-    auto t = static_cast<std::int64_t>(task);
-    for (const GatedDeltaJob& j : jobs) {
-      const std::int64_t n = gated_delta_tasks(j.shape, isa);
-      if (t < n) return gated_delta_task(j, t, isa);
-      t -= n;
-    }
-  });
+  run_jobs(
+      pool, jobs, [&](const GatedDeltaJob& j) { return gated_delta_tasks(j.shape, isa); },
+      [&](const GatedDeltaJob& j, std::int64_t t) { gated_delta_task(j, t, isa); });
 }
 
 void gated_delta_gates(const float* a, const float* b, const float* a_log, const float* dt_bias,
@@ -226,23 +224,16 @@ void mamba2_scan(ThreadPool& pool, const Mamba2Inputs& in, float* state, float* 
 }
 
 void mamba2_scan_batch(ThreadPool& pool, std::span<const Mamba2Job> jobs) {
-  std::int64_t n_tasks = 0;
   for (const Mamba2Job& j : jobs) {
     RECUR_CHECK(j.shape.n_groups > 0 && j.shape.n_heads % j.shape.n_groups == 0);
-    n_tasks += j.shape.n_heads;
   }
   const Isa isa = active_isa();
-  // Jobs are few (one per sequence of a step): each task finds its job by a linear walk.
-  pool.run(static_cast<std::size_t>(n_tasks), [&](std::size_t task) {
-    auto h = static_cast<std::int64_t>(task);
-    for (const Mamba2Job& j : jobs) {
-      const Mamba2Shape& s = j.shape;
-      if (h < s.n_heads) {
-        return detail::mamba2_head(j.in, j.state + h * s.head_dim * s.d_state, j.y, s, h, isa);
-      }
-      h -= s.n_heads;
-    }
-  });
+  run_jobs(
+      pool, jobs, [](const Mamba2Job& j) { return j.shape.n_heads; },
+      [&](const Mamba2Job& j, std::int64_t h) {
+        const Mamba2Shape& s = j.shape;
+        detail::mamba2_head(j.in, j.state + h * s.head_dim * s.d_state, j.y, s, h, isa);
+      });
 }
 
 #undef RECUR_VEC_DISPATCH
