@@ -76,6 +76,8 @@ inline float sum_squares_lanes(const float* __restrict a, std::int64_t n) {
 
 // Same loops as ref::gated_delta_head; the inner loops run over Dv, so vectorising them keeps
 // the reference's order exactly.
+inline constexpr std::int64_t kDeltaAheadRows = 8;
+
 inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, float* out,
                              const GatedDeltaShape& shape, std::int64_t j) {
   const std::int64_t dk = shape.k_dim, dv = shape.v_dim;
@@ -89,6 +91,12 @@ inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, fl
     alignas(64) float kv[kMaxHeadDim] = {};
     for (std::int64_t a = 0; a < dk; ++a) {
       float* __restrict sa = s + a * dv;
+      // The state is read from memory once per token here (the pass below finds it in L2).
+      if (a + kDeltaAheadRows < dk) {
+        for (std::int64_t b = 0; b < dv; b += kLanes) {
+          __builtin_prefetch(sa + kDeltaAheadRows * dv + b, 1, 3);
+        }
+      }
       const float ka = k[a];
       for (std::int64_t b = 0; b < dv; ++b) {
         sa[b] *= alpha;
