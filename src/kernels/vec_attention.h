@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 
 #include "kernels/kernels.h"
@@ -334,8 +335,8 @@ inline void attention_tile_finish(const AttnRow* rows, std::int64_t n_rows, floa
   }
 }
 
-// The tile's rows over keys b0 .. b1-1: runs of up to four rows that see the same keys of the
-// block (a query's heads; below the diagonal, several queries) share each K/V chunk they load.
+// The tile's rows over keys b0 .. b1-1: runs of up to kAttnGroupRows rows that see the same keys of
+// the block (a query's heads; below the diagonal, several queries) share each K/V chunk they load.
 template <typename T>
 inline void attention_tile_block(AttnRow* rows, std::int64_t n_rows, const T* const* kr,
                                  const T* const* vr, std::int64_t b0, std::int64_t b1,
@@ -343,7 +344,7 @@ inline void attention_tile_block(AttnRow* rows, std::int64_t n_rows, const T* co
   for (std::int64_t r = 0; r < n_rows;) {
     const std::int64_t n = min_i(b1, rows[r].n_keys) - b0;
     std::int64_t g = 1;
-    while (g < 4 && r + g < n_rows && min_i(b1, rows[r + g].n_keys) - b0 == n) ++g;
+    while (g < kAttnGroupRows && r + g < n_rows && min_i(b1, rows[r + g].n_keys) - b0 == n) ++g;
     if (n > 0 && !attention_rows_block_any(rows + r, g, kr, vr, n, hd, scale, ahead)) {
       for (std::int64_t rr = r; rr < r + g; ++rr)
         attention_row_block(rows[rr], kr, vr, n, hd, scale);

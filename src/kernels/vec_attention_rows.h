@@ -10,6 +10,10 @@
 
 namespace recur::kernels::detail::RECUR_VEC_NS {
 
+// Most rows one attention_rows_block call runs (AVX-512: 4 rows x 4 keys or columns fill 16 of
+// the 32 registers with accumulators).
+inline constexpr std::int64_t kAttnGroupRows = 4;
+
 // K/V rows of the next block, requested into L2 while this block's q·k runs; this block's V rows
 // into L1 for the p·V pass that follows.
 struct KvAhead {
@@ -242,7 +246,8 @@ template <int G, typename T>
   attn_pv_all<G, T>(rows, p, corr, v, n, hd);
 }
 
-// Rows of a bf16 decode tile with the same key count; false when the shape is not covered.
+// Up to kAttnGroupRows rows that see the same n keys of the block, K/V bf16 rows in place or a
+// tile's f32 copies; false when the shape is not covered (hd not a multiple of 16).
 template <typename T>
 inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const T* const* k,
                                      const T* const* v, std::int64_t n, std::int64_t hd,
@@ -251,7 +256,8 @@ inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const T* con
                          float, const KvAhead&);
   static constexpr Block kBlocks[] = {attention_rows_block<1, T>, attention_rows_block<2, T>,
                                       attention_rows_block<3, T>, attention_rows_block<4, T>};
-  if (hd % kLanes != 0 || g < 1 || g > 4) return false;
+  static_assert(std::size(kBlocks) == kAttnGroupRows);
+  if (hd % kLanes != 0 || g < 1 || g > kAttnGroupRows) return false;
   kBlocks[g - 1](rows, k, v, n, hd, scale, ahead);
   return true;
 }

@@ -74,10 +74,12 @@ inline float sum_squares_lanes(const float* __restrict a, std::int64_t n) {
   return dot_lanes(a, a, n);
 }
 
-// Same loops as ref::gated_delta_head; the inner loops run over Dv, so vectorising them keeps
-// the reference's order exactly.
+// State rows requested ahead of the first pass (4 KiB at Dv 128): the hardware prefetcher
+// restarts at every 4 KiB page, and a decode step reads each head's state from memory once.
 inline constexpr std::int64_t kDeltaAheadRows = 8;
 
+// Same loops as ref::gated_delta_head; the inner loops run over Dv, so vectorising them keeps
+// the reference's order exactly.
 inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, float* out,
                              const GatedDeltaShape& shape, std::int64_t j) {
   const std::int64_t dk = shape.k_dim, dv = shape.v_dim;
@@ -91,7 +93,6 @@ inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, fl
     alignas(64) float kv[kMaxHeadDim] = {};
     for (std::int64_t a = 0; a < dk; ++a) {
       float* __restrict sa = s + a * dv;
-      // The state is read from memory once per token here (the pass below finds it in L2).
       if (a + kDeltaAheadRows < dk) {
         for (std::int64_t b = 0; b < dv; b += kLanes) {
           __builtin_prefetch(sa + kDeltaAheadRows * dv + b, 1, 3);
@@ -202,6 +203,8 @@ inline void gated_delta_cols(const GatedDeltaInputs& in, float* __restrict s, fl
 // and token the arithmetic is the reference's, in its order (the dot as dot_lanes).
 inline constexpr std::int64_t kMambaTokens = 16;
 inline constexpr int kMambaMaxVecs = 8;
+// Rows requested ahead (2 KiB at d_state 128): a decode step reads each state from memory once,
+// in 32 KiB heads the hardware prefetcher would restart on at every page.
 inline constexpr std::int64_t kMambaAheadRows = 4;
 
 struct MambaBlock {
