@@ -151,7 +151,8 @@ struct Conv1dShape {
   std::int64_t y_stride = 0;  // floats between output tokens (0: channels)
   bool apply_silu = true;
 };
-// x [n_tokens, channels]; w [channels, K] f32 (HF [C, 1, K] squeezed); bias [channels] or null;
+// x [n_tokens, channels]; w [K, channels] f32, tap-major (HF's [C, 1, K] transposed at load, so
+// each tap's weights are contiguous across channels); bias [channels] or null;
 // state [K-1, channels], oldest first, zeros at sequence start, updated to the last K-1 inputs;
 // y [n_tokens, channels], may alias x only when the strides match.
 void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,

@@ -236,7 +236,7 @@ void causal_conv1d(const float* x, const float* w, const float* bias, float* sta
     for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
       window[kk - 1] = x[t * xs + c];
       float acc = 0.0f;
-      for (std::int64_t j = 0; j < kk; ++j) acc += w[c * kk + j] * window[j];
+      for (std::int64_t j = 0; j < kk; ++j) acc += w[j * c_n + c] * window[j];
       if (bias != nullptr) acc += bias[c];
       y[t * ys + c] = shape.apply_silu ? silu(acc) : acc;
       for (std::int64_t j = 0; j + 1 < kk; ++j) window[j] = window[j + 1];

@@ -390,9 +390,11 @@ inline void causal_conv1d(const float* x, const float* w, const float* bias, flo
       for (std::int64_t c = 0; c < nc; ++c) in[c] = x[t * xs + c0 + c];
       for (std::int64_t j = 0; j + 1 < kk; ++j) {
         const float* __restrict sj = state + j * ch + c0;
-        for (std::int64_t c = 0; c < nc; ++c) acc[c] += w[(c0 + c) * kk + j] * sj[c];
+        const float* __restrict wj = w + j * ch + c0;
+        for (std::int64_t c = 0; c < nc; ++c) acc[c] += wj[c] * sj[c];
       }
-      for (std::int64_t c = 0; c < nc; ++c) acc[c] += w[(c0 + c) * kk + kk - 1] * in[c];
+      const float* __restrict wl = w + (kk - 1) * ch + c0;
+      for (std::int64_t c = 0; c < nc; ++c) acc[c] += wl[c] * in[c];
       if (bias != nullptr)
         for (std::int64_t c = 0; c < nc; ++c) acc[c] += bias[c0 + c];
       if (shape.apply_silu)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "util/check.h"
@@ -17,6 +18,23 @@ namespace k = recur::kernels;
 void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width) {
   k::rms_norm(x, n.w.data(), y, {.n_rows = n_rows, .width = width}, n.eps, n.kind);
 }
+
+// The checkpoint's conv kernel [C, 1, K] as k::causal_conv1d reads it, [K, C]: a decode step
+// loads each tap's weights for a block of channels as vectors instead of gathering them K apart.
+// Runs as the binding visitor fills `w` (left empty when the tensor failed to bind).
+namespace {
+void conv_taps_major(std::vector<float>* w, std::int64_t channels, std::int64_t kernel) {
+  if (static_cast<std::int64_t>(w->size()) != channels * kernel) return;
+  std::vector<float> taps(w->size());
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (std::int64_t j = 0; j < kernel; ++j) {
+      taps[static_cast<std::size_t>(j * channels + c)] =
+          (*w)[static_cast<std::size_t>(c * kernel + j)];
+    }
+  }
+  *w = std::move(taps);
+}
+}  // namespace
 
 // ---- attention ---------------------------------------------------------------------------------
 
@@ -166,6 +184,7 @@ void visit_gated_delta(TensorVisitor& v, const std::string& p, std::int64_t d_mo
   v.matrix(p + "linear_attn.in_proj_b.weight", hv, d_model, &w->in_b);
   v.matrix(p + "linear_attn.in_proj_a.weight", hv, d_model, &w->in_a);
   v.vector(p + "linear_attn.conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
+  conv_taps_major(&w->conv, w->conv_dim(), w->conv_kernel);
   v.vector(p + "linear_attn.dt_bias", {hv}, &w->dt_bias);
   v.vector(p + "linear_attn.A_log", {hv}, &w->a_log);
   v.vector(p + "linear_attn.norm.weight", {vd}, &w->norm.w);
@@ -240,6 +259,7 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
 void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, Mamba2W* w) {
   v.matrix(p + "mixer.in_proj.weight", w->in_width(), d_model, &w->in);
   v.vector(p + "mixer.conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
+  conv_taps_major(&w->conv, w->conv_dim(), w->conv_kernel);
   if (w->conv_bias_present) v.vector(p + "mixer.conv1d.bias", {w->conv_dim()}, &w->conv_bias);
   v.vector(p + "mixer.dt_bias", {w->n_heads}, &w->dt_bias);
   v.vector(p + "mixer.A_log", {w->n_heads}, &w->a_log);

@@ -50,7 +50,7 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out);
 // Gated DeltaNet token mixer (Qwen3.5 linear_attn), per-token recurrence.
 struct GatedDeltaW {
   kernels::WeightView in_qkv, in_z, in_b, in_a, out;
-  std::vector<float> conv;            // [conv_dim, K]
+  std::vector<float> conv;            // [K, conv_dim], tap-major (conv_taps_major)
   std::vector<float> a_log, dt_bias;  // [Hv]
   NormW norm;                         // gated norm weight [Dv]
   std::int64_t n_k_heads = 0, n_v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 0;
@@ -66,7 +66,7 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
 // Mamba2 mixer: in_proj → conv → SSM scan → gate-then-norm → out_proj.
 struct Mamba2W {
   kernels::WeightView in, out;
-  std::vector<float> conv, conv_bias;    // [conv_dim, K], [conv_dim] (empty: no bias)
+  std::vector<float> conv, conv_bias;    // [K, conv_dim] tap-major, [conv_dim] (empty: no bias)
   std::vector<float> a_log, dt_bias, d;  // [H]
   NormW norm;                            // [d_inner], gate-then-norm
   std::int64_t n_heads = 0, head_dim = 0, d_state = 0, n_groups = 0, conv_kernel = 0;
