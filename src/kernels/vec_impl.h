@@ -373,18 +373,19 @@ inline void rms_norm_gate_first(const float* x, const float* z, const float* w, 
   }
 }
 
-// Causal depthwise conv1d, token by token over blocks of kConvBlock channels: the block's input is
-// copied before its output is written and the state rows are shifted per block, so y may alias x.
-// Per channel the sum runs over j = 0..K-1 then adds the bias, as in the reference.
+// Causal depthwise conv1d over channels [c_begin, c_end), token by token over blocks of
+// kConvBlock channels: the block's input is copied before its output is written and the state
+// rows are shifted per block, so y may alias x. Per channel the sum runs over j = 0..K-1 then adds
+// the bias, as in the reference.
 inline constexpr std::int64_t kConvBlock = 64;
-inline void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,
-                          const Conv1dShape& shape) {
+inline void conv_channels(const float* x, const float* w, const float* bias, float* state, float* y,
+                          const Conv1dShape& shape, std::int64_t c_begin, std::int64_t c_end) {
   const std::int64_t ch = shape.channels, kk = shape.kernel;
   const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : ch;
   const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : ch;
   for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
-    for (std::int64_t c0 = 0; c0 < ch; c0 += kConvBlock) {
-      const std::int64_t nc = min_i(kConvBlock, ch - c0);
+    for (std::int64_t c0 = c_begin; c0 < c_end; c0 += kConvBlock) {
+      const std::int64_t nc = min_i(kConvBlock, c_end - c0);
       alignas(64) float in[kConvBlock];
       alignas(64) float acc[kConvBlock] = {};
       for (std::int64_t c = 0; c < nc; ++c) in[c] = x[t * xs + c0 + c];
@@ -407,6 +408,50 @@ inline void causal_conv1d(const float* x, const float* w, const float* bias, flo
         for (std::int64_t c = 0; c < nc; ++c) state[(kk - 2) * ch + c0 + c] = in[c];
     }
   }
+}
+
+// K = 4 (every family here), 16 channels at a time with the three carried inputs and the taps in
+// registers through all the tokens: the general loop's sums in its order (0 + w0·s0 + w1·s1 +
+// w2·s2 + w3·x, then the bias), so the bytes are the same. Each token's input is read before its
+// output is written, and both are the same 16 channels, so y may alias x.
+inline void conv4_group(const float* x, const float* w, const float* bias, float* state, float* y,
+                        const Conv1dShape& shape, std::int64_t c0) {
+  const std::int64_t ch = shape.channels;
+  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : ch;
+  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : ch;
+  V16 s0 = load16(state + c0), s1 = load16(state + ch + c0), s2 = load16(state + 2 * ch + c0);
+  const V16 w0 = load16(w + c0), w1 = load16(w + ch + c0), w2 = load16(w + 2 * ch + c0);
+  const V16 w3 = load16(w + 3 * ch + c0);
+  const V16 b = bias != nullptr ? load16(bias + c0) : V16{};
+  for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
+    const V16 in = load16(x + t * xs + c0);
+    V16 acc = V16{};
+    acc += w0 * s0;
+    acc += w1 * s1;
+    acc += w2 * s2;
+    acc += w3 * in;
+    if (bias != nullptr) acc += b;
+    alignas(64) float out[kLanes];
+    store16(out, acc);
+    if (shape.apply_silu)
+      for (int l = 0; l < kLanes; ++l) out[l] = out[l] / (1.0f + exp_poly(-out[l]));
+    __builtin_memcpy(y + t * ys + c0, out, sizeof(out));
+    s0 = s1;
+    s1 = s2;
+    s2 = in;
+  }
+  store16(state + c0, s0);
+  store16(state + ch + c0, s1);
+  store16(state + 2 * ch + c0, s2);
+}
+
+inline void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,
+                          const Conv1dShape& shape) {
+  std::int64_t c = 0;
+  if (shape.kernel == 4) {
+    for (; c + kLanes <= shape.channels; c += kLanes) conv4_group(x, w, bias, state, y, shape, c);
+  }
+  conv_channels(x, w, bias, state, y, shape, c, shape.channels);
 }
 
 }  // namespace recur::kernels::detail::RECUR_VEC_NS

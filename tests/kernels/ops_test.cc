@@ -218,6 +218,49 @@ TEST(Ops, Conv1dIsSplitInvariant) {
   }
 }
 
+// Four taps run 16 channels at a time with the state in registers; a call of fewer than 16
+// channels takes the general loop. Each channel depends only on its own data, so a 37-channel call
+// (two register groups, five channels left over) must give every channel the bytes of that
+// channel convolved alone, tokens, outputs and state alike.
+TEST(Ops, Conv1dFourTapGroupsEqualTheGeneralLoop) {
+  const std::int64_t ch = 37, kk = 4;
+  auto w = random_floats(static_cast<std::size_t>(kk * ch), 1);  // [K, ch]
+  auto bias = random_floats(static_cast<std::size_t>(ch), 2);
+  auto s0 = random_floats(static_cast<std::size_t>((kk - 1) * ch), 3);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    for (std::int64_t n_tok : {1, 9}) {
+      for (bool silu : {false, true}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " tokens " + std::to_string(n_tok) +
+                     (silu ? " silu" : ""));
+        auto x = random_floats(static_cast<std::size_t>(n_tok * ch), 4, -3, 3);
+        const Conv1dShape all{.n_tokens = n_tok, .channels = ch, .kernel = kk, .apply_silu = silu};
+        auto state = s0;
+        std::vector<float> y(x.size());
+        causal_conv1d(x.data(), w.data(), bias.data(), state.data(), y.data(), all);
+        for (std::int64_t c = 0; c < ch; ++c) {
+          std::vector<float> wc(kk), sc(kk - 1), yc(static_cast<std::size_t>(n_tok));
+          for (std::int64_t j = 0; j < kk; ++j) wc[j] = w[j * ch + c];
+          for (std::int64_t j = 0; j + 1 < kk; ++j) sc[j] = s0[j * ch + c];
+          const Conv1dShape one{.n_tokens = n_tok,
+                                .channels = 1,
+                                .kernel = kk,
+                                .x_stride = ch,
+                                .y_stride = 1,
+                                .apply_silu = silu};
+          causal_conv1d(x.data() + c, wc.data(), bias.data() + c, sc.data(), yc.data(), one);
+          for (std::int64_t t = 0; t < n_tok; ++t) {
+            ASSERT_TRUE(testing::same_bytes(&yc[t], &y[t * ch + c], 1)) << "channel " << c;
+          }
+          for (std::int64_t j = 0; j + 1 < kk; ++j) {
+            ASSERT_TRUE(testing::same_bytes(&sc[j], &state[j * ch + c], 1)) << "state " << c;
+          }
+        }
+      }
+    }
+  }
+}
+
 // In place (y == x) and for every kernel width 1..5, against the reference run out of place.
 TEST(Ops, Conv1dInPlaceAndKernelWidths) {
   const std::int64_t ch = 70, n_tok = 9;
