@@ -218,10 +218,11 @@ TEST(Ops, Conv1dIsSplitInvariant) {
   }
 }
 
-// Four taps run 16 channels at a time with the state in registers; a call of fewer than 16
-// channels takes the general loop. Each channel depends only on its own data, so a 37-channel call
-// (two register groups, five channels left over) must give every channel the bytes of that
-// channel convolved alone, tokens, outputs and state alike.
+// On AVX-512 four taps run 16 channels at a time with the state in registers and a 16-lane SiLU;
+// a call of fewer than 16 channels takes the general loop. Each channel depends only on its own
+// data, so a 37-channel call (two register groups, five channels left over) must give every
+// channel the bytes of that channel convolved alone, tokens, outputs and state alike. One token is
+// scaled up so the SiLU's exp meets both of its clamps.
 TEST(Ops, Conv1dFourTapGroupsEqualTheGeneralLoop) {
   const std::int64_t ch = 37, kk = 4;
   auto w = random_floats(static_cast<std::size_t>(kk * ch), 1);  // [K, ch]
@@ -234,6 +235,8 @@ TEST(Ops, Conv1dFourTapGroupsEqualTheGeneralLoop) {
         SCOPED_TRACE(std::string(isa_name(isa)) + " tokens " + std::to_string(n_tok) +
                      (silu ? " silu" : ""));
         auto x = random_floats(static_cast<std::size_t>(n_tok * ch), 4, -3, 3);
+        for (std::int64_t c = 0; c < ch; ++c)
+          x[static_cast<std::size_t>((n_tok / 2) * ch + c)] *= 80;
         const Conv1dShape all{.n_tokens = n_tok, .channels = ch, .kernel = kk, .apply_silu = silu};
         auto state = s0;
         std::vector<float> y(x.size());
