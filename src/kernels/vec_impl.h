@@ -303,43 +303,36 @@ inline void rms_norm(const float* x, const float* w, float* y, const RowsShape& 
 
 // exp(x) for the activations, branch-free so loops over it vectorise: x = n·ln2 + r with
 // |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (error < 2 ulp), times 2^n built in the
-// exponent bits. Inputs are clamped to [-87, 88], where exp stays a normal finite float.
-inline float exp_poly(float x) {
-  x = min_f(max_f(x, -87.0f), 88.0f);
-  const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * 1.44269504f + kMagic) - kMagic;
-  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln2 split hi + lo
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
-  return p * __builtin_bit_cast(float, bits);
-}
-
-// exp_poly on 16 lanes, each lane the scalar function's operations in its order (the same
-// bytes), for code that keeps its values in registers.
+// exponent bits. Inputs are clamped to [-87, 88], where exp stays a normal finite float. One
+// body for a float and for 16 lanes held in registers (exp_poly16), so every lane runs the
+// scalar's operations in its order and gives its bytes.
 typedef std::int32_t V16i __attribute__((vector_size(64)));
-inline V16 exp_poly16(V16 x) {
-  const V16 lo = splat16(-87.0f), hi = splat16(88.0f);
-  x = x > lo ? x : lo;  // max_f(x, -87)
-  x = x < hi ? x : hi;  // min_f(x, 88)
-  const V16 magic = splat16(12582912.0f);
-  const V16 n = (x * splat16(1.44269504f) + magic) - magic;
-  const V16 r = (x - n * splat16(0.693145752f)) - n * splat16(1.42860677e-6f);
-  V16 p = splat16(1.0f / 720.0f);
-  p = p * r + splat16(1.0f / 120.0f);
-  p = p * r + splat16(1.0f / 24.0f);
-  p = p * r + splat16(1.0f / 6.0f);
-  p = p * r + splat16(0.5f);
-  p = p * r + splat16(1.0f);
-  p = p * r + splat16(1.0f);
-  const V16i bits = (__builtin_convertvector(n, V16i) + 127) << 23;
-  return p * (V16)bits;
+inline float as_t(float, float c) { return c; }
+inline V16 as_t(V16, float c) { return splat16(c); }
+inline float exp_bits(std::int32_t e) { return __builtin_bit_cast(float, e); }
+inline V16 exp_bits(V16i e) { return (V16)e; }
+inline std::int32_t to_i32(float n) { return static_cast<std::int32_t>(n); }
+inline V16i to_i32(V16 n) { return __builtin_convertvector(n, V16i); }
+
+template <typename T>
+inline T exp_poly_of(T x) {
+  const T lo = as_t(x, -87.0f), hi = as_t(x, 88.0f);
+  x = x > lo ? x : lo;                   // max_f(x, -87)
+  x = x < hi ? x : hi;                   // min_f(x, 88)
+  const T magic = as_t(x, 12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const T n = (x * as_t(x, 1.44269504f) + magic) - magic;
+  const T r = (x - n * as_t(x, 0.693145752f)) - n * as_t(x, 1.42860677e-6f);  // ln2 hi + lo
+  T p = as_t(x, 1.0f / 720.0f);
+  p = p * r + as_t(x, 1.0f / 120.0f);
+  p = p * r + as_t(x, 1.0f / 24.0f);
+  p = p * r + as_t(x, 1.0f / 6.0f);
+  p = p * r + as_t(x, 0.5f);
+  p = p * r + as_t(x, 1.0f);
+  p = p * r + as_t(x, 1.0f);
+  return p * exp_bits((to_i32(n) + 127) << 23);
 }
+inline float exp_poly(float x) { return exp_poly_of(x); }
+inline V16 exp_poly16(V16 x) { return exp_poly_of(x); }
 
 inline void silu(float* __restrict x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_poly(-x[i]));
