@@ -20,7 +20,7 @@ declare -A max_len=([fuzz_chat_request]=16384 [fuzz_safetensors]=16384 [fuzz_con
                     [fuzz_tokenizer_json]=65536 [fuzz_tokenize]=4096 [fuzz_detokenizer]=2048
                     [fuzz_jinja]=24576 [fuzz_options]=1024)
 declare -A dict=([fuzz_chat_request]=json [fuzz_safetensors]=json [fuzz_config_json]=json
-                 [fuzz_tokenizer_json]=json [fuzz_tokenize]=tokenize [fuzz_detokenizer]=
+                 [fuzz_tokenizer_json]=json [fuzz_tokenize]=tokenize [fuzz_detokenizer]=""
                  [fuzz_jinja]=jinja [fuzz_options]=options)
 
 # Built as OSS-Fuzz builds (-O1, line tables only) and without NDEBUG, so that library assertions
@@ -37,6 +37,7 @@ configure_and_build() {
 options_dict() {
   grep -o '\.name = "[a-z0-9-]*"' "$root/src/config/options_table.cc" | sed 's/.*"\(.*\)"/\1/' |
     while read -r name; do
+      # shellcheck disable=SC2016  # a literal $RECUR_ in the dictionary
       printf '"--%s"\n"--%s="\n"--no-%s"\n"$RECUR_%s="\n' "$name" "$name" "$name" \
         "$(tr 'a-z-' 'A-Z_' <<<"$name")"
     done

@@ -1,71 +1,222 @@
 #!/usr/bin/env bash
-# Installs what recur needs (Debian packages, npm packages for the test oracles and the OpenAI SDK)
-# and builds it. Idempotent and quick when everything is already in place.
-# Usage: scripts/setup.sh [BUILD_DIR]   (env RECUR_SANITIZE=address,undefined|thread for sanitizers)
+# Installs what recur needs and builds it, one line per step, the full output in BUILD_DIR/setup.log.
+# Idempotent and quick when everything is already in place.
+#   --for demo: the Debian packages that build and run the `recur` binary, Node.js and the OpenAI
+#               SDK for the demo chat; builds the `recur` target only.
+#   --for test (default): also the test and benchmark tooling (GoogleTest, Google Benchmark,
+#               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx, the npm
+#               oracles, promtool); builds every target.
+# No service that a package installs is started, nor left enabled at boot (the tests start their own
+# nginx). Usage: scripts/setup.sh [--for demo|test] [BUILD_DIR]
+#   (env RECUR_SANITIZE=address,undefined|thread for sanitizer builds)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+mode="test"
+if [ "${1:-}" = --for ]; then
+  mode=${2:-}
+  shift 2 || true
+fi
+case "$mode" in
+  demo | test) ;;
+  *) echo "setup.sh: --for demo|test, not '$mode'" >&2; exit 2 ;;
+esac
 build=${1:-$root/build}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+log=$build/setup.log
+: >"$log"
 
-# ocl-icd-opencl-dev: libdnnl-dev's CMake package requires OpenCL's, only a Recommends of it.
-apt_packages=(
-  build-essential cmake ninja-build pkg-config clang clang-format
-  libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev
-  libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev
-  prometheus-cpp-dev python3 python3-jinja2 curl
-  libclang-rt-14-dev wrk nginx-light
+# What the `recur` binary needs to build (CMakeLists.txt, src/*/CMakeLists.txt) plus curl, which the
+# demo uses to wait for the server.
+demo_packages=(
+  build-essential cmake ninja-build pkg-config
+  libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev libxxhash-dev
+  prometheus-cpp-dev curl
 )
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-# Node may come from another package source that bundles npm (and conflicts with Debian's npm):
-# only when the commands are absent are Debian's packages installed.
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  # Packages with a service (nginx) must not start it: the tests run their own instances.
-  policy=/usr/sbin/policy-rc.d
+# ocl-icd-opencl-dev: libdnnl-dev's CMake package requires OpenCL's, only a Recommends of it.
+# libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh).
+test_packages=(
+  clang clang-format libclang-rt-14-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev ocl-icd-opencl-dev python3 python3-jinja2 wrk nginx-light
+)
+
+say() { echo "setup: $*" >&2; }
+# step MESSAGE: prints "setup: MESSAGE..." and leaves the line open for done.
+step() { printf 'setup: %s... ' "$1" >&2; step_start=$SECONDS; }
+done_step() { echo "done ($((SECONDS - step_start)) s)" >&2; }
+# fail WHAT: the failed step, the part of the log that explains it, and where the whole log is.
+fail() {
+  echo "failed" >&2
+  echo "setup: $1 failed; from $log:" >&2
+  if grep -q '^FAILED: ' "$log"; then
+    sed -n '/^FAILED: /,$p' "$log" | head -60 >&2
+  else
+    tail -30 "$log" >&2
+  fi
+  echo "setup: the full log is $log" >&2
+  exit 1
+}
+# logged WHAT CMD...: runs CMD with its output in the log; fail WHAT if it fails.
+logged() {
+  local what=$1
+  shift
+  echo "+ $*" >>"$log"
+  "$@" >>"$log" 2>&1 </dev/null || fail "$what"
+}
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Every link that starts a service at boot: SysV start links and systemd's wants links.
+boot_links() {
+  local l
+  for l in /etc/rc[S2-5].d/S* /etc/systemd/system/*.wants/*; do
+    if [ -L "$l" ] || [ -e "$l" ]; then echo "$l"; fi
+  done | sort
+}
+
+# Disables at boot every service whose link is in $1 but not in $2 (what the install just enabled).
+disable_new_services() {
+  local before=$1 after=$2 l names=()
+  while read -r l; do
+    [ -n "$l" ] || continue
+    case "$l" in
+      /etc/systemd/system/*)
+        as_root deb-systemd-helper disable "$(basename "$l")" >>"$log" 2>&1 || true
+        names+=("$(basename "$l" .service)") ;;
+      *)
+        local name
+        name=$(basename "$l" | sed 's/^S[0-9]*//')
+        as_root update-rc.d "$name" disable >>"$log" 2>&1 || true
+        names+=("$name") ;;
+    esac
+    # Whatever the helpers left (a unit without an [Install] section, say) goes by hand.
+    if [ -L "$l" ] || [ -e "$l" ]; then as_root rm -f "$l"; fi
+  done < <(comm -13 <(echo "$before") <(echo "$after"))
+  if ((${#names[@]})); then
+    say "left disabled at boot the services that packages enabled: $(printf '%s\n' "${names[@]}" |
+      sort -u | tr '\n' ' ')(the tests start their own nginx)"
+  fi
+}
+
+install_debian_packages() {
+  local wanted=("${demo_packages[@]}") missing=() p
+  [ "$mode" = demo ] || wanted+=("${test_packages[@]}")
+  for p in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # Node may come from another package source that bundles npm (and conflicts with Debian's npm):
+  # only when the commands are absent are Debian's packages installed.
+  command -v node >/dev/null 2>&1 || missing+=(nodejs ca-certificates)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  ((${#missing[@]})) || return 0
+  step "installing ${#missing[@]} Debian packages and what they depend on (log: $log)"
+  echo "packages: ${missing[*]}" >>"$log"
+  # Packages with a service (nginx) must not start it: a policy-rc.d that denies every start while
+  # apt runs, unless the machine already has one.
+  local policy=/usr/sbin/policy-rc.d
   own_policy=""
   if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee "$policy" >/dev/null
-    $sudo_cmd chmod +x "$policy"
-    own_policy=1
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+    as_root chmod +x "$policy"
+    own_policy=$policy
+    trap 'as_root rm -f "$own_policy"' EXIT
   fi
-  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  [ -z "$own_policy" ] || $sudo_cmd rm -f "$policy"
-fi
+  local before after
+  before=$(boot_links)
+  logged "apt-get update" as_root apt-get update
+  logged "apt-get install" as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+  if [ -n "$own_policy" ]; then
+    as_root rm -f "$own_policy"
+    trap - EXIT
+  fi
+  done_step
+  after=$(boot_links)
+  disable_new_services "$before" "$after"
+}
 
-# Node packages: the tokenizer/template oracles and the OpenAI SDK the end-to-end tests use.
-if [ -f "$root/tests/node/package.json" ]; then
-  stamp="$root/tests/node/node_modules/.recur-stamp"
-  if [ ! -f "$stamp" ] || [ "$root/tests/node/package.json" -nt "$stamp" ] ||
-     [ "$root/tests/node/package-lock.json" -nt "$stamp" ]; then
-    echo "setup: npm ci in tests/node" >&2
-    (cd "$root/tests/node" && npm ci --no-audit --no-fund --loglevel=error)
-    touch "$stamp"
+# npm ci in DIR when its lock file is newer than the last install.
+install_npm_packages() {
+  local dir=$1 what=$2
+  local stamp=$dir/node_modules/.recur-stamp
+  if [ -f "$stamp" ] && [ ! "$dir/package.json" -nt "$stamp" ] &&
+     [ ! "$dir/package-lock.json" -nt "$stamp" ]; then
+    return 0
   fi
-fi
+  step "installing the npm packages $what"
+  (cd "$dir" && logged "npm ci in $dir" npm ci --no-audit --no-fund --loglevel=error)
+  touch "$stamp"
+  done_step
+}
 
 # promtool (validates /metrics in the tests): only the binary, from Debian's prometheus package,
 # without installing the server.
-promtool="$build/tools/promtool"
-if [ ! -x "$promtool" ]; then
-  echo "setup: extracting promtool from Debian's prometheus package" >&2
+install_promtool() {
+  local promtool=$build/tools/promtool tmp
+  [ -x "$promtool" ] && return 0
+  step "extracting promtool from Debian's prometheus package"
   tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1 ||
-     { apt-get update -qq && apt-get download prometheus >/dev/null; })
-  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"
+  if ! (cd "$tmp" && apt-get download prometheus) >>"$log" 2>&1; then
+    logged "apt-get update" as_root apt-get update
+    (cd "$tmp" && logged "apt-get download prometheus" apt-get download prometheus)
+  fi
+  logged "dpkg-deb -x prometheus" dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"
   mkdir -p "$build/tools"
   cp "$tmp/x/usr/bin/promtool" "$promtool"
   rm -rf "$tmp"
-fi
+  done_step
+}
 
-cmake_args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
-# Sanitizer builds are for tests: benchmarks are left out of them.
-[ -n "${RECUR_SANITIZE:-}" ] && cmake_args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE" -DRECUR_BUILD_BENCH=OFF)
-[ -f "$build/build.ninja" ] || cmake "${cmake_args[@]}" >/dev/null
-cmake --build "$build" --parallel "$(nproc)"
+is_on() { [[ ${1^^} =~ ^(ON|1|TRUE|YES|Y)$ ]]; }
+cached() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt" 2>/dev/null; }
+
+# The demo configures without tests and benchmarks (their packages are not installed); the test
+# command turns them on in a build folder the demo configured.
+configure() {
+  local args=(-S "$root" -B "$build" -G Ninja)
+  if [ -f "$build/build.ninja" ]; then
+    if [ "$mode" = demo ] || is_on "$(cached RECUR_BUILD_TESTS)"; then return 0; fi
+  else
+    args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+    [ -z "${RECUR_SANITIZE:-}" ] || args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE")
+  fi
+  if [ "$mode" = demo ]; then
+    args+=(-DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_BENCH=OFF)
+  elif [ -n "${RECUR_SANITIZE:-}" ]; then
+    # Sanitizer builds are for tests: benchmarks are left out of them.
+    args+=(-DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_BENCH=OFF)
+  else
+    args+=(-DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_BENCH=ON)
+  fi
+  step "configuring the build in $build"
+  logged "cmake (configure)" cmake "${args[@]}"
+  done_step
+}
+
+# The first build says how long it takes; later ones (a changed file or nothing to do) are quick.
+build_targets() {
+  local what="recur, its tests and benchmarks" first="15-20 minutes on 2 cores" target_args=()
+  local fresh=""
+  if [ "$mode" = demo ]; then
+    what="recur"
+    first="a few minutes"
+    target_args=(--target recur)
+    [ -x "$build/bin/recur" ] || fresh=1
+  elif [ -z "$(find "$build/tests" -name '*_test' -type f -print -quit 2>/dev/null)" ]; then
+    fresh=1
+  fi
+  step "building $what${fresh:+ (first time: $first)}"
+  logged "the build" cmake --build "$build" --parallel "$(nproc)" "${target_args[@]}"
+  done_step
+}
+
+install_debian_packages
+if [ "$mode" = demo ]; then
+  install_npm_packages "$root/scripts/demo" "of the demo chat (the OpenAI SDK)"
+else
+  install_npm_packages "$root/tests/node" "of the tests (tokenizer and template oracles, OpenAI SDK)"
+  install_promtool
+fi
+configure
+build_targets

@@ -1,12 +1,7 @@
 // The demo conversation: three turns through the official OpenAI SDK against a running recur,
 // printing each answer and how many prompt tokens the cache saved.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const require = createRequire(join(here, '../tests/node/package.json'));
-const OpenAI = require('openai').default ?? require('openai');
+// Usage: node scripts/demo/chat.mjs BASE_URL MODEL   (scripts/demo-chat.sh runs it)
+import OpenAI from 'openai';
 
 const [baseURL, model] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey: 'demo', maxRetries: 0 });
@@ -30,4 +25,3 @@ for (const question of questions) {
   messages.push({ role: 'assistant', content: msg.content ?? '' });
   await new Promise((r) => setTimeout(r, 200));  // let the next-turn warm-up run
 }
-console.log('\n(The demo model has random weights, so the answers are gibberish; see README.)');
