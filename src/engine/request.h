@@ -24,7 +24,7 @@ enum class FinishReason : std::uint8_t { kStop, kLength, kCancelled, kError };
 const char* finish_reason_name(FinishReason reason);
 
 struct GenerationRequest {
-  std::uint64_t id = 0;  // for logs and traces
+  std::string id;  // the response id the client sees, for logs and traces
   std::vector<TokenId> prompt;
   // Tokens [0, history_boundary) are the rendered history (chat/): a boundary snapshot is taken
   // there. 0 or >= prompt size: none.

@@ -21,11 +21,15 @@ struct Collected {
   engine::Event last;
 };
 
-std::string error_body(const engine::Event& e) {
-  ApiError err = e.finish == engine::FinishReason::kCancelled
-                     ? overloaded(e.error.message().empty() ? "cancelled" : e.error.message(), 1)
-                     : internal_error(e.error.message());
-  return err.to_json();
+ApiError finish_error(const engine::Event& e) {
+  return e.finish == engine::FinishReason::kCancelled
+             ? overloaded(e.error.message().empty() ? "cancelled" : e.error.message(), 1)
+             : internal_error(e.error.message());
+}
+
+void write_failure(ChunkWriter& out, const engine::Event& done) {
+  ApiError err = finish_error(done);
+  out.fail(err, sse_error(err.to_json()) + sse_done());
 }
 
 bool tools_active(const ChatRequest& r) {
@@ -56,7 +60,7 @@ std::optional<engine::Event> wait_event(engine::RequestChannel& channel, ChunkWr
                                         std::string_view heartbeat) {
   for (;;) {
     if (auto e = channel.pop(kHeartbeatEvery)) return e;
-    if (!out.write(heartbeat)) {
+    if (!out.keep_alive(heartbeat)) {
       channel.cancel();
       return std::nullopt;
     }
@@ -79,7 +83,7 @@ void ChatTurn::run(ChunkWriter& out) {
     return;
   }
   for (;;) {
-    auto ev = wait_event(*channel, out, stream ? ": keep-alive\n\n" : " ");
+    auto ev = wait_event(*channel, out, ": keep-alive\n\n");
     if (!ev) {
       if (metrics) metrics->add_cancelled("client_disconnect");
       return;
@@ -127,7 +131,7 @@ void ChatTurn::run(ChunkWriter& out) {
   }
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
-    out.write(stream ? sse_error(error_body(done)) + sse_done() : error_body(done));
+    write_failure(out, done);
     return;
   }
   ParsedToolCalls calls =
@@ -185,7 +189,7 @@ void TextTurn::run(ChunkWriter& out) {
   double ttft = 0;
   engine::Event done;
   for (;;) {
-    auto ev = wait_event(*channel, out, stream ? ": keep-alive\n\n" : " ");
+    auto ev = wait_event(*channel, out, ": keep-alive\n\n");
     if (!ev) {
       if (metrics) metrics->add_cancelled("client_disconnect");
       return;
@@ -210,7 +214,7 @@ void TextTurn::run(ChunkWriter& out) {
   }
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
-    out.write(stream ? sse_error(error_body(done)) + sse_done() : error_body(done));
+    write_failure(out, done);
     return;
   }
   const std::string finish = finish_reason_text(done.finish, false);

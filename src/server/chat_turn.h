@@ -1,7 +1,8 @@
 // One chat completion after admission: pulls engine events, splits reasoning from content, finds
 // tool calls, writes SSE chunks or one JSON body, and afterwards queues the next-turn warm-up.
-// Heartbeats (SSE comments, or JSON-legal leading spaces) while the engine works let a client
-// that went away be noticed within a fraction of a second, so its sequence is freed.
+// While the engine works the writer is asked every quarter second whether the client is still
+// there (a stream sends an SSE comment; a held JSON body checks the connection), so a client that
+// went away is noticed within a fraction of a second and its sequence freed.
 #pragma once
 
 #include <memory>
@@ -46,8 +47,8 @@ struct TextTurn {
 // log lines.
 std::string quoted_for_log(std::string_view text);
 
-// Waits for the next engine event, writing `heartbeat` to `out` while waiting. nullopt: the client
-// is gone (the channel has been cancelled).
+// Waits for the next engine event, calling out.keep_alive(heartbeat) while waiting. nullopt: the
+// client is gone (the channel has been cancelled).
 std::optional<engine::Event> wait_event(engine::RequestChannel& channel, ChunkWriter& out,
                                         std::string_view heartbeat);
 

@@ -1,10 +1,17 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -31,6 +38,30 @@ HttpResponse HttpResponse::error(const ApiError& err) {
   if (err.retry_after_s > 0)
     r.headers.emplace_back("Retry-After", std::to_string(err.retry_after_s));
   return r;
+}
+
+bool HeldResponse::write(std::string_view data) {
+  if (gone_) return false;
+  body_ += data;
+  return true;
+}
+
+bool HeldResponse::keep_alive(std::string_view) {
+  if (!gone_ && client_gone_ && client_gone_()) gone_ = true;
+  return !gone_;
+}
+
+void HeldResponse::fail(const ApiError& err, std::string_view) { error_ = err; }
+
+HttpResponse HeldResponse::take() {
+  if (error_) return HttpResponse::error(*error_);
+  if (gone_) {
+    // nginx's "client closed request": only the request log and metrics see it.
+    return HttpResponse::error(ApiError{.http_status = 499,
+                                        .type = "client_closed_request",
+                                        .message = "the client closed the connection"});
+  }
+  return HttpResponse::json(200, std::move(body_));
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {
@@ -68,12 +99,69 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Whether `addr` (a getsockname/getpeername result) is the textual address and port httplib
+// reported for the connection.
+bool same_endpoint(const sockaddr_storage& addr, const std::string& text, int port) {
+  if (addr.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(addr);
+    in_addr want{};
+    return ntohs(a.sin_port) == port && ::inet_pton(AF_INET, text.c_str(), &want) == 1 &&
+           want.s_addr == a.sin_addr.s_addr;
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(addr);
+    in6_addr want{};
+    std::string host = text.substr(0, text.find('%'));  // drop a zone id ("fe80::1%eth0")
+    return ntohs(a.sin6_port) == port && ::inet_pton(AF_INET6, host.c_str(), &want) == 1 &&
+           std::memcmp(&want, &a.sin6_addr, sizeof(want)) == 0;
+  }
+  return false;
+}
+
+// httplib 0.11 does not hand handlers their socket, so the connection is found among the
+// process's descriptors by its address pair, which no other open socket shares. -1: not found.
+int find_connection_fd(const std::string& local_addr, int local_port,
+                       const std::string& remote_addr, int remote_port) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const std::string name = entry.path().filename().string();
+    int fd = -1;
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t n_local = sizeof(local), n_peer = sizeof(peer);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &n_local) != 0) continue;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &n_peer) != 0) continue;
+    if (same_endpoint(local, local_addr, local_port) &&
+        same_endpoint(peer, remote_addr, remote_port)) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+// Asks the kernel, without reading, whether the peer has closed or reset the connection.
+bool peer_closed(int fd) {
+  pollfd p{.fd = fd, .events = POLLRDHUP, .revents = 0};
+  if (::poll(&p, 1, 0) < 0) return false;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 HttpRequest to_request(const httplib::Request& req) {
   HttpRequest out;
   out.method = req.method;
   out.path = req.path;
   out.body = req.body;
   for (const auto& [k, v] : req.headers) out.headers[lower(k)] = v;
+  // Found on first use: only requests that wait for the engine ask.
+  out.client_gone = [fd = std::optional<int>(), local = req.local_addr, lport = req.local_port,
+                     remote = req.remote_addr, rport = req.remote_port]() mutable {
+    if (!fd) {
+      fd = find_connection_fd(local, lport, remote, rport);
+      if (*fd < 0)
+        log::warn("cannot find the socket of {}:{}; its leaving goes unseen", remote, rport);
+    }
+    return *fd >= 0 && peer_closed(*fd);
+  };
   return out;
 }
 
@@ -165,6 +253,13 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
   s.server.set_read_timeout(secs(s.options.read_timeout_ms), usecs(s.options.read_timeout_ms));
   s.server.set_write_timeout(secs(s.options.write_timeout_ms), usecs(s.options.write_timeout_ms));
   s.server.set_payload_max_length(s.options.body_limit_bytes);
+  // httplib's default also sets SO_REUSEPORT, which lets a second server bind a port that is in
+  // use and the kernel then splits connections between the two processes. SO_REUSEADDR alone
+  // keeps restarts quick (TIME_WAIT) while a busy port stays an error.
+  s.server.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
 
   s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
@@ -233,8 +328,8 @@ Status HttpServer::bind() {
   }
   if (s.bound_port <= 0) {
     return Error(StatusCode::kIo,
-                 "cannot listen on {}:{} (address in use or not available; "
-                 "see --host/--port)",
+                 "cannot listen on {}:{}: the port is in use (another recur or other server?) "
+                 "or the address is not available; choose another with --host/--port",
                  s.options.host, s.options.port);
   }
   return Status::ok();

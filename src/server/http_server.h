@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,14 +35,24 @@ struct HttpRequest {
   std::string path;
   std::string body;
   std::map<std::string, std::string> headers;  // names lower-cased
+  // True once the client has closed its end of the connection (checked without reading or
+  // writing). Null in requests that were not received over a socket (tests).
+  std::function<bool()> client_gone;
   std::string header(const std::string& lower_name) const;
 };
 
-// Streaming sink: write() returns false once the client is gone; the producer must then stop.
+// Where a response body goes while it is produced. write() returns false once the client is
+// gone; the producer must then stop.
 class ChunkWriter {
  public:
   virtual ~ChunkWriter() = default;
   virtual bool write(std::string_view data) = 0;
+  // Called every fraction of a second while the producer waits: false once the client is gone.
+  // A stream sends `heartbeat` (an SSE comment), which also keeps proxies from timing out.
+  virtual bool keep_alive(std::string_view heartbeat) { return write(heartbeat); }
+  // The request failed. A stream writes `stream_text` (its error event); a held response answers
+  // with the error's status.
+  virtual void fail(const ApiError& /*err*/, std::string_view stream_text) { write(stream_text); }
 };
 
 struct HttpResponse {
@@ -55,6 +66,25 @@ struct HttpResponse {
 
   static HttpResponse json(int status, std::string body);
   static HttpResponse error(const ApiError& err);
+};
+
+// A non-streaming body, held until it is complete so that the HTTP status can still say how the
+// request ended (a 503 when the server shut down under it, not a 200 with an error body). Nothing
+// is written while the engine works; the client's leaving is seen through the connection itself.
+class HeldResponse final : public ChunkWriter {
+ public:
+  explicit HeldResponse(std::function<bool()> client_gone) : client_gone_(std::move(client_gone)) {}
+  bool write(std::string_view data) override;
+  bool keep_alive(std::string_view heartbeat) override;
+  void fail(const ApiError& err, std::string_view stream_text) override;
+  // The response: the body with 200, the error with its status, or 499 once the client is gone.
+  HttpResponse take();
+
+ private:
+  std::function<bool()> client_gone_;
+  std::string body_;
+  std::optional<ApiError> error_;
+  bool gone_ = false;
 };
 
 using Handler = std::function<HttpResponse(const HttpRequest&)>;

@@ -21,11 +21,19 @@ const ApiError* as_error(const Parsed<T>& p) {
   return std::get_if<ApiError>(&p);
 }
 
-HttpResponse streaming(bool sse, std::function<void(ChunkWriter&)> fn) {
+// A streaming turn runs after the 200 and the SSE headers are sent; a non-streaming one runs here,
+// in the handler, so its status is chosen once the outcome is known.
+template <typename Turn>
+HttpResponse respond(bool stream, const HttpRequest& http, std::shared_ptr<Turn> turn) {
+  if (!stream) {
+    HeldResponse held(http.client_gone);
+    turn->run(held);
+    return held.take();
+  }
   HttpResponse r;
-  r.content_type = sse ? "text/event-stream" : "application/json";
-  if (sse) r.headers.emplace_back("Cache-Control", "no-cache");
-  r.stream = std::move(fn);
+  r.content_type = "text/event-stream";
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.stream = [turn](ChunkWriter& w) { turn->run(w); };
   return r;
 }
 
@@ -54,10 +62,6 @@ void Service::register_routes(HttpServer& http) {
   http.get("/metrics", [this](const HttpRequest& r) { return metrics(r); });
 }
 
-std::string Service::next_id(const char* prefix) {
-  return fmt::format("{}-{:x}{:06x}", prefix, unix_now(), request_counter_.fetch_add(1));
-}
-
 std::optional<ApiError> Service::check_model(const std::string& requested) const {
   if (requested.empty() || requested == options_.model_id) return std::nullopt;
   return not_found(fmt::format("model '{}' is not served here; this server serves '{}'", requested,
@@ -84,11 +88,12 @@ cache::CacheKey Service::cache_key(const HttpRequest& req, const GenerationField
 }
 
 engine::GenerationRequest Service::engine_request(const GenerationFields& gen,
+                                                  const RequestIdentity& identity,
                                                   std::vector<engine::TokenId> prompt) const {
   engine::GenerationRequest r;
-  r.id = request_counter_.load();
+  r.id = identity.id;
   r.sampling = gen.sampling;
-  if (!gen.seed_given) r.sampling.seed = hash64(&r.id, sizeof(r.id), unix_now());
+  if (!gen.seed_given) r.sampling.seed = identity.seed;
   const auto n_prompt = static_cast<std::int64_t>(prompt.size());
   r.max_tokens = gen.max_tokens.value_or(std::max<std::int64_t>(1, options_.ctx_size - n_prompt));
   r.prompt = std::move(prompt);
@@ -130,7 +135,8 @@ HttpResponse Service::chat_completions(const HttpRequest& http) {
   if (!prompt) return HttpResponse::error(invalid_request("messages", prompt.status().message()));
   turn->prompt = std::move(prompt).value();
   turn->key = cache_key(http, req.gen, be->formatter->signature(in));
-  turn->meta = {.id = next_id("chatcmpl"), .model = options_.model_id, .created = unix_now()};
+  const RequestIdentity identity = request_ids_.next("chatcmpl");
+  turn->meta = {.id = identity.id, .model = options_.model_id, .created = unix_now()};
   turn->backend = be;
   turn->metrics = &metrics_;
   turn->warmup = options_.warmup;
@@ -138,13 +144,13 @@ HttpResponse Service::chat_completions(const HttpRequest& http) {
   if (options_.log_prompts) {
     log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt.text));
   }
-  engine::GenerationRequest ereq = engine_request(req.gen, turn->prompt.tokens);
+  engine::GenerationRequest ereq = engine_request(req.gen, identity, turn->prompt.tokens);
   ereq.history_boundary = turn->prompt.history_boundary;
   ereq.cache_key = turn->key;
   auto channel = be->engine->submit(std::move(ereq));
   if (!channel) return HttpResponse::error(submit_error(channel.status()));
   turn->channel = std::move(channel).value();
-  return streaming(req.gen.stream, [turn](ChunkWriter& w) { turn->run(w); });
+  return respond(req.gen.stream, http, std::move(turn));
 }
 
 HttpResponse Service::completions(const HttpRequest& http) {
@@ -167,14 +173,15 @@ HttpResponse Service::completions(const HttpRequest& http) {
     tokens = std::get<std::vector<std::int32_t>>(req.prompt);
     turn->prompt_text = be->tokenizer->decode(tokens);
   }
-  turn->meta = {.id = next_id("cmpl"), .model = options_.model_id, .created = unix_now()};
+  const RequestIdentity identity = request_ids_.next("cmpl");
+  turn->meta = {.id = identity.id, .model = options_.model_id, .created = unix_now()};
   turn->backend = be;
   turn->metrics = &metrics_;
   turn->log_text = options_.log_prompts;
   if (options_.log_prompts) {
     log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt_text));
   }
-  engine::GenerationRequest ereq = engine_request(req.gen, std::move(tokens));
+  engine::GenerationRequest ereq = engine_request(req.gen, identity, std::move(tokens));
   ereq.cache_key = cache_key(http, req.gen, /*template_signature=*/0);
   auto channel = be->engine->submit(std::move(ereq));
   if (!channel) {
@@ -183,7 +190,7 @@ HttpResponse Service::completions(const HttpRequest& http) {
     return HttpResponse::error(e);
   }
   turn->channel = std::move(channel).value();
-  return streaming(req.gen.stream, [turn](ChunkWriter& w) { turn->run(w); });
+  return respond(req.gen.stream, http, std::move(turn));
 }
 
 }  // namespace recur::server

@@ -16,6 +16,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/request_ids.h"
 #include "tokenizer/tokenizer.h"
 
 namespace recur::server {
@@ -60,15 +61,15 @@ class Service {
   cache::CacheKey cache_key(const HttpRequest& req, const GenerationFields& gen,
                             std::uint64_t template_signature) const;
   engine::GenerationRequest engine_request(const GenerationFields& gen,
+                                           const RequestIdentity& identity,
                                            std::vector<engine::TokenId> prompt) const;
-  std::string next_id(const char* prefix);
 
   ServiceOptions options_;
   ServerMetrics& metrics_;
   Backend backend_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
-  std::atomic<std::uint64_t> request_counter_{0};
+  RequestIds request_ids_;
 };
 
 }  // namespace recur::server

@@ -31,17 +31,24 @@ async function until(server, pred, what) {
   assert.fail(`timed out waiting until ${what}: ${JSON.stringify(await scrape(server))}`);
 }
 
-// Opens a chat request and returns once its response has started (the request is submitted).
+// Opens a chat request. A stream returns once its response has started (the role chunk is
+// written right after submission); a non-streaming response is held until it is complete, so its
+// `response` is a promise and callers wait on /metrics to know the request was submitted.
 async function open(server, { content, maxTokens, stream }) {
   const controller = new AbortController();
-  const res = await fetch(`${server.base}/v1/chat/completions`, {
+  const response = fetch(`${server.base}/v1/chat/completions`, {
     method: 'POST', signal: controller.signal, headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ model: 'qwen3_5', max_tokens: maxTokens, temperature: 0, stream,
                            messages: [{ role: 'user', content }] }),
   });
+  if (!stream) {
+    response.catch(() => {});  // an abort rejects it
+    return { response, abort: () => controller.abort() };
+  }
+  const res = await response;
   assert.equal(res.status, 200);
   const reader = res.body.getReader();
-  if (stream) await reader.read();  // the role chunk: written right after submission
+  await reader.read();
   return {
     reader,
     abort: () => { controller.abort(); reader.cancel().catch(() => {}); },
@@ -205,6 +212,21 @@ describe('SIGTERM with requests in flight', () => {
       assert.match(await readAll(running.reader), /shutting down/);
       assert.equal(await exited, 0);
       assert.match(server.log(), /grace period over: cancelling 1 running/);
+    });
+  });
+
+  // Regression: a non-streaming request cancelled by the shutdown answered 200 with an error
+  // body, because keep-alive spaces had committed the status before the outcome was known.
+  test('a non-streaming request cancelled by the shutdown answers 503, not 200', async () => {
+    await withServer(['--shutdown-grace', '0s'], async (server, exited) => {
+      const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: false });
+      await until(server, (m) => m.active === 1 && m.steps > 3, 'the request is running');
+      server.proc.kill('SIGTERM');
+      const res = await running.response;
+      assert.equal(res.status, 503);
+      const body = await res.json();
+      assert.match(body.error.message, /shutting down/);
+      assert.equal(await exited, 0);
     });
   });
 

@@ -137,5 +137,29 @@ TEST(HttpServerStop, IsNeverLostWhateverTheTiming) {
   EXPECT_FALSE(before.serve()) << "a server stopped before serving does not start";
 }
 
+// Regression: httplib's default socket options set SO_REUSEPORT, so a second server bound a port
+// another one was listening on and the kernel split connections between the two processes.
+TEST(HttpServerBind, APortInUseIsAnErrorNamingIt) {
+  ServerMetrics metrics;
+  HttpServer first({.port = 0}, metrics);
+  ASSERT_TRUE(first.bind().is_ok());
+  std::thread t([&] { first.serve(); });
+  httplib::Client client("127.0.0.1", first.port());
+  for (int i = 0; i < 2000 && !client.Get("/"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(client.Get("/")) << "the first server answers";
+  HttpServer second({.port = first.port()}, metrics);
+  Status s = second.bind();
+  EXPECT_FALSE(s.is_ok()) << "a second server bound port " << first.port();
+  EXPECT_NE(s.message().find(std::to_string(first.port())), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("in use"), std::string::npos) << s.message();
+  first.stop();
+  t.join();
+  // Once the first is gone the port is free again at once (SO_REUSEADDR is kept).
+  HttpServer third({.port = first.port()}, metrics);
+  EXPECT_TRUE(third.bind().is_ok());
+}
+
 }  // namespace
 }  // namespace recur::server

@@ -1,0 +1,42 @@
+#include "server/request_ids.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace recur::server {
+namespace {
+
+// Regression: the engine request's id (and the default seed derived from it) was read from the
+// counter after the response id had incremented it, so a request arriving in between made two
+// requests share an id and, without `seed`, the same sampling seed.
+TEST(RequestIds, ConcurrentRequestsNeverShareAnIdOrASeed) {
+  RequestIds ids;
+  constexpr int kThreads = 4;
+  constexpr int kEach = 5000;
+  std::vector<std::vector<RequestIdentity>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) got[t].push_back(ids.next("chatcmpl"));
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<std::string> id_set;
+  std::set<std::uint64_t> seed_set;
+  for (const auto& v : got) {
+    for (const RequestIdentity& r : v) {
+      EXPECT_EQ(r.id.rfind("chatcmpl-", 0), 0u) << r.id;
+      id_set.insert(r.id);
+      seed_set.insert(r.seed);
+    }
+  }
+  EXPECT_EQ(id_set.size(), static_cast<std::size_t>(kThreads * kEach));
+  EXPECT_EQ(seed_set.size(), static_cast<std::size_t>(kThreads * kEach));
+}
+
+}  // namespace
+}  // namespace recur::server
