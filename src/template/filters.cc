@@ -216,6 +216,9 @@ Result<Value> f_round(Interpreter&, Value& v, CallArgs& args) {
 }
 
 Result<Value> select_impl(Interpreter& in, Value& v, CallArgs& args, bool by_attr, bool keep) {
+  // Jinja2 tests the value's truthiness before iterating: none, false, 0 and '' give an empty
+  // sequence (templates rely on `{% set tools = none %}` ... `tools | selectattr(...)`).
+  if (!v.truthy()) return Value::list({});
   RECUR_ASSIGN_OR_RETURN(std::vector<Value> items, items_of(v));
   std::size_t first = by_attr ? 1 : 0;
   Value attribute = by_attr ? arg(args, 0, "attribute") : Value();
@@ -250,6 +253,8 @@ Result<Value> f_rejectattr(Interpreter& in, Value& v, CallArgs& a) {
 }
 
 Result<Value> f_map(Interpreter& in, Value& v, CallArgs& args) {
+  if (!v.truthy())
+    return Value::list({});  // as select_impl: Jinja2 maps nothing over a falsy value
   RECUR_ASSIGN_OR_RETURN(std::vector<Value> items, items_of(v));
   Value attribute = arg(args, 99, "attribute");
   Value::List out;

@@ -67,6 +67,8 @@ FEATURES = [
     ("filter_default", "{{ nope | default('dflt') }} {{ none | default('x') }} {{ '' | default('empty', true) }} {{ n | d(0) }} {{ nope | default }}|"),
     ("filter_join_map", "{{ items | join(', ') }} {{ messages | map(attribute='role') | join('/') }} {{ ['a', 'b'] | map('upper') | list }} {{ messages | join('|', attribute='role') }}"),
     ("filter_select", "{{ messages | selectattr('role', 'equalto', 'user') | list | length }} {{ messages | rejectattr('role', 'eq', 'tool') | map(attribute='role') | list }} {{ items | select('odd') | list }} {{ items | reject('even') | list }} {{ messages | selectattr('tool_calls') | list | length }}"),
+    ("filter_select_on_falsy", "{% set tools = none %}{{ tools | selectattr('type', 'equalto', 'function') | list | length }} {{ none | select | list }} {{ none | reject('odd') | list }} {{ none | rejectattr('x') | list }} {{ none | map(attribute='x') | list }} {{ none | map('upper') | list }} {{ 0 | select | list }} {{ '' | map('upper') | list }} {{ false | selectattr('a') | list }} {{ undefined_var | select | list }} {{ none | map | list }}"),
+    ("filter_select_on_truthy_non_iterable", "{{ 5 | select | list }}"),
     ("filter_first_last", "{{ items | first }} {{ items | last }} {{ 'abc' | first }} {{ items | list }} {{ 'ab' | list }}"),
     ("filter_numbers", "{{ '42' | int }} {{ '4.7' | int }} {{ 'x' | int }} {{ '2.5' | float }} {{ -3 | abs }} {{ 2.567 | round(2) }} {{ 2.5 | round }} {{ 7 | float }} {{ 3.9 | int }}"),
     ("filter_sort_unique", "{{ items | sort }} {{ items | sort(reverse=true) }} {{ [3, 1, 3, 2, 1] | unique | list }} {{ ['b', 'A', 'c'] | sort }} {{ messages | sort(attribute='role') | map(attribute='role') | list }} {{ items | reverse | list }} {{ 'abc' | reverse }}"),
