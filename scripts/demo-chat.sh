@@ -77,8 +77,9 @@ if [ "$keep" = 0 ]; then
 fi
 cat <<EOF
 recur is serving the demo model at $base_url; Ctrl-C stops it. From another terminal:
-  curl $base_url/chat/completions -H 'Content-Type: application/json' \\
-    -d '{"model": "demo-model", "messages": [{"role": "user", "content": "Hello!"}]}'
+  curl $base_url/chat/completions -H 'Content-Type: application/json' -d '{
+    "model": "demo-model", "messages": [{"role": "user", "content": "Hello!"}],
+    "chat_template_kwargs": {"enable_thinking": false}}'
   curl $base_url/cache/stats
 Server log: $log
 EOF
