@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Part of demo.sh after the build: the demo model (generated once), `recur serve` on it (its log in
-# BUILD_DIR/demo-server.log), a scripted multi-turn chat through the OpenAI SDK, then the server
+# BUILD_DIR/demo-server.log), a scripted multi-turn chat through its OpenAI API, then the server
 # keeps serving until Ctrl-C, which stops it and exits 0. RECUR_DEMO_KEEP=0 stops it after the chat.
 # Usage: scripts/demo-chat.sh BUILD_DIR
 set -euo pipefail
@@ -69,7 +69,7 @@ What to watch is the line under each reply: from the second turn on, most of the
 from the prompt cache. README.md says how to serve a real model.
 EOF
 phase=chatting
-node "$root/scripts/demo/chat.mjs" "$base_url" demo-model
+node --no-warnings "$root/scripts/demo-chat.mjs" "$base_url" demo-model
 echo
 if [ "$keep" = 0 ]; then
   echo "demo: done; the server is stopped (RECUR_DEMO_KEEP=0). Without it the demo keeps serving."

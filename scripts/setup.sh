@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what recur needs and builds it, one line per step, the full output in BUILD_DIR/setup.log.
 # Idempotent and quick when everything is already in place.
-#   --for demo: the Debian packages that build and run the `recur` binary, Node.js and the OpenAI
-#               SDK for the demo chat; builds the `recur` target only.
+#   --for demo: the Debian packages that build and run the `recur` binary, and Node.js for the demo
+#               chat (no npm: it talks to recur with Node's own fetch); builds the `recur` target.
 #   --for test (default): also the test and benchmark tooling (GoogleTest, Google Benchmark,
-#               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx, the npm
-#               oracles, promtool); builds every target.
+#               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx, npm and
+#               the npm oracles and OpenAI SDK, promtool); builds every target.
 # No service that a package installs is started, nor left enabled at boot (the tests start their own
 # nginx). Usage: scripts/setup.sh [--for demo|test] [BUILD_DIR]
 #   (env RECUR_SANITIZE=address,undefined|thread for sanitizer builds)
@@ -67,10 +67,12 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Every link that starts a service at boot: SysV start links and systemd's wants links.
+# Every link that starts a service at boot: SysV start links of the multi-user runlevels and
+# systemd's wants links of the targets a booted machine reaches (early-boot setup such as procps'
+# sysctl in rcS.d or sysinit.target is no service and is left alone).
 boot_links() {
   local l
-  for l in /etc/rc[S2-5].d/S* /etc/systemd/system/*.wants/*; do
+  for l in /etc/rc[2-5].d/S* /etc/systemd/system/{multi-user,graphical,default,sockets}.target.wants/*; do
     if [ -L "$l" ] || [ -e "$l" ]; then echo "$l"; fi
   done | sort
 }
@@ -94,8 +96,8 @@ disable_new_services() {
     if [ -L "$l" ] || [ -e "$l" ]; then as_root rm -f "$l"; fi
   done < <(comm -13 <(echo "$before") <(echo "$after"))
   if ((${#names[@]})); then
-    say "left disabled at boot the services that packages enabled: $(printf '%s\n' "${names[@]}" |
-      sort -u | tr '\n' ' ')(the tests start their own nginx)"
+    say "disabled at boot what the new packages enabled: $(printf '%s\n' "${names[@]}" | sort -u |
+      paste -sd' ') (the tests start their own)"
   fi
 }
 
@@ -106,9 +108,10 @@ install_debian_packages() {
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   # Node may come from another package source that bundles npm (and conflicts with Debian's npm):
-  # only when the commands are absent are Debian's packages installed.
-  command -v node >/dev/null 2>&1 || missing+=(nodejs ca-certificates)
-  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  # only when the commands are absent are Debian's packages installed. Debian's npm brings ~360
+  # packages of its own, so only the tests get it.
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  if [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm ca-certificates); fi
   ((${#missing[@]})) || return 0
   step "installing ${#missing[@]} Debian packages and what they depend on (log: $log)"
   echo "packages: ${missing[*]}" >>"$log"
@@ -212,9 +215,7 @@ build_targets() {
 }
 
 install_debian_packages
-if [ "$mode" = demo ]; then
-  install_npm_packages "$root/scripts/demo" "of the demo chat (the OpenAI SDK)"
-else
+if [ "$mode" = test ]; then
   install_npm_packages "$root/tests/node" "of the tests (tokenizer and template oracles, OpenAI SDK)"
   install_promtool
 fi
