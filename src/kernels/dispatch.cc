@@ -315,16 +315,16 @@ void mamba2_head(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2S
 }
 
 void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-              NormWeight kind, Isa isa) {
+              Isa isa) {
   switch (isa) {
     case Isa::kAmx:
     case Isa::kAvx512:
-      return rms_norm_avx512(x, w, y, shape, eps, kind);
+      return rms_norm_avx512(x, w, y, shape, eps);
     case Isa::kAvx2:
-      return rms_norm_avx2(x, w, y, shape, eps, kind);
+      return rms_norm_avx2(x, w, y, shape, eps);
     case Isa::kScalar:
     case Isa::kAuto:
-      return ref::rms_norm(x, w, y, shape, eps, kind);
+      return ref::rms_norm(x, w, y, shape, eps);
   }
 }
 

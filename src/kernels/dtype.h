@@ -1,17 +1,22 @@
-// Element types of checkpoint tensors and the non-owning view of a weight matrix the kernels read
-// in place (memory-mapped, never copied). Conversions are the exact IEEE ones (round to nearest
-// even).
+// The non-owning view of a weight matrix the kernels read in place (memory-mapped, never copied).
+// The element types and their exact conversions are util's (util/dtype.h), named here too.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "util/dtype.h"
+
 namespace recur::kernels {
 
-enum class DType : std::uint8_t { kF32, kBF16, kF16 };
-
-constexpr std::int64_t dtype_bytes(DType t) { return t == DType::kF32 ? 4 : 2; }
-const char* dtype_name(DType t);
+using recur::bf16_to_f32;
+using recur::DType;
+using recur::dtype_bytes;
+using recur::dtype_name;
+using recur::f16_to_f32;
+using recur::f32_to_bf16;
+using recur::f32_to_f16;
+using recur::round_to_bf16;
 
 // A row-major matrix [rows, cols] = [out features, in features] as HF stores Linear weights.
 // Row r starts at data + r * cols * dtype_bytes(dtype). Non-owning.
@@ -26,27 +31,6 @@ struct WeightView {
     return {static_cast<const char*>(data) + begin * cols * dtype_bytes(dtype), dtype, n, cols};
   }
 };
-
-inline float bf16_to_f32(std::uint16_t h) {
-  std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// Round to nearest even; NaN stays a (quiet) NaN. Branch-free so conversion loops vectorise.
-inline std::uint16_t f32_to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;
-  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
-inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
-
-float f16_to_f32(std::uint16_t h);
-std::uint16_t f32_to_f16(float f);
 
 // Element i of a row of `dtype` as f32.
 inline float load_as_f32(const void* row, DType dtype, std::int64_t i) {

@@ -44,9 +44,8 @@ void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64
   ref::embedding_rows(table, ids, n_ids, out);
 }
 
-void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-              NormWeight kind) {
-  detail::rms_norm(x, w, y, shape, eps, kind, active_isa());
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps) {
+  detail::rms_norm(x, w, y, shape, eps, active_isa());
 }
 
 void rms_norm_gated(const float* x, const float* z, const float* w, float* y,

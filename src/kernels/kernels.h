@@ -51,12 +51,9 @@ struct RowsShape {
   std::int64_t y_stride = 0;
 };
 
-// Plain (Qwen3, Mamba2):   y = w ⊙ (x · rsqrt(mean(x²) + eps))
-// Zero-centred (Qwen3.5):  y = (1 + w) ⊙ (x · rsqrt(mean(x²) + eps))
-// w [width] f32 (tiny parameter vectors are converted to f32 at load).
-enum class NormWeight : std::uint8_t { kPlain, kZeroCentred };
-void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-              NormWeight kind);
+// y = w ⊙ (x · rsqrt(mean(x²) + eps)). w [width] f32 (tiny parameter vectors are converted to
+// f32 at load; Qwen3.5's zero-centred weights have their 1 added there, model/blocks.h).
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps);
 
 // Norm-then-gate (Qwen3.5 GDN output norm, per value head):
 //   y = (w ⊙ (x · rsqrt(mean(x²) + eps))) ⊙ silu(z). z rows use the x_stride layout as x.

@@ -19,7 +19,6 @@ void gated_delta_head(const GatedDeltaInputs& in, float* state_j, float* out,
                       const GatedDeltaShape& shape, std::int64_t j, Isa isa);
 void mamba2_head(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2Shape& shape,
                  std::int64_t h, Isa isa);
-void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-              NormWeight kind, Isa isa);
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps, Isa isa);
 
 }  // namespace recur::kernels::detail

@@ -49,18 +49,14 @@ void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64
   }
 }
 
-void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-              NormWeight kind) {
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps) {
   const std::int64_t xs = or_default(shape.x_stride, shape.width);
   const std::int64_t ys = or_default(shape.y_stride, shape.width);
   for (std::int64_t r = 0; r < shape.n_rows; ++r) {
     const float* xr = x + r * xs;
     float* yr = y + r * ys;
     const float inv = mean_square_rsqrt(xr, shape.width, eps);
-    for (std::int64_t i = 0; i < shape.width; ++i) {
-      const float wi = kind == NormWeight::kZeroCentred ? 1.0f + w[i] : w[i];
-      yr[i] = (xr[i] * inv) * wi;
-    }
+    for (std::int64_t i = 0; i < shape.width; ++i) yr[i] = (xr[i] * inv) * w[i];
   }
 }
 

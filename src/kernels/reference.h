@@ -14,8 +14,7 @@ void matmul(const float* x, std::int64_t n_rows, const WeightView& w, float* y, 
 
 void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64_t n_ids,
                     float* out);
-void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-              NormWeight kind);
+void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps);
 void rms_norm_gated(const float* x, const float* z, const float* w, float* y,
                     const RowsShape& shape, float eps);
 void rms_norm_gate_first(const float* x, const float* z, const float* w, float* y,

@@ -31,9 +31,8 @@ void mamba2_head_avx2(const Mamba2Inputs& in, float* state_h, float* y, const Ma
   avx2::mamba2_head(in, state_h, y, shape, h);
 }
 
-void rms_norm_avx2(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-                   NormWeight kind) {
-  avx2::rms_norm(x, w, y, shape, eps, kind);
+void rms_norm_avx2(const float* x, const float* w, float* y, const RowsShape& shape, float eps) {
+  avx2::rms_norm(x, w, y, shape, eps);
 }
 
 void silu_avx2(float* x, std::int64_t n) { avx2::silu(x, n); }

@@ -31,9 +31,8 @@ void mamba2_head_avx512(const Mamba2Inputs& in, float* state_h, float* y, const 
   avx512::mamba2_head(in, state_h, y, shape, h);
 }
 
-void rms_norm_avx512(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-                     NormWeight kind) {
-  avx512::rms_norm(x, w, y, shape, eps, kind);
+void rms_norm_avx512(const float* x, const float* w, float* y, const RowsShape& shape, float eps) {
+  avx512::rms_norm(x, w, y, shape, eps);
 }
 
 void silu_avx512(float* x, std::int64_t n) { avx512::silu(x, n); }

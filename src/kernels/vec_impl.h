@@ -286,18 +286,16 @@ inline void mamba2_head(const Mamba2Inputs& in, float* __restrict s, float* y,
   }
 }
 
-inline void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps,
-                     NormWeight kind) {
+inline void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps) {
   const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : shape.width;
   const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : shape.width;
-  const float one = kind == NormWeight::kZeroCentred ? 1.0f : 0.0f;
   for (std::int64_t r = 0; r < shape.n_rows; ++r) {
     const float* xr = x + r * xs;
     float* yr = y + r * ys;
     const float inv =
         1.0f /
         std::sqrt(sum_squares_lanes(xr, shape.width) / static_cast<float>(shape.width) + eps);
-    for (std::int64_t i = 0; i < shape.width; ++i) yr[i] = (xr[i] * inv) * (one + w[i]);
+    for (std::int64_t i = 0; i < shape.width; ++i) yr[i] = (xr[i] * inv) * w[i];
   }
 }
 

@@ -29,8 +29,8 @@ inline constexpr std::int64_t kGatedDeltaCols = 64;
                               const GatedDeltaShape& shape, std::int64_t j, std::int64_t b0);      \
   void mamba2_head_##isa(const Mamba2Inputs& in, float* state_h, float* y,                         \
                          const Mamba2Shape& shape, std::int64_t h);                                \
-  void rms_norm_##isa(const float* x, const float* w, float* y, const RowsShape& shape, float eps, \
-                      NormWeight kind);                                                            \
+  void rms_norm_##isa(const float* x, const float* w, float* y, const RowsShape& shape,            \
+                      float eps);                                                                  \
   void silu_##isa(float* x, std::int64_t n);                                                       \
   void sigmoid_##isa(float* x, std::int64_t n);                                                    \
   void swiglu_##isa(const float* gate, const float* up, float* out, std::int64_t n);               \

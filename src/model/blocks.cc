@@ -16,7 +16,14 @@ namespace recur::model {
 namespace k = recur::kernels;
 
 void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width) {
-  k::rms_norm(x, n.w.data(), y, {.n_rows = n_rows, .width = width}, n.eps, n.kind);
+  k::rms_norm(x, n.w.data(), y, {.n_rows = n_rows, .width = width}, n.eps);
+}
+
+void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, NormW* n) {
+  v.vector(name, {width}, &n->w);
+  if (n->zero_centred) {
+    for (float& x : n->w) x = 1.0f + x;
+  }
 }
 
 // The checkpoint's conv kernel [C, 1, K] as k::causal_conv1d reads it, [K, C]: a decode step
@@ -79,8 +86,8 @@ void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_mode
   v.matrix(p + "self_attn.k_proj.weight", w->n_kv_heads * hd, d_model, &w->k);
   v.matrix(p + "self_attn.v_proj.weight", w->n_kv_heads * hd, d_model, &w->v);
   v.matrix(p + "self_attn.o_proj.weight", d_model, w->n_heads * hd, &w->o);
-  v.vector(p + "self_attn.q_norm.weight", {hd}, &w->q_norm.w);
-  v.vector(p + "self_attn.k_norm.weight", {hd}, &w->k_norm.w);
+  visit_norm(v, p + "self_attn.q_norm.weight", hd, &w->q_norm);
+  visit_norm(v, p + "self_attn.k_norm.weight", hd, &w->k_norm);
 }
 
 std::int64_t attention_scratch_per_row(const AttentionW& w) {
@@ -107,10 +114,8 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
   const k::MatmulOut qkv_out[] = {{w.q, q}, {w.k, kr}, {w.v, vr}};
   k::matmul_fused(*ctx.pool, x, n, qkv_out);
   k::rms_norm(q, w.q_norm.w.data(), q,
-              {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw}, w.q_norm.eps,
-              w.q_norm.kind);
-  k::rms_norm(kr, w.k_norm.w.data(), kr, {.n_rows = n * w.n_kv_heads, .width = hd}, w.k_norm.eps,
-              w.k_norm.kind);
+              {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw}, w.q_norm.eps);
+  k::rms_norm(kr, w.k_norm.w.data(), kr, {.n_rows = n * w.n_kv_heads, .width = hd}, w.k_norm.eps);
   k::rope(q, ctx.positions,
           {.n_tokens = n,
            .n_heads = w.n_heads,
@@ -187,7 +192,7 @@ void visit_gated_delta(TensorVisitor& v, const std::string& p, std::int64_t d_mo
   conv_taps_major(&w->conv, w->conv_dim(), w->conv_kernel);
   v.vector(p + "linear_attn.dt_bias", {hv}, &w->dt_bias);
   v.vector(p + "linear_attn.A_log", {hv}, &w->a_log);
-  v.vector(p + "linear_attn.norm.weight", {vd}, &w->norm.w);
+  visit_norm(v, p + "linear_attn.norm.weight", vd, &w->norm);
   v.matrix(p + "linear_attn.out_proj.weight", d_model, hv * vd, &w->out);
 }
 
@@ -264,7 +269,7 @@ void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, 
   v.vector(p + "mixer.dt_bias", {w->n_heads}, &w->dt_bias);
   v.vector(p + "mixer.A_log", {w->n_heads}, &w->a_log);
   v.vector(p + "mixer.D", {w->n_heads}, &w->d);
-  v.vector(p + "mixer.norm.weight", {w->d_inner()}, &w->norm.w);
+  visit_norm(v, p + "mixer.norm.weight", w->d_inner(), &w->norm);
   v.matrix(p + "mixer.out_proj.weight", d_model, w->d_inner(), &w->out);
 }
 

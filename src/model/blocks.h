@@ -15,10 +15,14 @@
 namespace recur::model {
 
 struct NormW {
-  std::vector<float> w;  // [width] f32
+  std::vector<float> w;  // [width] f32, as the kernel multiplies (1 already added if zero-centred)
   float eps = 1e-6f;
-  kernels::NormWeight kind = kernels::NormWeight::kPlain;
+  // Qwen3.5's checkpoints store w - 1 ((1 + w) ⊙ norm(x), spec 0.1): the 1 is added at load.
+  bool zero_centred = false;
 };
+// Reads the norm's weight vector [width] and folds in the 1 of a zero-centred norm, so the
+// forward multiplies by w alone (the same f32 value the kernel computed as 1 + w).
+void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, NormW* n);
 // y = norm(x) over rows of `width`; x may equal y.
 void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width);
 

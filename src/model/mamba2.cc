@@ -107,10 +107,10 @@ class Mamba2 final : public FamilyModel {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       Mamba2Layer& l = layers_[i];
       const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      v.vector(p + "norm.weight", {c_.d_model}, &l.norm.w);
+      visit_norm(v, p + "norm.weight", c_.d_model, &l.norm);
       visit_mamba2(v, p, c_.d_model, &l.mixer);
     }
-    v.vector(p_ + "norm_f.weight", {c_.d_model}, &final_norm_.w);
+    visit_norm(v, p_ + "norm_f.weight", c_.d_model, &final_norm_);
     if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
   }
 

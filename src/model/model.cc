@@ -37,7 +37,7 @@ class BindingVisitor final : public TensorVisitor {
     const TensorInfo* t = lookup(name, {rows, cols}, need);
     if (t == nullptr) return;
     list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
-    *slot = {.data = t->data, .dtype = to_kernel_dtype(t->dtype), .rows = rows, .cols = cols};
+    *slot = {.data = t->data, .dtype = *t->dtype, .rows = rows, .cols = cols};
   }
 
   void vector(const std::string& name, std::vector<std::int64_t> shape, std::vector<float>* slot,
@@ -46,7 +46,7 @@ class BindingVisitor final : public TensorVisitor {
     const TensorInfo* t = lookup(name, shape, need);
     if (t == nullptr) return;
     list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
-    const k::DType dt = to_kernel_dtype(t->dtype);
+    const k::DType dt = *t->dtype;
     const auto n = static_cast<std::int64_t>(t->n_bytes) / k::dtype_bytes(dt);
     slot->resize(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) {
@@ -55,9 +55,6 @@ class BindingVisitor final : public TensorVisitor {
   }
 
  private:
-  static k::DType to_kernel_dtype(DType d) {
-    return d == DType::kBF16 ? k::DType::kBF16 : d == DType::kF16 ? k::DType::kF16 : k::DType::kF32;
-  }
   static float load_unaligned(const std::uint8_t* p, k::DType dt, std::int64_t i) {
     const auto size = static_cast<std::size_t>(k::dtype_bytes(dt));
     alignas(4) std::uint8_t tmp[4] = {};
@@ -81,14 +78,14 @@ class BindingVisitor final : public TensorVisitor {
                       t->file, name, shape_to_string(t->shape), shape_to_string(shape));
       return nullptr;
     }
-    if (t->dtype == DType::kOther) {
+    if (!t->dtype) {
       status_ = Error(StatusCode::kInvalidArgument,
                       "{}: tensor '{}' has dtype {}; supported: BF16, F16, F32", t->file, name,
                       t->dtype_text);
       return nullptr;
     }
     // Kernels read weights in place, so elements must sit at their natural alignment.
-    const auto align = static_cast<std::uintptr_t>(k::dtype_bytes(to_kernel_dtype(t->dtype)));
+    const auto align = static_cast<std::uintptr_t>(k::dtype_bytes(*t->dtype));
     if (reinterpret_cast<std::uintptr_t>(t->data) % align != 0) {
       status_ = Error(StatusCode::kDataLoss, "{}: tensor '{}' data is not {}-byte aligned", t->file,
                       name, align);

@@ -95,12 +95,12 @@ class Qwen3 final : public FamilyModel {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       Qwen3Layer& l = layers_[i];
       const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      v.vector(p + "input_layernorm.weight", {c_.d_model}, &l.input_norm.w);
+      visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
       visit_attention(v, p, c_.d_model, &l.attn);
-      v.vector(p + "post_attention_layernorm.weight", {c_.d_model}, &l.post_norm.w);
+      visit_norm(v, p + "post_attention_layernorm.weight", c_.d_model, &l.post_norm);
       visit_mlp(v, p, c_.d_model, c_.d_ff, &l.mlp);
     }
-    v.vector(p_ + "norm.weight", {c_.d_model}, &final_norm_.w);
+    visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
     // A tied checkpoint may still carry lm_head.weight (Qwen3-0.6B does); it is redundant.
     if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
   }

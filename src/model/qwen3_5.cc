@@ -109,7 +109,7 @@ struct Qwen35Layer {
   MlpW mlp;
 };
 
-NormW zero_centred(float eps) { return {.eps = eps, .kind = kernels::NormWeight::kZeroCentred}; }
+NormW zero_centred(float eps) { return {.eps = eps, .zero_centred = true}; }
 
 class Qwen35 final : public FamilyModel {
  public:
@@ -129,7 +129,7 @@ class Qwen35 final : public FamilyModel {
                 .output_gate = true,
                 .kv_dtype = c.kv_dtype,
                 .layer = i};
-      l.gdn = {.norm = {.eps = c.eps, .kind = kernels::NormWeight::kPlain},
+      l.gdn = {.norm = {.eps = c.eps},
                .n_k_heads = c.lin_k_heads,
                .n_v_heads = c.lin_v_heads,
                .k_dim = c.lin_k_dim,
@@ -157,16 +157,16 @@ class Qwen35 final : public FamilyModel {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       Qwen35Layer& l = layers_[i];
       const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      v.vector(p + "input_layernorm.weight", {c_.d_model}, &l.input_norm.w);
+      visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
       if (l.is_attention) {
         visit_attention(v, p, c_.d_model, &l.attn);
       } else {
         visit_gated_delta(v, p, c_.d_model, &l.gdn);
       }
-      v.vector(p + "post_attention_layernorm.weight", {c_.d_model}, &l.post_norm.w);
+      visit_norm(v, p + "post_attention_layernorm.weight", c_.d_model, &l.post_norm);
       visit_mlp(v, p, c_.d_model, c_.d_ff, &l.mlp);
     }
-    v.vector(p_ + "norm.weight", {c_.d_model}, &final_norm_.w);
+    visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
     if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
   }
 

@@ -23,16 +23,16 @@ constexpr int kMaxHeaderDepth = 16;
 
 struct DTypeSpec {
   const char* text;
-  DType dtype;
+  std::optional<DType> dtype;  // nullopt: sized, not computed with
   std::size_t elem_bytes;
 };
 
+constexpr std::optional<DType> kNone = std::nullopt;
 constexpr DTypeSpec kDTypes[] = {
-    {"BF16", DType::kBF16, 2},  {"F16", DType::kF16, 2},       {"F32", DType::kF32, 4},
-    {"F64", DType::kOther, 8},  {"I64", DType::kOther, 8},     {"U64", DType::kOther, 8},
-    {"I32", DType::kOther, 4},  {"U32", DType::kOther, 4},     {"I16", DType::kOther, 2},
-    {"U16", DType::kOther, 2},  {"I8", DType::kOther, 1},      {"U8", DType::kOther, 1},
-    {"BOOL", DType::kOther, 1}, {"F8_E4M3", DType::kOther, 1}, {"F8_E5M2", DType::kOther, 1},
+    {"BF16", DType::kBF16, 2}, {"F16", DType::kF16, 2}, {"F32", DType::kF32, 4}, {"F64", kNone, 8},
+    {"I64", kNone, 8},         {"U64", kNone, 8},       {"I32", kNone, 4},       {"U32", kNone, 4},
+    {"I16", kNone, 2},         {"U16", kNone, 2},       {"I8", kNone, 1},        {"U8", kNone, 1},
+    {"BOOL", kNone, 1},        {"F8_E4M3", kNone, 1},   {"F8_E5M2", kNone, 1},
 };
 
 const DTypeSpec* find_dtype(std::string_view text) {
@@ -145,20 +145,6 @@ Status check_layout(std::vector<TensorInfo>& tensors, std::uint64_t data_bytes,
 }
 
 }  // namespace
-
-const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::kBF16:
-      return "BF16";
-    case DType::kF16:
-      return "F16";
-    case DType::kF32:
-      return "F32";
-    case DType::kOther:
-      return "other";
-  }
-  return "?";
-}
 
 std::string shape_to_string(std::span<const std::int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));

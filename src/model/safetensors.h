@@ -5,23 +5,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "util/dtype.h"
 #include "util/status.h"
 
 namespace recur::model {
 
-// kOther: a dtype we can size (so offsets are still validated) but cannot compute with.
-enum class DType : std::uint8_t { kBF16, kF16, kF32, kOther };
-
-const char* dtype_name(DType d);
-
 struct TensorInfo {
   std::string name;
-  DType dtype = DType::kOther;
+  // nullopt: a type the header may hold and offsets are checked for, but recur does not compute
+  // with (dtype_text names it).
+  std::optional<DType> dtype;
   std::string dtype_text;  // as written in the header, e.g. "BF16", "I64"
   std::vector<std::int64_t> shape;
   const std::uint8_t* data = nullptr;  // into the mapping

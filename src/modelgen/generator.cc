@@ -24,13 +24,6 @@ std::optional<Family> parse_family(std::string_view word) {
   return std::nullopt;
 }
 
-std::optional<DType> parse_dtype(std::string_view word) {
-  if (word == "bf16") return DType::kBF16;
-  if (word == "f16") return DType::kF16;
-  if (word == "f32") return DType::kF32;
-  return std::nullopt;
-}
-
 const char* family_name(Family family) {
   switch (family) {
     case Family::kQwen3:
@@ -39,18 +32,6 @@ const char* family_name(Family family) {
       return "qwen3_5";
     case Family::kMamba2:
       return "mamba2";
-  }
-  return "?";
-}
-
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kBF16:
-      return "bf16";
-    case DType::kF16:
-      return "f16";
-    case DType::kF32:
-      return "f32";
   }
   return "?";
 }

@@ -8,12 +8,16 @@
 #include <string>
 #include <string_view>
 
+#include "util/dtype.h"
 #include "util/status.h"
 
 namespace recur::modelgen {
 
 enum class Family { kQwen3, kQwen3_5, kMamba2 };
-enum class DType { kBF16, kF16, kF32 };
+// Weights are written in util's element types; the names are modelgen's too.
+using recur::DType;
+using recur::dtype_name;
+using recur::parse_dtype;
 
 // What to generate. preset: "tiny" (tests: small, generates in milliseconds), or the real geometry
 // "qwen3-0.6b", "qwen3.5-0.8b", "mamba2-130m" (benchmarks: hundreds of MB). A non-zero layers /
@@ -43,10 +47,8 @@ struct GenSummary {
 Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
                         GenSummary* summary = nullptr);
 
-// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2"; "bf16", "f16", "f32".
+// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2" (dtypes: util/dtype.h).
 std::optional<Family> parse_family(std::string_view word);
-std::optional<DType> parse_dtype(std::string_view word);
 const char* family_name(Family family);
-const char* dtype_name(DType dtype);
 
 }  // namespace recur::modelgen

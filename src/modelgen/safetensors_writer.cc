@@ -23,9 +23,7 @@ std::int64_t TensorEntry::n_elems() const {
   return n;
 }
 
-std::int64_t TensorEntry::n_bytes() const { return n_elems() * dtype_size(dtype); }
-
-int dtype_size(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+std::int64_t TensorEntry::n_bytes() const { return n_elems() * dtype_bytes(dtype); }
 
 const char* safetensors_dtype(DType dtype) {
   switch (dtype) {
@@ -37,45 +35,6 @@ const char* safetensors_dtype(DType dtype) {
       return "F32";
   }
   return "?";
-}
-
-std::uint16_t f32_to_bf16(float x) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
-  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>((bits + rounding) >> 16);
-}
-
-std::uint16_t f32_to_f16(float x) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
-  const std::uint32_t sign = (bits >> 16) & 0x8000u;
-  std::uint32_t abs = bits & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);   // NaN
-  if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65520: inf
-  if (abs >= 0x38800000u) {  // normal in f16 (>= 2^-14): rebias exponent 127 -> 15, round 13 bits
-    abs += 0xC8000FFFu + ((abs >> 13) & 1u);
-    return static_cast<std::uint16_t>(sign | (abs >> 13));
-  }
-  // Subnormal in f16: the value is m * 2^-24; the scaling by 2^24 is exact, nearbyint rounds to
-  // even in the default rounding mode, and m == 1024 is correctly the smallest normal.
-  const float m = std::nearbyint(std::bit_cast<float>(abs) * 0x1p24f);
-  return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(m));
-}
-
-float bf16_to_f32(std::uint16_t h) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
-
-float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1Fu;
-  const std::uint32_t mant = h & 0x3FFu;
-  if (exp == 0) {
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
 void convert_from_f32(std::span<const float> src, DType dtype, std::byte* dst) {
@@ -109,7 +68,7 @@ std::string shard_file_name(int idx, int n_shards) {
 // header and pads it with spaces so the data starts 8-aligned.
 void layout_shard(std::span<const TensorEntry> entries, ShardLayout& shard) {
   std::stable_sort(shard.tensors.begin(), shard.tensors.end(), [&](std::size_t a, std::size_t b) {
-    const int sa = dtype_size(entries[a].dtype), sb = dtype_size(entries[b].dtype);
+    const std::int64_t sa = dtype_bytes(entries[a].dtype), sb = dtype_bytes(entries[b].dtype);
     if (sa != sb) return sa > sb;
     if (entries[a].dtype != entries[b].dtype) return entries[a].dtype == DType::kBF16;
     return entries[a].name < entries[b].name;
@@ -216,10 +175,10 @@ Status write_block(int fd, const std::string& path, const TensorEntry& e, std::i
   const std::int64_t first = block_idx * kBlockElems;
   const auto n = static_cast<std::size_t>(std::min(kBlockElems, e.n_elems() - first));
   values.resize(n);
-  bytes.resize(n * static_cast<std::size_t>(dtype_size(e.dtype)));
+  bytes.resize(n * static_cast<std::size_t>(dtype_bytes(e.dtype)));
   fill(std::span<float>(values.data(), n));
   convert_from_f32(values, e.dtype, bytes.data());
-  return write_all(fd, bytes.data(), bytes.size(), offset + first * dtype_size(e.dtype), path);
+  return write_all(fd, bytes.data(), bytes.size(), offset + first * dtype_bytes(e.dtype), path);
 }
 
 }  // namespace

@@ -25,15 +25,9 @@ struct TensorEntry {
   std::int64_t n_bytes() const;
 };
 
-int dtype_size(DType dtype);
 const char* safetensors_dtype(DType dtype);  // "BF16", "F16", "F32"
 
-// IEEE conversions, round to nearest even; NaN stays NaN, overflow becomes infinity.
-std::uint16_t f32_to_bf16(float x);
-std::uint16_t f32_to_f16(float x);
-float bf16_to_f32(std::uint16_t h);
-float f16_to_f32(std::uint16_t h);
-// Converts src into dst (little-endian, dtype_size(dtype) bytes per element).
+// Converts src into dst (little-endian, dtype_bytes(dtype) bytes per element).
 void convert_from_f32(std::span<const float> src, DType dtype, std::byte* dst);
 
 // One safetensors file: which tensors it holds, where their data starts, its header.

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "util/utf8.h"
+
 namespace recur::modelgen {
 
 namespace {
@@ -16,24 +18,6 @@ namespace {
 // Bytes that GPT-2 keeps as their own code point; the rest are moved to 256 + n, in byte order.
 bool is_printable_byte(int b) {
   return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // Decodes one UTF-8 code point at s[i] (the corpus is valid UTF-8) and advances i.

@@ -195,7 +195,7 @@ Result<std::vector<Value>> iterate(const Value& v) {
       std::vector<Value> chars;
       for (char32_t c : decode_utf8(v.as_string())) {
         std::string s;
-        append_utf8(s, c);
+        append_text_code_point(s, c);
         chars.emplace_back(std::move(s));
       }
       return chars;
@@ -441,7 +441,7 @@ Result<Value> Interpreter::eval_slice(const Expr& e) {
   Value::List items;
   for (std::int64_t i = b; step > 0 ? i < end : i > end; i += step) {
     if (obj.is_string()) {
-      append_utf8(s, cps[static_cast<std::size_t>(i)]);
+      append_text_code_point(s, cps[static_cast<std::size_t>(i)]);
     } else {
       items.push_back(obj.as_list()[static_cast<std::size_t>(i)]);
     }
@@ -476,7 +476,7 @@ Result<std::string> format_one(char conv, const PercentSpec& p, const Value& v) 
   if (conv == 'c') {
     std::string s;
     if (v.is_string()) return pad(v.as_string(), p, false);
-    append_utf8(s, static_cast<char32_t>(v.as_int()));
+    append_text_code_point(s, static_cast<char32_t>(v.as_int()));
     return pad(s, p, false);
   }
   if (!v.is_number()) {

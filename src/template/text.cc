@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "util/utf8.h"
+
 namespace recur::tmpl {
 
 bool is_py_space(char32_t c) {
@@ -69,29 +71,17 @@ std::vector<char32_t> decode_utf8(std::string_view s) {
   return out;
 }
 
-void append_utf8(std::string& out, char32_t cp) {
+void append_text_code_point(std::string& out, char32_t cp) {
   if (cp >= 0xDC80 && cp <= 0xDCFF) {
-    out += static_cast<char>(cp - 0xDC00);
-  } else if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
+    out += static_cast<char>(cp - 0xDC00);  // a lone byte decode_utf8 kept (surrogateescape)
   } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
+    append_utf8(out, cp);
   }
 }
 
 std::string encode_utf8(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end) {
   std::string out;
-  for (std::size_t i = begin; i < end; ++i) append_utf8(out, cps[i]);
+  for (std::size_t i = begin; i < end; ++i) append_text_code_point(out, cps[i]);
   return out;
 }
 
@@ -164,7 +154,7 @@ Result<std::string> unescape_python(std::string_view body) {
         cp = cp * 16 + static_cast<char32_t>(h);
       }
       i += n_hex;
-      append_utf8(out, cp);
+      append_text_code_point(out, cp);
     } else if (e >= '0' && e <= '7') {
       char32_t cp = 0;
       std::size_t k = 0;
@@ -172,7 +162,7 @@ Result<std::string> unescape_python(std::string_view body) {
         cp = cp * 8 + static_cast<char32_t>(body[i + k] - '0');
       }
       i += k - 1;
-      append_utf8(out, cp);
+      append_text_code_point(out, cp);
     } else {
       out += '\\';
       out += e;
@@ -238,7 +228,7 @@ namespace {
 std::string map_case(std::string_view s, char32_t (*f)(char32_t)) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : decode_utf8(s)) append_utf8(out, f(c));
+  for (char32_t c : decode_utf8(s)) append_text_code_point(out, f(c));
   return out;
 }
 }  // namespace

@@ -24,7 +24,9 @@ std::string_view lstrip_ws(std::string_view s);
 
 // Code points of UTF-8 text (invalid bytes become U+FFFD-like single units, kept as is).
 std::vector<char32_t> decode_utf8(std::string_view s);
-void append_utf8(std::string& out, char32_t cp);
+// UTF-8 of one code point of decode_utf8's output: a kept lone byte (U+DC80-U+DCFF) is written back
+// as that byte, so decoding and encoding give the input bytes back.
+void append_text_code_point(std::string& out, char32_t cp);
 std::string encode_utf8(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end);
 std::size_t count_code_points(std::string_view s);
 

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tokenizer/unicode.h"
+#include "util/utf8.h"
 
 namespace recur::tokenizer::detail {
 
@@ -253,7 +254,7 @@ void Bpe::encode_word(std::string_view word, bool byte_level, std::vector<TokenI
   if (ignore_merges) {
     std::string mapped;
     if (byte_level) {
-      for (char c : word) utf8_append(byte_chars()[static_cast<unsigned char>(c)], mapped);
+      for (char c : word) append_utf8(mapped, byte_chars()[static_cast<unsigned char>(c)]);
     }
     if (auto id = token_to_id.lookup(byte_level ? std::string_view(mapped) : word)) {
       out.push_back(*id);

@@ -93,8 +93,8 @@ struct Model {
   std::vector<AddedToken> added;                           // as listed in tokenizer.json
   std::unordered_map<TokenId, std::uint32_t> added_by_id;  // id -> index in added
   std::unordered_map<std::string, TokenId> added_by_content;
-  AddedMatcher raw_matcher;                                // added tokens with normalized == false
-  AddedMatcher normalized_matcher;                         // normalized == true
+  AddedMatcher raw_matcher;         // added tokens with normalized == false
+  AddedMatcher normalized_matcher;  // normalized == true
   std::vector<NormStep> normalizers;
   std::vector<PreStep> pre_tokenizers;
   bool byte_level = false;  // a ByteLevel pre-tokenizer maps bytes before BPE

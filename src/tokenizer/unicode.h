@@ -12,7 +12,6 @@ namespace recur::tokenizer::detail {
 
 // Decodes the character at text[pos] (text is valid UTF-8); sets n_bytes to its length.
 char32_t utf8_decode(std::string_view text, std::size_t pos, std::size_t& n_bytes);
-void utf8_append(char32_t cp, std::string& out);
 inline std::size_t utf8_lead_len(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }

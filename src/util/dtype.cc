@@ -1,7 +1,7 @@
 // f16 <-> f32 conversions (IEEE binary16, round to nearest even) and dtype names.
-#include "kernels/dtype.h"
+#include "util/dtype.h"
 
-namespace recur::kernels {
+namespace recur {
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -13,6 +13,13 @@ const char* dtype_name(DType t) {
       return "f16";
   }
   return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view word) {
+  if (word == "f32") return DType::kF32;
+  if (word == "bf16") return DType::kBF16;
+  if (word == "f16") return DType::kF16;
+  return std::nullopt;
 }
 
 float f16_to_f32(std::uint16_t h) {
@@ -63,4 +70,4 @@ std::uint16_t f32_to_f16(float f) {
   return static_cast<std::uint16_t>(sign | ((r - 0x38000000u) >> 13));
 }
 
-}  // namespace recur::kernels
+}  // namespace recur

@@ -1,15 +1,25 @@
 // bf16 / f16 conversion: exact results on known values, round-to-nearest-even on ties, and exact
 // round trips for every 16-bit pattern.
+#include "util/dtype.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "modelgen/safetensors_writer.h"
-
-namespace recur::modelgen {
+namespace recur {
 namespace {
+
+TEST(DType, NamesAndSizes) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    EXPECT_EQ(parse_dtype(dtype_name(t)), t);
+  }
+  EXPECT_EQ(parse_dtype("fp8"), std::nullopt);
+  EXPECT_EQ(dtype_bytes(DType::kF32), 4);
+  EXPECT_EQ(dtype_bytes(DType::kBF16), 2);
+  EXPECT_EQ(dtype_bytes(DType::kF16), 2);
+}
 
 TEST(Bf16, KnownValues) {
   EXPECT_EQ(f32_to_bf16(0.0f), 0x0000);
@@ -74,19 +84,5 @@ TEST(HalfFormats, EveryPatternRoundTrips) {
   }
 }
 
-TEST(HalfFormats, ConvertBufferLittleEndian) {
-  const float src[3] = {1.0f, -2.0f, 0.5f};
-  std::byte out[12];
-  convert_from_f32(src, DType::kBF16, out);
-  EXPECT_EQ(std::to_integer<int>(out[0]), 0x80);
-  EXPECT_EQ(std::to_integer<int>(out[1]), 0x3F);
-  EXPECT_EQ(std::to_integer<int>(out[3]), 0xC0);
-  convert_from_f32(src, DType::kF16, out);
-  EXPECT_EQ(std::to_integer<int>(out[4]), 0x00);
-  EXPECT_EQ(std::to_integer<int>(out[5]), 0x38);  // 0.5 = 0x3800
-  convert_from_f32(src, DType::kF32, out);
-  EXPECT_EQ(std::memcmp(out, src, 12), 0);
-}
-
 }  // namespace
-}  // namespace recur::modelgen
+}  // namespace recur
