@@ -1,11 +1,13 @@
 // The engine thread over a real generated checkpoint: cache on/off and batched/solo give the same
-// tokens, cancellation frees the sequence, bad submissions are refused with named limits, and
-// boundary/completion snapshots land in the cache. Also run under ThreadSanitizer.
+// tokens, cancellation frees the sequence, bad submissions are refused with named limits,
+// completion snapshots serve the next turn and boundary snapshots a request that shares only the
+// history (an edited last message). Also run under ThreadSanitizer.
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -33,11 +35,12 @@ class EngineTest : public testing::TestWithParam<modelgen::Family> {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<cache::PromptCache> make_cache() {
+  std::unique_ptr<cache::PromptCache> make_cache(bool boundary = true) {
     const auto& layout = model_->state_layout();
     cache::CacheSettings s;
     s.min_prefix_tokens = 4;
     s.block_tokens = 1;
+    s.boundary = boundary;
     auto b = cache::choose_budgets(
         {.snapshot_bytes_at = [&](std::int64_t n) { return layout.snapshot_bytes(n); },
          .truncatable = layout.truncatable(),
@@ -118,6 +121,65 @@ TEST_P(EngineTest, CacheOnAndOffGiveTheSameTokensOverTurns) {
   auto& store = model_->state_layout().truncatable() ? stats.prefix : stats.snapshot;
   EXPECT_GT(store.inserts, 0);
   EXPECT_GT(store.hits, 0);
+}
+
+// A request whose last message differs from the previous request's (an edited or regenerated
+// turn) shares only the rendered history with it. Hybrid and recurrent models can resume there
+// only from the boundary snapshot taken at history_boundary; dense models from the prefix store.
+// Either way exactly the history is reused and the tokens equal those of an engine without cache.
+TEST_P(EngineTest, BoundarySnapshotServesTheNextRequestWithTheSameHistory) {
+  const bool dense = model_->state_layout().truncatable();
+  for (bool boundary : {true, false}) {
+    SCOPED_TRACE(boundary ? "boundary snapshots on" : "boundary snapshots off");
+    ThreadPool pool(2);
+    auto cache = make_cache(boundary);
+    Engine with(EngineOptions{.parallel = 1, .prefill_chunk = 5, .ctx_size = 512}, *model_, *tok_,
+                cache.get(), pool);
+    with.start();
+    ThreadPool pool2(1);
+    auto other = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+    ASSERT_TRUE(other.is_ok());
+    Engine without(EngineOptions{.parallel = 1, .ctx_size = 512}, **other, *tok_, nullptr, pool2);
+    without.start();
+
+    const std::vector<TokenId> history = prompt_of(
+        "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nName a "
+        "colour.<|im_end|>\n");
+    auto turn = [&](const std::string& last) {
+      std::vector<TokenId> p = history;
+      auto tail = prompt_of("<|im_start|>user\n" + last + "<|im_end|>\n");
+      p.insert(p.end(), tail.begin(), tail.end());
+      GenerationRequest r = request(p, 5);
+      r.history_boundary = static_cast<std::int64_t>(history.size());
+      return r;
+    };
+    auto first = with.submit(turn("Red?"));
+    ASSERT_TRUE(first.is_ok());
+    auto [ids1, done1] = drain(**first);
+    EXPECT_EQ(done1.usage.cached_tokens, 0);
+
+    // Same history and user-turn header, a different last message.
+    GenerationRequest edited = turn("Blue?");
+    const std::vector<TokenId> before = turn("Red?").prompt;
+    const auto common = static_cast<std::int64_t>(
+        std::mismatch(before.begin(), before.end(), edited.prompt.begin()).first - before.begin());
+    auto a = with.submit(edited);
+    auto b = without.submit(edited);
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    auto [ids_a, done_a] = drain(**a);
+    auto [ids_b, done_b] = drain(**b);
+    EXPECT_EQ(ids_a, ids_b);
+    const auto n_history = static_cast<std::int64_t>(history.size());
+    ASSERT_GT(common, n_history) << "the user-turn header is shared too";
+    if (dense || boundary) {
+      // Only the prefix store can use the shared user-turn header after the history: a snapshot
+      // resumes exactly where it was taken, at the history boundary.
+      EXPECT_EQ(done_a.usage.cached_tokens, dense ? common : n_history) << done_a.trace.to_header();
+      EXPECT_EQ(done_a.trace.origin, dense ? "completion" : "boundary") << done_a.trace.to_header();
+    } else {
+      EXPECT_EQ(done_a.usage.cached_tokens, 0) << done_a.trace.to_header();
+    }
+  }
 }
 
 TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {

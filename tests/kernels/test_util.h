@@ -21,6 +21,17 @@ inline std::vector<Isa> runnable_isas() {
   return out;
 }
 
+// The ISAs with their own vector code (AMX runs AVX-512's outside matmul): a comparison across
+// ISAs means something only when this returns two.
+inline std::vector<Isa> vector_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+inline constexpr const char* kNeedsTwoVectorIsas =
+    "the comparison across vector ISAs needs both AVX2 and AVX-512; this CPU has fewer";
+
 // Selects `isa` for the scope and restores the previous one.
 class ScopedIsa {
  public:
