@@ -19,16 +19,38 @@ using recur::f32_to_f16;
 using recur::round_to_bf16;
 
 // A row-major matrix [rows, cols] = [out features, in features] as HF stores Linear weights.
-// Row r starts at data + r * cols * dtype_bytes(dtype). Non-owning.
+// Row r starts at data + r * row_bytes(). Non-owning.
+// Affine-quantized (bits != 0, MLX layout, kernels/quant.h): data holds each row's `bits`-bit
+// codes packed little-endian into uint32 words, and every `group_size` consecutive inputs of a
+// row share a scale and a bias ([rows, cols / group_size] each, in `dtype`): w = scale·q + bias.
 struct WeightView {
   const void* data = nullptr;
-  DType dtype = DType::kF32;
-  std::int64_t rows = 0;  // N, output features
-  std::int64_t cols = 0;  // K, input features
+  DType dtype = DType::kF32;  // the elements' type, or the scales' and biases' when quantized
+  std::int64_t rows = 0;      // N, output features
+  std::int64_t cols = 0;      // K, input features
+  int bits = 0;               // 0: plain dtype elements; 4 or 8: quantized codes
+  int group_size = 0;
+  const void* scales = nullptr;
+  const void* biases = nullptr;
+
+  bool quantized() const { return bits != 0; }
+  std::int64_t row_bytes() const {
+    return quantized() ? cols * bits / 8 : cols * dtype_bytes(dtype);
+  }
+  // Scales (and biases) per row.
+  std::int64_t groups() const { return quantized() ? cols / group_size : 0; }
 
   // Rows [begin, begin + n) as a view of their own.
   WeightView slice_rows(std::int64_t begin, std::int64_t n) const {
-    return {static_cast<const char*>(data) + begin * cols * dtype_bytes(dtype), dtype, n, cols};
+    WeightView v = *this;
+    v.data = static_cast<const char*>(data) + begin * row_bytes();
+    v.rows = n;
+    if (quantized()) {
+      const std::int64_t skip = begin * groups() * dtype_bytes(dtype);
+      v.scales = static_cast<const char*>(scales) + skip;
+      v.biases = static_cast<const char*>(biases) + skip;
+    }
+    return v;
   }
 };
 
