@@ -72,12 +72,13 @@ as_root() {
 # sysctl in rcS.d or sysinit.target is no service and is left alone).
 boot_links() {
   local l
-  for l in /etc/rc[2-5].d/S* /etc/systemd/system/{multi-user,graphical,default,sockets}.target.wants/*; do
+  local wants=/etc/systemd/system
+  for l in /etc/rc[2-5].d/S* "$wants"/{multi-user,graphical,default,sockets}.target.wants/*; do
     if [ -L "$l" ] || [ -e "$l" ]; then echo "$l"; fi
   done | sort
 }
 
-# Disables at boot every service whose link is in $1 but not in $2 (what the install just enabled).
+# Disables at boot every service whose link is in $2 but not in $1 (what the install just enabled).
 disable_new_services() {
   local before=$1 after=$2 l names=()
   while read -r l; do
