@@ -21,7 +21,7 @@ void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, s
 
 void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, NormW* n) {
   v.vector(name, {width}, &n->w);
-  if (n->zero_centred) {
+  if (n->zero_centred && !v.norms_hold_one()) {
     for (float& x : n->w) x = 1.0f + x;
   }
 }

@@ -106,6 +106,7 @@ Status Checkpoint::add_shard(const std::string& path) {
   files_.push_back(std::make_unique<MappedFile>(std::move(file)));
   RECUR_ASSIGN_OR_RETURN(SafetensorsHeader header, parse_safetensors(files_.back()->bytes(), path));
   headers_.push_back(std::make_unique<SafetensorsHeader>(std::move(header)));
+  if (headers_.back()->format == "mlx") mlx_format_ = true;
   for (const TensorInfo& t : headers_.back()->tensors) {
     auto [it, inserted] = by_name_.emplace(t.name, &t);
     if (!inserted) {

@@ -34,6 +34,9 @@ class Checkpoint {
   // Identity of config + tensor headers + a sample of every tensor's bytes (stable, cheap).
   std::uint64_t content_hash() const { return content_hash_; }
   std::size_t n_weight_bytes() const;
+  // Written by MLX (safetensors metadata format "mlx"): its conventions apply (norms of families
+  // that use 1 + w already hold 1 + w; conv kernels may be channels-last), docs/quantization.md.
+  bool mlx_format() const { return mlx_format_; }
 
  private:
   Status add_shard(const std::string& path);
@@ -47,6 +50,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsHeader>> headers_;
   std::map<std::string, const TensorInfo*, std::less<>> by_name_;
   std::uint64_t content_hash_ = 0;
+  bool mlx_format_ = false;
 };
 
 }  // namespace recur::model

@@ -240,4 +240,50 @@ Result<std::vector<std::int64_t>> parse_generation_config_eos(std::string_view t
   return c.get_int_list("eos_token_id");
 }
 
+QuantizationConfig::Format QuantizationConfig::for_module(std::string_view path) const {
+  auto it = overrides.find(path);
+  return it != overrides.end() ? it->second : defaults;
+}
+
+Result<std::optional<QuantizationConfig>> ConfigJson::quantization() const {
+  const nlohmann::json* q = nullptr;
+  for (const char* key : {"quantization", "quantization_config"}) {
+    for (const nlohmann::json* base :
+         {&root_, root_.contains("text_config") ? &root_["text_config"] : nullptr}) {
+      if (q == nullptr && base != nullptr && base->is_object() && base->contains(key) &&
+          !(*base)[key].is_null()) {
+        q = &(*base)[key];
+      }
+    }
+  }
+  if (q == nullptr) return std::optional<QuantizationConfig>();
+  if (!q->is_object()) {
+    return Error(StatusCode::kInvalidArgument, "{}: 'quantization' must be an object", file_);
+  }
+  auto read_format = [&](const nlohmann::json& v,
+                         const std::string& where) -> Result<QuantizationConfig::Format> {
+    if (v.is_boolean() && !v.get<bool>()) return QuantizationConfig::Format{};
+    if (!v.is_object() || !v.contains("bits") || !v["bits"].is_number_integer() ||
+        !v.contains("group_size") || !v["group_size"].is_number_integer()) {
+      return Error(StatusCode::kInvalidArgument,
+                   "{}: quantization{} needs integer 'bits' and 'group_size'", file_, where);
+    }
+    if (v.contains("mode") && v["mode"] != "affine") {
+      return Error(StatusCode::kUnimplemented,
+                   "{}: quantization{} mode {} is not supported; supported: affine", file_, where,
+                   v["mode"].dump());
+    }
+    return QuantizationConfig::Format{.bits = v["bits"].get<int>(),
+                                      .group_size = v["group_size"].get<int>()};
+  };
+  QuantizationConfig out;
+  RECUR_ASSIGN_OR_RETURN(out.defaults, read_format(*q, ""));
+  for (const auto& [key, value] : q->items()) {
+    if (!value.is_object() && !value.is_boolean()) continue;  // bits, group_size, mode
+    RECUR_ASSIGN_OR_RETURN(QuantizationConfig::Format f, read_format(value, " of '" + key + "'"));
+    out.overrides.emplace(key, f);
+  }
+  return std::optional<QuantizationConfig>(std::move(out));
+}
+
 }  // namespace recur::model

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,6 +15,19 @@
 #include "util/status.h"
 
 namespace recur::model {
+
+// config.json's "quantization" (MLX; also "quantization_config"): the default bits and group size
+// and per-module overrides, keyed by module path (a tensor name without ".weight").
+struct QuantizationConfig {
+  struct Format {
+    int bits = 0;  // 0: the module is not quantized (an override of `false`)
+    int group_size = 0;
+  };
+  Format defaults;
+  std::map<std::string, Format, std::less<>> overrides;
+  // The format a module should have: its override, else the defaults.
+  Format for_module(std::string_view path) const;
+};
 
 class ConfigJson {
  public:
@@ -39,6 +53,10 @@ class ConfigJson {
   Result<std::vector<double>> get_floats(std::string_view key) const;
   // An int or a list of ints (eos_token_id); empty when absent or null.
   Result<std::vector<std::int64_t>> get_int_list(std::string_view key) const;
+
+  // nullopt when the config has no quantization; an error for a malformed one or a mode other
+  // than "affine" (MLX's mxfp4/nvfp4 modes are not supported).
+  Result<std::optional<QuantizationConfig>> quantization() const;
 
   const std::string& file() const { return file_; }
 

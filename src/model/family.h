@@ -36,6 +36,9 @@ class TensorVisitor {
   // An optional vector that is absent is left empty.
   virtual void vector(const std::string& name, std::vector<std::int64_t> shape,
                       std::vector<float>* slot, Need need = Need::kRequired) = 0;
+  // The checkpoint's zero-centred norm weights already hold 1 + w (MLX writes them so): the
+  // loader must not add the 1 again (model/blocks.h visit_norm).
+  virtual bool norms_hold_one() const { return false; }
 };
 
 // One sequence's part of a batch: rows [row0, row0 + n_rows) of every activation buffer.

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
+#include "kernels/quant.h"
 #include "model/checkpoint.h"
 #include "model/family.h"
 #include "util/check.h"
@@ -23,25 +25,60 @@ float* Scratch::take(std::int64_t n) {
   return p;
 }
 
+// Weights quantized at load: owned here, read by the views the families hold.
+struct QuantizedStore {
+  std::vector<std::vector<std::uint32_t>> codes;
+  std::vector<std::vector<std::uint8_t>> scales, biases;
+  std::size_t bytes = 0;
+};
+
 namespace {
 
 // Binds a family's tensors to the checkpoint; the first error is kept and later calls are no-ops.
 class BindingVisitor final : public TensorVisitor {
  public:
-  BindingVisitor(const Checkpoint& ck, std::vector<TensorEntry>* list) : ck_(ck), list_(list) {}
+  BindingVisitor(const Checkpoint& ck, const std::optional<QuantizationConfig>& quant,
+                 const LoadOptions& opts, QuantizedStore* store,
+                 std::vector<TensorEntry>* list)
+      : ck_(ck), quant_(quant), opts_(opts), store_(store), list_(list) {}
   Status status() const { return status_; }
+  bool norms_hold_one() const override { return ck_.mlx_format(); }
 
   void matrix(const std::string& name, std::int64_t rows, std::int64_t cols, k::WeightView* slot,
               Need need) override {
+    const std::string module = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : "";
+    if (!module.empty() && ck_.find(module + ".scales") != nullptr) {
+      bind_quantized(module, rows, cols, slot);
+      return;
+    }
     list_->push_back({name, {rows, cols}, need == Need::kRequired});
     const TensorInfo* t = lookup(name, {rows, cols}, need);
     if (t == nullptr) return;
     list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
     *slot = {.data = t->data, .dtype = *t->dtype, .rows = rows, .cols = cols};
+    if (opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0) {
+      quantize_in_memory(slot);
+      drop_mapped_pages(t->data, t->n_bytes);  // read once; the quantized copy replaces it
+    }
   }
 
   void vector(const std::string& name, std::vector<std::int64_t> shape, std::vector<float>* slot,
               Need need) override {
+    if (status_.is_ok() && name.ends_with(".weight") &&
+        ck_.find(name.substr(0, name.size() - 7) + ".scales") != nullptr) {
+      status_ = Error(StatusCode::kInvalidArgument,
+                      "{}: tensor '{}' is quantized, but recur reads it as floats (only Linear and "
+                      "Embedding weights may be quantized)",
+                      ck_.dir(), name);
+      return;
+    }
+    // MLX stores conv kernels channels-last, [C, K, 1] for HF's [C, 1, K]: the same bytes.
+    if (shape.size() == 3 && shape[1] == 1) {
+      const TensorInfo* t = ck_.find(name);
+      if (t != nullptr && t->shape == std::vector<std::int64_t>{shape[0], shape[2], 1}) {
+        shape = t->shape;
+      }
+    }
     list_->push_back({name, shape, need == Need::kRequired});
     const TensorInfo* t = lookup(name, shape, need);
     if (t == nullptr) return;
@@ -80,8 +117,11 @@ class BindingVisitor final : public TensorVisitor {
     }
     if (!t->dtype) {
       status_ = Error(StatusCode::kInvalidArgument,
-                      "{}: tensor '{}' has dtype {}; supported: BF16, F16, F32", t->file, name,
-                      t->dtype_text);
+                      "{}: tensor '{}' has dtype {}; supported: BF16, F16, F32{}", t->file, name,
+                      t->dtype_text,
+                      t->dtype_text == "U32" ? " (packed quantized codes need their .scales and "
+                                               ".biases tensors beside them)"
+                                             : "");
       return nullptr;
     }
     // Kernels read weights in place, so elements must sit at their natural alignment.
@@ -94,7 +134,115 @@ class BindingVisitor final : public TensorVisitor {
     return t;
   }
 
+  // `module`.weight holds packed codes, `module`.scales and .biases one value per group: the
+  // view reads all three in place. Bits and group size follow from the shapes and must agree with
+  // config.json's quantization (its default or the module's override) when it has one.
+  void bind_quantized(const std::string& module, std::int64_t rows, std::int64_t cols,
+                      k::WeightView* slot) {
+    if (!status_.is_ok()) return;
+    const std::string name = module + ".weight";
+    const TensorInfo* codes = ck_.find(name);
+    const TensorInfo* scales = ck_.find(module + ".scales");
+    const TensorInfo* biases = ck_.find(module + ".biases");
+    auto fail = [&](StatusCode code, std::string msg) {
+      status_ = Error(code, "{}: quantized tensor '{}': {}", scales->file, name, msg);
+    };
+    if (codes == nullptr) return fail(StatusCode::kNotFound, "missing (its .scales exist)");
+    if (biases == nullptr) {
+      return fail(StatusCode::kUnimplemented,
+                  "no .biases: only MLX's affine mode (scales and biases) is supported");
+    }
+    if (codes->dtype_text != "U32" || codes->shape.size() != 2 || codes->shape[0] != rows) {
+      return fail(StatusCode::kInvalidArgument,
+                  fmt::format("codes must be U32 [{}, cols*bits/32], got {} {}", rows,
+                              codes->dtype_text, shape_to_string(codes->shape)));
+    }
+    if (scales->shape.size() != 2 || scales->shape[0] != rows || scales->shape[1] <= 0 ||
+        cols % scales->shape[1] != 0 || scales->shape != biases->shape) {
+      return fail(
+          StatusCode::kInvalidArgument,
+          fmt::format("scales {} and biases {} must both be [{}, {} / group_size]",
+                      shape_to_string(scales->shape), shape_to_string(biases->shape), rows, cols));
+    }
+    const std::int64_t group_size = cols / scales->shape[1];
+    const std::int64_t bits = codes->shape[1] * 32 / cols;
+    if (codes->shape[1] * 32 != bits * cols ||
+        !k::quant_format_supported(static_cast<int>(bits), static_cast<int>(group_size))) {
+      return fail(StatusCode::kUnimplemented,
+                  fmt::format("{} words per row and {} groups for {} inputs are {} bits in groups "
+                              "of {}; supported: 4 or 8 bits, groups of 32, 64 or 128",
+                              codes->shape[1], scales->shape[1], cols,
+                              codes->shape[1] * 32.0 / static_cast<double>(cols), group_size));
+    }
+    if (quant_) {
+      const QuantizationConfig::Format want = quant_->for_module(module);
+      if (want.bits != bits || want.group_size != group_size) {
+        return fail(
+            StatusCode::kInvalidArgument,
+            fmt::format("its shapes say {} bits in groups of {}, config.json's quantization "
+                        "says {} bits in groups of {}",
+                        bits, group_size, want.bits, want.group_size));
+      }
+    }
+    if (!scales->dtype || scales->dtype != biases->dtype) {
+      return fail(StatusCode::kInvalidArgument,
+                  fmt::format("scales ({}) and biases ({}) must share one of BF16, F16, F32",
+                              scales->dtype_text, biases->dtype_text));
+    }
+    const auto scale_align = static_cast<std::uintptr_t>(k::dtype_bytes(*scales->dtype));
+    if (reinterpret_cast<std::uintptr_t>(codes->data) % 4 != 0 ||
+        reinterpret_cast<std::uintptr_t>(scales->data) % scale_align != 0 ||
+        reinterpret_cast<std::uintptr_t>(biases->data) % scale_align != 0) {
+      return fail(StatusCode::kDataLoss, "data is not aligned to its element size");
+    }
+    list_->push_back({name, {rows, cols}, true, static_cast<std::int64_t>(codes->n_bytes)});
+    list_->push_back(
+        {module + ".scales", scales->shape, true, static_cast<std::int64_t>(scales->n_bytes)});
+    list_->push_back(
+        {module + ".biases", biases->shape, true, static_cast<std::int64_t>(biases->n_bytes)});
+    *slot = {.data = codes->data,
+             .dtype = *scales->dtype,
+             .rows = rows,
+             .cols = cols,
+             .bits = static_cast<int>(bits),
+             .group_size = static_cast<int>(group_size),
+             .scales = scales->data,
+             .biases = biases->data};
+  }
+
+  // --quantize: MLX's quantizer over the weight's values (converted to f32 row by row), scales
+  // and biases in the weight's own dtype as MLX keeps them.
+  void quantize_in_memory(k::WeightView* w) {
+    const int bits = opts_.quantize_bits, gs = opts_.quantize_group_size;
+    auto& codes = store_->codes.emplace_back(static_cast<std::size_t>(w->rows * w->cols * bits / 32));
+    const auto sb = static_cast<std::size_t>(w->rows * (w->cols / gs) * k::dtype_bytes(w->dtype));
+    auto& scales = store_->scales.emplace_back(sb);
+    auto& biases = store_->biases.emplace_back(sb);
+    constexpr std::int64_t kRowsPerPass = 64;
+    std::vector<float> rows(static_cast<std::size_t>(kRowsPerPass * w->cols));
+    const std::int64_t words = w->cols * bits / 32, groups = w->cols / gs;
+    for (std::int64_t r0 = 0; r0 < w->rows; r0 += kRowsPerPass) {
+      const std::int64_t n = std::min(kRowsPerPass, w->rows - r0);
+      const k::WeightView part = w->slice_rows(r0, n);
+      for (std::int64_t i = 0; i < n * w->cols; ++i) {
+        rows[static_cast<std::size_t>(i)] = k::load_as_f32(part.data, w->dtype, i);
+      }
+      const auto sb_off = static_cast<std::size_t>(r0 * groups * k::dtype_bytes(w->dtype));
+      k::quantize_rows(rows.data(), n, w->cols, bits, gs, w->dtype, codes.data() + r0 * words,
+                       scales.data() + sb_off, biases.data() + sb_off);
+    }
+    store_->bytes += codes.size() * sizeof(std::uint32_t) + 2 * sb;
+    w->data = codes.data();
+    w->bits = bits;
+    w->group_size = gs;
+    w->scales = scales.data();
+    w->biases = biases.data();
+  }
+
   const Checkpoint& ck_;
+  const std::optional<QuantizationConfig>& quant_;
+  const LoadOptions& opts_;
+  QuantizedStore* store_;
   std::vector<TensorEntry>* list_;
   Status status_;
 };
@@ -138,12 +286,27 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   m->opts_ = opts;
   RECUR_ASSIGN_OR_RETURN(
       m->impl_, family->create(m->checkpoint_->config(), resolve_prefix(*family, *m->checkpoint_)));
-  BindingVisitor binder(*m->checkpoint_, &m->tensors_);
+  RECUR_ASSIGN_OR_RETURN(std::optional<QuantizationConfig> quant,
+                         m->checkpoint_->config().quantization());
+  if (opts.quantize_bits != 0 &&
+      !k::quant_format_supported(opts.quantize_bits, opts.quantize_group_size)) {
+    return Error(StatusCode::kInvalidArgument,
+                 "--quantize: {} bits in groups of {} is not supported; supported: 4 or 8 bits "
+                 "(q4, q8) in groups of 32, 64 or 128",
+                 opts.quantize_bits, opts.quantize_group_size);
+  }
+  m->quantized_ = std::make_unique<QuantizedStore>();
+  BindingVisitor binder(*m->checkpoint_, quant, opts, m->quantized_.get(), &m->tensors_);
   m->impl_->visit_tensors(binder);
   RECUR_RETURN_IF_ERROR(binder.status());
   m->layout_ = m->impl_->state_layout();
   m->fingerprint_ = hash_combine(hash_combine(hash64(m->family_), layout_hash(m->layout_)),
                                  m->checkpoint_->content_hash());
+  // Quantized on load, the same checkpoint computes other numbers: its snapshots are its own.
+  if (opts.quantize_bits != 0) {
+    const std::int64_t q[2] = {opts.quantize_bits, opts.quantize_group_size};
+    m->fingerprint_ = hash_combine(m->fingerprint_, hash64(q, sizeof(q)));
+  }
   const std::int64_t rows = opts.max_batch_tokens, d = m->impl_->d_model();
   m->scratch_ = std::make_unique<Scratch>();
   m->scratch_->reserve_floats(rows * m->impl_->scratch_floats_per_row());
@@ -162,6 +325,7 @@ std::int64_t Model::vocab_size() const { return impl_->vocab_size(); }
 std::int64_t Model::d_model() const { return impl_->d_model(); }
 const std::vector<std::int64_t>& Model::eos_ids() const { return checkpoint_->eos_ids(); }
 std::size_t Model::weight_bytes() const { return checkpoint_->n_weight_bytes(); }
+std::size_t Model::quantized_bytes() const { return quantized_->bytes; }
 
 std::unique_ptr<SequenceState> Model::new_sequence() const {
   return std::make_unique<SequenceState>(&layout_, fingerprint_);

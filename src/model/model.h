@@ -20,6 +20,7 @@ namespace recur::model {
 
 class Checkpoint;
 class FamilyModel;
+struct QuantizedStore;
 class Scratch;
 
 struct LoadOptions {
@@ -27,6 +28,11 @@ struct LoadOptions {
   std::int64_t max_batch_tokens = 512;
   // Most logit rows one forward call may return (vocab floats each).
   std::int64_t max_logit_rows = 16;
+  // Quantize on load (--quantize): 4 or 8 bits in groups of quantize_group_size, by the rule MLX's
+  // converter applies (every matrix whose input width divides by the group size); 0: as stored.
+  // Matrices the checkpoint already holds quantized stay as they are.
+  int quantize_bits = 0;
+  int quantize_group_size = 64;
 };
 
 enum class LogitsWanted : std::uint8_t { kNone, kLast, kAll };
@@ -76,6 +82,8 @@ class Model {
   std::uint64_t fingerprint() const { return fingerprint_; }
   const std::vector<TensorEntry>& tensors() const { return tensors_; }
   std::size_t weight_bytes() const;
+  // Bytes of weights quantized at load (--quantize), held in memory instead of the mapping.
+  std::size_t quantized_bytes() const;
   const LoadOptions& options() const { return opts_; }
 
   std::unique_ptr<SequenceState> new_sequence() const;
@@ -97,6 +105,7 @@ class Model {
   std::uint64_t fingerprint_ = 0;
   std::vector<TensorEntry> tensors_;
   LoadOptions opts_;
+  std::unique_ptr<QuantizedStore> quantized_;
   // Buffers sized once at load (no allocation per step).
   std::unique_ptr<Scratch> scratch_;
   std::vector<float> h_, h_logit_, logits_;

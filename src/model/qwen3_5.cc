@@ -167,7 +167,10 @@ class Qwen35 final : public FamilyModel {
       visit_mlp(v, p, c_.d_model, c_.d_ff, &l.mlp);
     }
     visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
+    // mlx-vlm's layout nests the head beside the text model: language_model.lm_head.
+    const std::string head =
+        p_.starts_with("language_model.") ? "language_model.lm_head.weight" : "lm_head.weight";
+    if (!c_.tied) v.matrix(head, c_.vocab_size, c_.d_model, &head_);
   }
 
   std::int64_t scratch_floats_per_row() const override {

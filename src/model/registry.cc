@@ -16,10 +16,10 @@ std::span<const FamilyInfo> families() {
        .probe_tensor = "embed_tokens.weight",
        .create = create_qwen3},
       // The wrapper (Qwen3_5ForConditionalGeneration) uses model.language_model.*; the text-only
-      // Qwen3_5ForCausalLM uses model.*.
+      // Qwen3_5ForCausalLM uses model.*; mlx-vlm's conversions language_model.model.*.
       {.name = "qwen3_5",
        .model_types = {"qwen3_5", "qwen3_5_text"},
-       .tensor_prefixes = {"model.language_model.", "model."},
+       .tensor_prefixes = {"model.language_model.", "model.", "language_model.model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_qwen3_5},
       {.name = "mamba2",

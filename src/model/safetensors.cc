@@ -178,7 +178,12 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const std::uint8_t> bytes,
     return Error(StatusCode::kDataLoss, "{}: safetensors header is not a valid JSON object", file);
   }
   for (const auto& [name, entry] : json.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (entry.is_object() && entry.contains("format") && entry["format"].is_string()) {
+        out.format = entry["format"].get<std::string>();
+      }
+      continue;
+    }
     if (name.empty()) {
       return Error(StatusCode::kDataLoss, "{}: safetensors header has an empty tensor name", file);
     }

@@ -32,6 +32,7 @@ struct TensorInfo {
 struct SafetensorsHeader {
   std::vector<TensorInfo> tensors;  // in header order
   std::string_view header_json;     // raw header bytes (for fingerprints)
+  std::string format;               // __metadata__.format: "pt", "mlx", ... ("" when absent)
 };
 
 // Parses and validates the header of a whole safetensors file held in `bytes`.

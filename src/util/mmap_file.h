@@ -34,6 +34,10 @@ class MappedFile {
   std::string path_;
 };
 
+// Tells the kernel this process no longer needs the whole pages inside [data, data + n_bytes) of a
+// read-only file mapping: they leave its resident set (a later read maps them in again).
+void drop_mapped_pages(const void* data, std::size_t n_bytes);
+
 // Reads a whole (small) file into a string: config.json, tokenizer.json, templates.
 Result<std::string> read_file(const std::string& path);
 // Writes a file atomically (temp file + rename) so readers never see a partial file.

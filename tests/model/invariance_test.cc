@@ -1,11 +1,12 @@
-// Split and batch invariance (design invariant 1) on all three families, for every ISA this CPU
-// has: the logits of a position are the same bytes whether computed in one prefill, in random
+// Split and batch invariance (design invariant 1) on all three families, as stored (bf16) and
+// quantized on load to 4 and 8 bits, for every ISA this CPU has: the logits of a position are the same bytes whether computed in one prefill, in random
 // chunks, after restoring a snapshot, in decode steps, alone or batched with other sequences,
 // with 1 or 3 threads.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "kernels/isa.h"
 #include "model/model.h"
@@ -131,12 +132,17 @@ void check_batched(Model& m, const std::vector<std::vector<std::int32_t>>& seqs,
   }
 }
 
-class Invariance : public ::testing::TestWithParam<modelgen::Family> {};
+// (family, bits quantized on load: 0 = the bf16 weights as stored).
+class Invariance : public ::testing::TestWithParam<std::tuple<modelgen::Family, int>> {};
 
 TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) {
-  TempDir tmp(std::string("inv_") + modelgen::family_name(GetParam()));
-  std::string dir = make_checkpoint(tmp, "m", GetParam(), modelgen::DType::kBF16, 11);
-  auto loaded = Model::load(dir, {.max_batch_tokens = 3 * kSeqLen, .max_logit_rows = 3 * kSeqLen});
+  const auto [family, bits] = GetParam();
+  TempDir tmp(std::string("inv_") + modelgen::family_name(family) + std::to_string(bits));
+  std::string dir = make_checkpoint(tmp, "m", family, modelgen::DType::kBF16, 11);
+  auto loaded = Model::load(dir, {.max_batch_tokens = 3 * kSeqLen,
+                                  .max_logit_rows = 3 * kSeqLen,
+                                  .quantize_bits = bits,
+                                  .quantize_group_size = 32});
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   Model& m = **loaded;
   int n_isas = 0;
@@ -163,8 +169,14 @@ TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) 
   EXPECT_GE(n_isas, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFamilies, Invariance, ::testing::ValuesIn(testing::kAllFamilies),
-                         [](const auto& p) { return modelgen::family_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(AllFamilies, Invariance,
+                         ::testing::Combine(::testing::ValuesIn(testing::kAllFamilies),
+                                            ::testing::Values(0, 4, 8)),
+                         [](const auto& p) {
+                           const int bits = std::get<1>(p.param);
+                           return std::string(modelgen::family_name(std::get<0>(p.param))) +
+                                  (bits == 0 ? "_bf16" : "_q" + std::to_string(bits));
+                         });
 
 }  // namespace
 }  // namespace recur::model

@@ -18,6 +18,9 @@ struct Tensor {
   std::vector<std::int64_t> shape;
   Vec v;
   bool bf16 = false;  // stored as bf16: the engine rounds matmul inputs to bf16 for these
+  // Quantized (set_quantization): v holds the dequantized weights, and matvec rounds x to int8 per
+  // group of this size as the engine's quantized matmul does.
+  int quant_group = 0;
   std::int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
   std::int64_t cols() const {
     return shape.size() < 2 ? 1 : static_cast<std::int64_t>(v.size()) / shape[0];
@@ -26,6 +29,9 @@ struct Tensor {
 
 // Reads `name` (RECUR_CHECK that it exists).
 Tensor load(const Checkpoint& ck, const std::string& name);
+// From now on load() returns every 2-D "*.weight" whose width divides by group_size quantized as
+// --quantize does (MLX's quantizer, then dequantized); bits 0 turns it off. Tests only.
+void set_quantization(int bits, int group_size);
 
 // y = W x for W [rows, cols]; for a bf16 W, x is first rounded to bf16 as the engine's matmul
 // does by design (architecture section 6), so bf16 checkpoints can be checked tightly too.

@@ -2,10 +2,20 @@
 #include <cmath>
 
 #include "kernels/dtype.h"
+#include "kernels/quant.h"
 #include "reference.h"
 #include "util/check.h"
 
 namespace recur::model::reference {
+
+namespace {
+int g_quant_bits = 0, g_quant_group = 0;
+}  // namespace
+
+void set_quantization(int bits, int group_size) {
+  g_quant_bits = bits;
+  g_quant_group = group_size;
+}
 
 Tensor load(const Checkpoint& ck, const std::string& name) {
   const TensorInfo* t = ck.find(name);
@@ -27,6 +37,36 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
       out.v[i] = t->dtype == DType::kBF16 ? kernels::bf16_to_f32(h) : kernels::f16_to_f32(h);
     }
   }
+  if (g_quant_bits != 0 && out.shape.size() == 2 && name.ends_with(".weight") &&
+      out.shape[1] % g_quant_group == 0) {
+    const std::int64_t rows = out.shape[0], cols = out.shape[1];
+    std::vector<float> w(out.v.begin(), out.v.end());
+    std::vector<std::uint32_t> codes(static_cast<std::size_t>(rows * cols * g_quant_bits / 32));
+    std::vector<float> scales(static_cast<std::size_t>(rows * (cols / g_quant_group)));
+    std::vector<float> biases(scales.size());
+    // Scales and biases are kept in the weight's dtype, as the loader keeps them.
+    const kernels::DType sd = *t->dtype;
+    std::vector<std::uint8_t> s_bytes(scales.size() * 4), b_bytes(scales.size() * 4);
+    kernels::quantize_rows(w.data(), rows, cols, g_quant_bits, g_quant_group, sd, codes.data(),
+                           s_bytes.data(), b_bytes.data());
+    const kernels::WeightView view{.data = codes.data(),
+                                   .dtype = sd,
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .bits = g_quant_bits,
+                                   .group_size = g_quant_group,
+                                   .scales = s_bytes.data(),
+                                   .biases = b_bytes.data()};
+    std::vector<float> row(static_cast<std::size_t>(cols));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      kernels::dequantize_row(view, r, row.data());
+      for (std::int64_t c = 0; c < cols; ++c) {
+        out.v[static_cast<std::size_t>(r * cols + c)] = row[static_cast<std::size_t>(c)];
+      }
+    }
+    out.bf16 = false;
+    out.quant_group = g_quant_group;
+  }
   return out;
 }
 
@@ -36,6 +76,17 @@ Vec matvec(const Tensor& w, const Vec& x) {
   Vec xin = x;
   if (w.bf16) {
     for (double& e : xin) e = kernels::round_to_bf16(static_cast<float>(e));
+  }
+  if (w.quant_group != 0) {
+    // The engine's int8 rows (kernels::quantize_activation_row), in its f32 arithmetic.
+    std::vector<float> xf(xin.begin(), xin.end());
+    std::vector<std::int8_t> q(xf.size());
+    std::vector<float> d(xf.size() / static_cast<std::size_t>(w.quant_group)), xs(d.size());
+    kernels::quantize_activation_row(xf.data(), cols, w.quant_group,
+                                     {.q = q.data(), .d = d.data(), .xsum = xs.data()});
+    for (std::size_t i = 0; i < xin.size(); ++i) {
+      xin[i] = static_cast<double>(d[i / static_cast<std::size_t>(w.quant_group)]) * q[i];
+    }
   }
   Vec y(static_cast<std::size_t>(rows), 0.0);
   for (std::int64_t r = 0; r < rows; ++r) {

@@ -24,6 +24,11 @@ using testing::TempDir;
 constexpr int kTokens = 24;
 constexpr double kMaxRelError = 1e-4;      // of the reference logit range
 constexpr double kMaxRelErrorBf16 = 1e-3;  // margin for a rare bf16 rounding flip (measured ~6e-8)
+// Without an int8 rounding flip the quantized engine is within ~2e-7 of the range; an input that
+// f32 and f64 round to neighbouring int8 codes (about one per forward here) moves these random-weight
+// logits by up to ~1e-2 of the range (measured 5e-3..1e-2 over token seeds). Wrong scales, groups
+// or layouts show up as tens of percents.
+constexpr double kMaxRelErrorQuant = 2.5e-2;
 
 std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoint& ck,
                                              const std::vector<std::int32_t>& tokens) {
@@ -40,17 +45,25 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
 
 class Reference : public ::testing::TestWithParam<modelgen::Family> {};
 
-void check_against_reference(modelgen::Family family, modelgen::DType dtype, double tolerance) {
-  TempDir tmp(std::string("ref_") + modelgen::family_name(family) + modelgen::dtype_name(dtype));
+void check_against_reference(modelgen::Family family, modelgen::DType dtype, double tolerance,
+                             int quantize_bits = 0) {
+  constexpr int kGroup = 32;
+  TempDir tmp(std::string("ref_") + modelgen::family_name(family) + modelgen::dtype_name(dtype) +
+              std::to_string(quantize_bits));
   std::string dir = make_checkpoint(tmp, "m", family, dtype, 5);
   auto ck = Checkpoint::open(dir);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
-  auto m = Model::load(dir, {.max_batch_tokens = kTokens, .max_logit_rows = kTokens});
+  auto m = Model::load(dir, {.max_batch_tokens = kTokens,
+                             .max_logit_rows = kTokens,
+                             .quantize_bits = quantize_bits,
+                             .quantize_group_size = kGroup});
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   std::mt19937 rng(99);
   std::vector<std::int32_t> tokens(kTokens);
   for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % (*m)->vocab_size());
+  reference::set_quantization(quantize_bits, kGroup);
   const auto want = reference_logits(family, *ck, tokens);
+  reference::set_quantization(0, 0);
   ASSERT_EQ(want.size(), tokens.size());
   double lo = 1e300, hi = -1e300;
   for (const auto& row : want) {
@@ -81,9 +94,9 @@ void check_against_reference(modelgen::Family family, modelgen::DType dtype, dou
     }
     EXPECT_LE(max_err / range, tolerance)
         << "max |engine - reference| = " << max_err << " over a logit range of " << range;
-    std::printf("[ reference ] %s %s %s: max error %.3g of the logit range %.3g\n",
-                modelgen::family_name(family), modelgen::dtype_name(dtype), kernels::isa_name(isa),
-                max_err / range, range);
+    std::printf("[ reference ] %s %s q%d %s: max error %.3g of the logit range %.3g\n",
+                modelgen::family_name(family), modelgen::dtype_name(dtype), quantize_bits,
+                kernels::isa_name(isa), max_err / range, range);
   }
   ASSERT_TRUE(kernels::select_isa(kernels::Isa::kAuto).is_ok());
 }
@@ -96,6 +109,17 @@ TEST_P(Reference, EngineMatchesFloat64ReferenceOnF32Checkpoint) {
 // only f32-vs-f64 accumulation differences (and the rare bf16 rounding flip they cause) remain.
 TEST_P(Reference, EngineMatchesBf16RoundingReferenceOnBf16Checkpoint) {
   check_against_reference(GetParam(), modelgen::DType::kBF16, kMaxRelErrorBf16);
+}
+
+// Quantized on load (--quantize, groups of 32): the reference uses the dequantized weights and
+// rounds each matmul's input to int8 per group as the engine does, so what remains is f32-vs-f64
+// accumulation and the int8 rounding flips it causes (kMaxRelErrorQuant).
+TEST_P(Reference, EngineMatchesReferenceQuantizedOnLoad) {
+  for (int bits : {4, 8}) {
+    SCOPED_TRACE(bits);
+    check_against_reference(GetParam(), modelgen::DType::kBF16, kMaxRelErrorQuant, bits);
+    check_against_reference(GetParam(), modelgen::DType::kF32, kMaxRelErrorQuant, bits);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Reference, ::testing::ValuesIn(testing::kAllFamilies),
