@@ -189,5 +189,39 @@ TEST(Quant, FusedDispatchIsBatchAndThreadInvariant) {
   }
 }
 
+// Every ISA's quantized matmul has the reference's bytes: the group dot products are exact
+// integers whatever their order, and the f32 epilogue is the reference's. Odd group counts,
+// row counts around the kernels' blocks, both widths and every group size.
+TEST(Quant, EveryIsaEqualsTheReferenceBitForBit) {
+  ThreadPool pool(2);
+  for (int bits : {4, 8}) {
+    for (int gs : {32, 64, 128}) {
+      for (std::int64_t cols : {gs * 3, gs * 8}) {
+        const std::int64_t rows = 70;
+        const OwnedQuant q = quantize(random_floats(static_cast<std::size_t>(rows * cols), 31),
+                                      rows, cols, bits, gs, DType::kBF16);
+        for (std::int64_t n_x : {1, 4, 9, 17}) {
+          const auto x = random_floats(static_cast<std::size_t>(n_x * cols), 32, -2, 2);
+          std::vector<float> want(static_cast<std::size_t>(n_x * rows));
+          {
+            testing::ScopedIsa scalar(Isa::kScalar);
+            const MatmulOut out{.w = q.view, .y = want.data()};
+            matmul_quantized(pool, x.data(), n_x, {&out, 1});
+          }
+          for (Isa isa : testing::runnable_isas()) {
+            testing::ScopedIsa scoped(isa);
+            std::vector<float> got(want.size());
+            const MatmulOut out{.w = q.view, .y = got.data()};
+            matmul_quantized(pool, x.data(), n_x, {&out, 1});
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                << isa_name(isa) << " bits " << bits << " group " << gs << " cols " << cols
+                << " rows " << n_x;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace recur::kernels
