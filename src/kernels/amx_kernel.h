@@ -3,8 +3,8 @@
 // instructions in the tests (this CPU may lack AMX; the layout must still be proven right).
 //
 // yᵀ = W · xᵀ: A tiles are 16 weight rows x 32 K read in place from W (row-major, stride K*2
-// bytes); B tiles are x packed "VNNI": for each block of 16 activation rows, K/2 pair-rows of
-// [16 rows x 2 bf16] (64 bytes); C tiles are [16 weight rows x 16 activation rows] f32. Every C
+// bytes); B tiles are x packed "VNNI" (op.xp): for each block of 16 activation rows, K/2 pair-rows
+// of [16 rows x 2 bf16] (64 bytes); C tiles are [16 weight rows x 16 activation rows] f32. Every C
 // element accumulates over K blocks in order, whatever the tile grid: batch invariant.
 #pragma once
 
@@ -47,10 +47,6 @@ inline void pack_x_block(const float* x, std::int64_t n_rows, std::int64_t k_dim
       out[vnni_index(m, k, kp)] = f32_to_bf16(x[m * k_dim + k]);
 }
 
-inline void pack_x(const float* x, std::int64_t n_rows, std::int64_t k_dim, std::uint16_t* out) {
-  for (std::int64_t mb = 0; mb * kTileRows < n_rows; ++mb) pack_x_block(x, n_rows, k_dim, mb, out);
-}
-
 // Tile registers: C0..C3 = 0..3 (C[nt][mt] = 2*nt + mt), A0, A1 = 4, 5, B0, B1 = 6, 7.
 // Ops provides zero<T>(), load<T>(ptr, stride_bytes), dot<C, A, B>(), store<T>(ptr, stride).
 template <class Ops, int NT, int MT>
@@ -82,7 +78,8 @@ void micro(const MatmulOperands& op, std::int64_t n, std::int64_t m, std::int64_
       if (nt == 0) Ops::template load<4>(a, stride);
       if (nt == 1) Ops::template load<5>(a, stride);
     }
-    const std::uint16_t* b = op.x_vnni + (m / kTileRows * (kp / 2) + k / 2) * kTileRows * 2;
+    const std::uint16_t* b = static_cast<const std::uint16_t*>(op.xp) +
+                             (m / kTileRows * (kp / 2) + k / 2) * kTileRows * 2;
     Ops::template load<6>(b, kTileRows * 4);
     if constexpr (MT > 1) Ops::template load<7>(b + kp / 2 * kTileRows * 2, kTileRows * 4);
     Ops::template dot<0, 4, 6>();

@@ -1,5 +1,5 @@
 // ISA detection (cpuid + xgetbv, and the Linux permission request AMX tile state needs) and the
-// process-wide choice the kernels dispatch on.
+// process-wide choice the kernels dispatch on: a pointer to the chosen ISA's KernelTable.
 #include "kernels/isa.h"
 
 #include <cpuid.h>
@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "kernels/kernel_table.h"
 #include "kernels/matmul_isa.h"
 
 namespace recur::kernels {
@@ -67,7 +68,23 @@ const CpuFeatures& features() {
   return f;
 }
 
-std::atomic<Isa> g_active{Isa::kAuto};  // kAuto until the first select_isa or active_isa
+// Null until the first select_isa or active_kernels.
+std::atomic<const detail::KernelTable*> g_active{nullptr};
+
+const detail::KernelTable& table_of(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx2:
+      return detail::kAvx2Kernels;
+    case Isa::kAvx512:
+      return detail::kAvx512Kernels;
+    case Isa::kAmx:
+      return detail::kAmxKernels;
+    case Isa::kScalar:
+    case Isa::kAuto:
+      break;
+  }
+  return detail::kScalarKernels;
+}
 
 }  // namespace
 
@@ -127,20 +144,22 @@ Result<Isa> select_isa(Isa requested) {
                  "ISA '{}' was requested but this CPU lacks {} (best available: {})", isa_name(isa),
                  kNeeds[static_cast<int>(isa)], isa_name(best_isa()));
   }
-  g_active.store(isa, std::memory_order_relaxed);
+  g_active.store(&table_of(isa), std::memory_order_relaxed);
   return isa;
 }
 
-Isa active_isa() {
-  Isa isa = g_active.load(std::memory_order_relaxed);
-  if (isa == Isa::kAuto) {
-    isa = best_isa();
-    g_active.store(isa, std::memory_order_relaxed);
-  }
-  return isa;
-}
+Isa active_isa() { return detail::active_kernels().isa; }
 
 namespace detail {
+
+const KernelTable& active_kernels() {
+  const KernelTable* table = g_active.load(std::memory_order_relaxed);
+  if (table == nullptr) {
+    table = &table_of(best_isa());
+    g_active.store(table, std::memory_order_relaxed);
+  }
+  return *table;
+}
 namespace {
 // -1: the vendor's choice; else bit 0 = one_row_sequential, bit 1 = rows_sequential, bit 2 =
 // l1_prefetch.

@@ -83,12 +83,14 @@ struct TileOps {
 
 }  // namespace
 
-std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim) {
-  return amx::padded_m(n_rows) * amx::padded_k(k_dim);
+std::int64_t amx_x_bytes(std::int64_t n_rows, std::int64_t k_dim) {
+  return amx::padded_m(n_rows) * amx::padded_k(k_dim) * 2;
 }
 
-void amx_pack_x_block(const ActivationRows& a, std::int64_t mb, std::uint16_t* out) {
-  amx::pack_x_block(a.x, a.n_rows, a.k_dim, mb, out);
+// Rows [r0, r0 + 16): the 16-row block r0 / 16 of the packed layout.
+void amx_pack_x(const ActivationRows& a, std::int64_t r0, std::int64_t, void* out) {
+  static_assert(kPrepRows == amx::kTileRows);
+  amx::pack_x_block(a.x, a.n_rows, a.k_dim, r0 / amx::kTileRows, static_cast<std::uint16_t*>(out));
 }
 
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b) {

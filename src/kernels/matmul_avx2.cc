@@ -158,9 +158,13 @@ void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float*
 
 }  // namespace
 
-void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, float* out) {
+std::int64_t round_rows_bytes(std::int64_t n_rows, std::int64_t k_dim) {
+  return n_rows * k_dim * static_cast<std::int64_t>(sizeof(float));
+}
+
+void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {
   const float* __restrict src = a.x + r0 * a.k_dim;
-  float* __restrict dst = out + r0 * a.k_dim;
+  float* __restrict dst = static_cast<float*>(out) + r0 * a.k_dim;
   for (std::int64_t i = 0; i < (r1 - r0) * a.k_dim; ++i) dst[i] = round_to_bf16(src[i]);
 }
 
@@ -168,7 +172,7 @@ void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b) {
   const bool stream = op.n_rows <= kStreamRows;
   switch (op.w.dtype) {
     case DType::kBF16:
-      return run_block<DType::kBF16>(op.x_rounded, op.w, b, op.y, stream);
+      return run_block<DType::kBF16>(static_cast<const float*>(op.xp), op.w, b, op.y, stream);
     case DType::kF32:
       return run_block<DType::kF32>(op.x, op.w, b, op.y, stream);
     case DType::kF16:

@@ -269,13 +269,20 @@ void prefetch_block_head(const std::uint16_t* w, const MatmulBlock& b, std::int6
   for (std::int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
 }
 
+// K rounded up to the 32 bf16 of one vdpbf16ps step: the tiles' x rows.
+std::int64_t padded_k(std::int64_t k_dim) { return (k_dim + 31) / 32 * 32; }
+
 }  // namespace
 
-void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, std::int64_t ld,
-                         std::uint16_t* out) {
+std::int64_t to_bf16_rows_bytes(std::int64_t n_rows, std::int64_t k_dim) {
+  return n_rows * padded_k(k_dim) * 2;
+}
+
+void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {
+  const std::int64_t ld = padded_k(a.k_dim);
   for (std::int64_t r = r0; r < r1; ++r) {
     const float* __restrict src = a.x + r * a.k_dim;
-    std::uint16_t* __restrict dst = out + r * ld;
+    std::uint16_t* __restrict dst = static_cast<std::uint16_t*>(out) + r * ld;
     for (std::int64_t k = 0; k < a.k_dim; ++k) dst[k] = f32_to_bf16(src[k]);
     for (std::int64_t k = a.k_dim; k < ld; ++k) dst[k] = 0;
   }
@@ -284,19 +291,21 @@ void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t 
 void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   const WeightView& w = op.w;
   switch (w.dtype) {
-    case DType::kBF16:
+    case DType::kBF16: {
+      const auto* x = static_cast<const std::uint16_t*>(op.xp);
       if (op.n_rows <= kStreamRows) {
         const DecodeOrder order = decode_order();
         if (!order.l1_prefetch && (op.n_rows > 1 || !order.one_row_sequential)) {
           prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         }
-        run_block<Bf16StreamTile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data),
-                                  b, w.cols, op.y, w.rows);
+        run_block<Bf16StreamTile>(x, padded_k(w.cols), static_cast<const std::uint16_t*>(w.data), b,
+                                  w.cols, op.y, w.rows);
       } else {
-        run_block<Bf16Tile>(op.x_bf16, op.ld_bf16, static_cast<const std::uint16_t*>(w.data), b,
+        run_block<Bf16Tile>(x, padded_k(w.cols), static_cast<const std::uint16_t*>(w.data), b,
                             w.cols, op.y, w.rows);
       }
       return;
+    }
     case DType::kF32:
       run_block<F32Tile>(op.x, w.cols, static_cast<const float*>(w.data), b, w.cols, op.y, w.rows);
       return;

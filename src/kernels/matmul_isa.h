@@ -1,21 +1,32 @@
-// Internal to kernels/: the operands every per-ISA matmul block function reads, prepared once per
-// call by the dispatcher (activation conversion), and the block of output it computes.
+// Internal to kernels/: what the matmul dispatcher (dispatch.cc) and the per-ISA matmul files
+// share: the operands a block function reads, the block it computes, the activation rows a
+// path prepares, the decode read order, and each ISA file's entry points, which are reached only
+// through that ISA's KernelTable (kernel_table.h).
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "util/thread_pool.h"
 
 namespace recur::kernels::detail {
 
+// y_i = x · W_iᵀ for every output on the active ISA: one activation preparation per kind of
+// weight, then one parallel run over the blocks of output columns (and row blocks for big
+// batches) of all outputs.
+void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
+                     std::span<const MatmulOut> outs);
+
 struct MatmulOperands {
-  const float* x = nullptr;                // [n_rows, K] f32 as the caller gave it
-  const std::uint16_t* x_bf16 = nullptr;   // avx512: bf16(x) [n_rows, ld_bf16], zero-padded
-  std::int64_t ld_bf16 = 0;                // K rounded up to 32
-  const float* x_rounded = nullptr;        // avx2: f32(bf16(x)) [n_rows, K]
-  const std::uint16_t* x_vnni = nullptr;   // amx: x packed as tdpbf16ps B tiles (matmul_amx.cc)
-  const std::uint16_t* x_lanes = nullptr;  // avx512, large calls: x packed with rows as lanes
-  const float* x_lanes_f32 = nullptr;      // avx2, large calls: f32(bf16(x)) packed the same way
+  const float* x = nullptr;  // [n_rows, K] f32 as the caller gave it
+  // x in the layout of the path's prepare_x (null when the path has none), one of:
+  // avx512 tiles: bf16(x) [n_rows, K rounded up to 32], zero-padded (to_bf16_rows_avx512);
+  // avx2 tiles: f32(bf16(x)) [n_rows, K] (round_rows_avx2);
+  // amx: x packed as tdpbf16ps B tiles (amx_pack_x_block);
+  // avx512 / avx2 lanes: x packed with rows as lanes (pack_x_lanes_avx512 / _avx2).
+  const void* xp = nullptr;
   WeightView w;
   float* y = nullptr;  // [n_rows, w.rows]
   std::int64_t n_rows = 0;
@@ -47,47 +58,68 @@ void override_decode_order(const DecodeOrder* order);
 struct MatmulBlock {
   std::int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
 };
+// Output blocks of calls past kStreamRows: multiples of the AMX tile grid (32) and of the tiles'
+// micro-tiles. Tasks walk row blocks fastest so consecutive tasks share a block of W while it is
+// hot in cache.
+inline constexpr std::int64_t kMatmulBlockN = 64;
+inline constexpr std::int64_t kMatmulBlockM = 64;
 
-void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
-void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
-
-// AMX: x_vnni layout and block granularity are described in matmul_amx.cc.
-// Activation preparation, one block of rows per call so the dispatcher can spread it over the
-// pool; compiled with each ISA's flags so the conversion loops vectorise (same rounding as
-// f32_to_bf16 everywhere).
+// The activations a path prepares, kPrepRows rows per call so the dispatcher can spread the
+// preparation over the pool (it is a tenth of a large matmul's time; done by one thread it would
+// cap the speed-up). Compiled with each ISA's flags so the conversion loops vectorise; every
+// rounding is f32_to_bf16's.
 struct ActivationRows {
   const float* x = nullptr;  // [n_rows, k_dim]
   std::int64_t n_rows = 0;
   std::int64_t k_dim = 0;
 };
-// bf16(x) rows [r0, r1) into out [n_rows, ld], zero-padded from k_dim to ld.
-void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, std::int64_t ld,
-                         std::uint16_t* out);
-// f32(bf16(x)) rows [r0, r1) into out [n_rows, k_dim].
-void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, float* out);
-std::int64_t amx_vnni_elements(std::int64_t n_rows, std::int64_t k_dim);
-// The 16-row block mb of the AMX packed layout.
-void amx_pack_x_block(const ActivationRows& a, std::int64_t mb, std::uint16_t* out);
+inline constexpr std::int64_t kPrepRows = 16;  // the AMX tile rows and the lanes kernels' groups
+
+// ---- the ISA files' entry points (each reached only through its KernelTable) ----------------
+// The prepare functions fill rows [r0, r1) of their layout (r0 a multiple of kPrepRows,
+// r1 = min(n_rows, r0 + kPrepRows)); the bytes functions size it.
+
+// matmul_avx512.cc: 4x4 tiles, bf16 via vdpbf16ps on bf16(x) [n_rows, K rounded up to 32]
+// (zero-padded), f32 / f16 via FMA on x.
+std::int64_t to_bf16_rows_bytes(std::int64_t n_rows, std::int64_t k_dim);
+void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
+void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
+
+// matmul_avx2.cc: bf16 weights widened to f32 against f32(bf16(x)) [n_rows, K].
+std::int64_t round_rows_bytes(std::int64_t n_rows, std::int64_t k_dim);
+void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
+void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
+
+// matmul_amx.cc: x packed as tdpbf16ps B tiles (amx_kernel.h); bf16 weights only.
+std::int64_t amx_x_bytes(std::int64_t n_rows, std::int64_t k_dim);
+void amx_pack_x(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b);
 
-// Calls of at least this many rows on avx512 run matmul_lanes_avx512.cc's kernel (bf16 weights):
-// activations packed with 16 rows per vector, weight pairs broadcast, the same bytes as the tiles.
+// Calls of at least this many rows run the lanes kernels (bf16 weights): activations packed with
+// 16 (avx512) or 8 (avx2) rows per vector, weights broadcast, the same bytes as the tiles.
 inline constexpr std::int64_t kLanesRows = 16;
 // ... when the call's bf16 weights have this many rows in all: packing the activations costs about
 // as much as the product with a handful of columns (16 x 1024 at 512 rows: 70 GFLOP/s packed, 84
 // with the tiles, on two Xeon threads), and both paths give the same bytes.
 inline constexpr std::int64_t kLanesMinCols = 64;
-// Size (uint16) of the packed activations, and the packing of 16-row group mg straight from the
-// f32 rows (rounded as f32_to_bf16); rows past n_rows and K past k_dim are zeros.
-std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim);
-void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t mg, std::uint16_t* xp);
-// Blocks must start on a multiple of 64 rows (the micro-tile).
+// The lanes kernels' output columns per task: 16 of their 6-column micro-tiles.
+inline constexpr std::int64_t kLanesBlockN = 96;
+
+// matmul_lanes_avx512.cc: x rounded (as f32_to_bf16) and packed per 16-row group; rows past
+// n_rows and K past k_dim are zeros. Blocks must start on a multiple of 64 rows (the micro-tile).
+std::int64_t lanes_x_bytes_avx512(std::int64_t n_rows, std::int64_t k_dim);
+void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b);
-// The AVX2 form (matmul_lanes_avx2.cc): 8 rows per vector, packed per 16-row block `block`.
-std::int64_t lanes_x_elements_avx2(std::int64_t n_rows, std::int64_t k_dim);
-void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t block, float* xp);
-// Blocks must start on a multiple of 16 rows.
+
+// matmul_lanes_avx2.cc: 8 rows per vector, f32(bf16(x)) packed per 16-row block. Blocks must
+// start on a multiple of 16 rows.
+std::int64_t lanes_x_bytes_avx2(std::int64_t n_rows, std::int64_t k_dim);
+void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b);
+// The AVX2 lanes kernel widens a task's weight rows to f32 once per task: where there are enough
+// column blocks to keep every thread busy, tasks span up to this many rows, so a 512-row call
+// widens each weight block twice instead of eight times (512 rows: 1.02-1.07x on the Xeon VM).
+inline constexpr std::int64_t kLanesAvx2BlockM = 256;
 // The calling thread's buffer of at least n floats (the widened weight rows of a task). Defined
 // in dispatch.cc: an ISA file must not instantiate std::vector (its weak symbols could be picked
 // for code on CPUs without the ISA; tests/kernels/check_isa_symbols.sh).

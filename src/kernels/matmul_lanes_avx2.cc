@@ -141,16 +141,19 @@ void widen_rows(const std::uint16_t* w, std::int64_t k_dim, std::int64_t chunks,
 
 }  // namespace
 
-std::int64_t lanes_x_elements_avx2(std::int64_t n_rows, std::int64_t k_dim) {
-  return (n_rows + 15) / 16 * 16 * ((k_dim + kLanes - 1) / kLanes * kLanes);
+std::int64_t lanes_x_bytes_avx2(std::int64_t n_rows, std::int64_t k_dim) {
+  return (n_rows + 15) / 16 * 16 * ((k_dim + kLanes - 1) / kLanes * kLanes) *
+         static_cast<std::int64_t>(sizeof(float));
 }
 
-void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t block, float* xp) {
+// Rows [r0, r0 + 16): the 16-row block r0 / 16.
+void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t, void* xp) {
+  static_assert(kPrepRows == kGroups * kLanes);
+  const std::int64_t block = r0 / (kGroups * kLanes);
   const std::int64_t chunks = (a.k_dim + kLanes - 1) / kLanes;
-  const std::int64_t r0 = block * kGroups * kLanes;
   const std::int64_t groups =
       std::min<std::int64_t>(kGroups, (a.n_rows - r0 + kLanes - 1) / kLanes);
-  float* out = xp + block * kGroups * kLanes * chunks * kLanes;
+  float* out = static_cast<float*>(xp) + block * kGroups * kLanes * chunks * kLanes;
   alignas(32) float tail[kLanes];
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t rg0 = r0 + g * kLanes;
@@ -191,8 +194,8 @@ void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b) {
     for (std::int64_t n = b.n0; n < b.n1; n += kCols) {
       const int cols = static_cast<int>(std::min<std::int64_t>(kCols, b.n1 - n));
       kTiles[static_cast<std::size_t>((groups - 1) * kCols + cols - 1)](
-          op.x_lanes_f32 + m / (kGroups * kLanes) * block_elems, chunks, wbuf + (n - b.n0) * ldwb,
-          ldwb, rows, op.y + m * ldy + n, ldy);
+          static_cast<const float*>(op.xp) + m / (kGroups * kLanes) * block_elems, chunks,
+          wbuf + (n - b.n0) * ldwb, ldwb, rows, op.y + m * ldy + n, ldy);
     }
   }
 }

@@ -169,18 +169,21 @@ constexpr auto kTiles = make_table(std::make_integer_sequence<int, kGroups * kCo
 
 }  // namespace
 
-std::int64_t lanes_x_elements(std::int64_t n_rows, std::int64_t k_dim) {
-  return (n_rows + kLanes - 1) / kLanes * kLanes * ((k_dim + 31) / 32 * 32);
+std::int64_t lanes_x_bytes_avx512(std::int64_t n_rows, std::int64_t k_dim) {
+  return (n_rows + kLanes - 1) / kLanes * kLanes * ((k_dim + 31) / 32 * 32) * 2;
 }
 
-void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t mg, std::uint16_t* xp) {
+// Rows [r0, r0 + 16): the 16-row group mg.
+void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t, void* xp) {
+  static_assert(kPrepRows == kLanes);
+  const std::int64_t mg = r0 / kLanes;
   const std::int64_t chunks = (a.k_dim + 31) / 32;
   // The groups of one micro-tile's 64 rows interleave per (lane, chunk): one ascending stream.
   const std::int64_t block = mg / kGroups, g = mg % kGroups;
   const std::int64_t groups =
       std::min<std::int64_t>(kGroups, (a.n_rows + kLanes - 1) / kLanes - block * kGroups);
-  std::uint16_t* out = xp + block * kGroups * kLanes * chunks * 32 + g * 32;
-  const std::int64_t r0 = mg * kLanes;
+  std::uint16_t* out =
+      static_cast<std::uint16_t*>(xp) + block * kGroups * kLanes * chunks * 32 + g * 32;
   const int valid = static_cast<int>(std::min<std::int64_t>(kLanes, a.n_rows - r0));
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t k = c * 32, left = a.k_dim - k;
@@ -218,8 +221,8 @@ void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b) {
               ? w + n_next * k_dim
               : nullptr;
       kTiles[static_cast<std::size_t>((groups - 1) * kCols + cols - 1)](
-          op.x_lanes + m / kLanes * group_elems, chunks, w + n * k_dim, k_dim, k_dim, rows,
-          op.y + m * ldy + n, ldy, next);
+          static_cast<const std::uint16_t*>(op.xp) + m / kLanes * group_elems, chunks,
+          w + n * k_dim, k_dim, k_dim, rows, op.y + m * ldy + n, ldy, next);
     }
   }
 }

@@ -1,102 +1,27 @@
-// Internal to kernels/: the vector attention (the per-query form and the query tiles), included
-// at the end of vec_impl.h, inside whose RECUR_VEC_NS copy it is compiled for each ISA. Every
-// query row keeps one fixed order of operations, whatever the tile, chunk or thread it runs in.
-#ifndef RECUR_VEC_NS
-#error "include vec_impl.h, not vec_attention.h"
-#endif
+// Internal to kernels/: the vector attention (the per-query form and the query tiles), compiled
+// per ISA (vec_math.h says how and why; the anonymous namespace gives each ISA file its own
+// copy). Every query row keeps one fixed order of operations, whatever the tile, chunk or thread
+// it runs in.
+#pragma once
 
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 
+#include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
-#include "kernels/vec_isa.h"
+#include "kernels/vec_attention_rows.h"
+#include "kernels/vec_math.h"
 
-namespace recur::kernels::detail::RECUR_VEC_NS {
-
-// tree_sum of four vectors at once, each result the same bytes as tree_sum(a_i): the levels of
-// the tree are done on the four vectors side by side (lanes 0-7 of a_i land in one half of t, then
-// quarters, pairs, singles).
-inline V4 tree_sum4(V16 a0, V16 a1, V16 a2, V16 a3) {
-  const V16 t01 =
-      __builtin_shufflevector(a0, a1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-      __builtin_shufflevector(a0, a1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const V16 t23 =
-      __builtin_shufflevector(a2, a3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-      __builtin_shufflevector(a2, a3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const V16 u =
-      __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-      __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  const V16 v =
-      u + __builtin_shufflevector(u, u, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-  const V16 w =
-      v + __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-  return V4{w[0], w[4], w[8], w[12]};
-}
-
-// c + a·b rounded once, lane-wise: the same bytes on avx2 (two halves) and avx512.
-inline V16 fma16(V16 a, V16 b, V16 c) {
-#ifdef __AVX512F__
-  return (V16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#else
-  const auto lo = [](V16 v) {
-    return (__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-  };
-  const auto hi = [](V16 v) {
-    return (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  };
-  const V8 l = (V8)_mm256_fmadd_ps(lo(a), lo(b), lo(c));
-  const V8 h = (V8)_mm256_fmadd_ps(hi(a), hi(b), hi(c));
-  return __builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#endif
-}
-
-// K/V elements read as f32: f32 rows as they are, bf16 rows widened in registers (exact, so a
-// row's arithmetic is the same whichever way its K/V arrive).
-inline float kv_elem(const float* p, std::int64_t d) { return p[d]; }
-inline float kv_elem(const std::uint16_t* p, std::int64_t d) {
-  const std::uint32_t u = static_cast<std::uint32_t>(p[d]) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
-inline V16 kv_load16(const float* p) { return load16(p); }
-inline __m256 kv_load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 kv_load8(const std::uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-inline V16 kv_load16(const std::uint16_t* p) {
-#ifdef __AVX512F__
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return (V16)_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-#else
-  const V8 l = (V8)kv_load8(p), h = (V8)kv_load8(p + 8);
-  return __builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#endif
-}
+namespace recur::kernels::detail::vec {
+namespace {
 
 // Attention's q·k: lane l accumulates q[i]·k[i] over i ≡ l (mod 16) with fused multiply-adds,
 // then tree_sum; a partial last chunk is zero-padded (adds exact zeros).
-template <typename T>
-inline V16 attn_chunk(const T* p, std::int64_t i, std::int64_t n) {
-  if (i + kLanes <= n) return kv_load16(p + i);
-  alignas(64) float t[kLanes] = {};
-  for (std::int64_t l = 0; i + l < n; ++l) t[l] = kv_elem(p, i + l);
-  return load16(t);
-}
 #ifndef __AVX512F__
-// AVX2: the 16-lane accumulator as two 256-bit halves, tree_sum's levels with 256/128-bit adds
-// (see attn_dot4 below for why).
-inline float attn_hsum(__m256 lo, __m256 hi) {
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
-}
+// AVX2: the accumulator as two 256-bit halves, summed by attn_hsum.
 template <typename T>
 inline float attn_dot(const float* q, const T* k, std::int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
@@ -118,54 +43,18 @@ inline float attn_dot(const float* q, const T* k, std::int64_t n) {
 }
 #else
 template <typename T>
+inline V16 attn_chunk(const T* p, std::int64_t i, std::int64_t n) {
+  if (i + kLanes <= n) return kv_load16(p + i);
+  alignas(64) float t[kLanes] = {};
+  for (std::int64_t l = 0; i + l < n; ++l) t[l] = kv_elem(p, i + l);
+  return load16(t);
+}
+template <typename T>
 inline float attn_dot(const float* q, const T* k, std::int64_t n) {
   V16 p = {};
   for (std::int64_t i = 0; i < n; i += kLanes)
     p = fma16(attn_chunk(q, i, n), attn_chunk(k, i, n), p);
   return tree_sum(p);
-}
-#endif
-// attn_dot of q with four keys (same bytes as four attn_dot calls), n a multiple of 16.
-#ifndef __AVX512F__
-// AVX2: each 16-lane accumulator as two 256-bit halves and tree_sum's levels written with 256-bit
-// operations, the same adds with the same operands. (GCC 12 lowered the 64-byte vector form to
-// scalar extracts and stack traffic here: attention was 59% of a qwen3-0.6b 512-token prefill.)
-template <typename T>
-inline V4 attn_dot4(const float* __restrict q, const T* const* k, std::int64_t n) {
-  __m256 lo[4], hi[4];
-  for (int c = 0; c < 4; ++c) lo[c] = hi[c] = _mm256_setzero_ps();
-  for (std::int64_t i = 0; i < n; i += kLanes) {
-    const __m256 ql = _mm256_loadu_ps(q + i), qh = _mm256_loadu_ps(q + i + 8);
-    for (int c = 0; c < 4; ++c) {
-      lo[c] = _mm256_fmadd_ps(ql, kv_load8(k[c] + i), lo[c]);
-      hi[c] = _mm256_fmadd_ps(qh, kv_load8(k[c] + i + 8), hi[c]);
-    }
-  }
-  // Lanes 0-7 + lanes 8-15, then per pair of keys [lanes 0-3 | ...] + [lanes 4-7 | ...], then
-  // lanes (0, 1) + (2, 3), then lane 0 + lane 1: tree_sum's levels, two keys per vector.
-  const auto pair = [](__m256 a, __m256 b) {
-    const __m256 s4 =
-        _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-    const __m256 s2 = _mm256_add_ps(s4, _mm256_shuffle_ps(s4, s4, _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm256_add_ps(s2, _mm256_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1)));
-  };
-  const __m256 r01 = pair(_mm256_add_ps(lo[0], hi[0]), _mm256_add_ps(lo[1], hi[1]));
-  const __m256 r23 = pair(_mm256_add_ps(lo[2], hi[2]), _mm256_add_ps(lo[3], hi[3]));
-  return V4{_mm256_cvtss_f32(r01), _mm_cvtss_f32(_mm256_extractf128_ps(r01, 1)),
-            _mm256_cvtss_f32(r23), _mm_cvtss_f32(_mm256_extractf128_ps(r23, 1))};
-}
-#else
-template <typename T>
-inline V4 attn_dot4(const float* __restrict q, const T* const* k, std::int64_t n) {
-  V16 p0 = {}, p1 = {}, p2 = {}, p3 = {};
-  for (std::int64_t i = 0; i < n; i += kLanes) {
-    const V16 qv = load16(q + i);
-    p0 = fma16(qv, kv_load16(k[0] + i), p0);
-    p1 = fma16(qv, kv_load16(k[1] + i), p1);
-    p2 = fma16(qv, kv_load16(k[2] + i), p2);
-    p3 = fma16(qv, kv_load16(k[3] + i), p3);
-  }
-  return tree_sum4(p0, p1, p2, p3);
 }
 #endif
 
@@ -222,33 +111,14 @@ inline void attention_query(const float* q, const void* k_cache, const void* v_c
   for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[d] * inv_l;
 }
 
-// A tile of query rows that share one kv head: the group's heads for queries i0 .. i0+n_i-1, row
-// r = query (r / group), head kvh·group + r % group. Each key block's K/V rows are widened once
-// for the tile, then every row runs attention_query's arithmetic over them, in its order: the
-// scores, the block max, the correction, then the keys in order (only the keys the row may see).
-inline constexpr std::int64_t kAttnTileRows = kAttentionTileRows;
-
-struct AttnRow {
-  const float* q = nullptr;
-  std::int64_t n_keys = 0;
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-  float* acc = nullptr;  // [head_dim]
-};
-
-// One row over keys b0 .. b0+n-1 (rows k[jj], v[jj]).
+// One row over keys b0 .. b0+n-1 (rows k[jj], v[jj]): head sizes that are not whole 16-lane
+// chunks, which attention_rows_block does not take.
 template <typename T>
 inline void attention_row_block(AttnRow& row, const T* const* k, const T* const* v, std::int64_t n,
                                 std::int64_t hd, float scale) {
   alignas(64) float p[kAttentionBlock];
   float bm = -std::numeric_limits<float>::infinity();
   std::int64_t js = 0;
-  if (hd % kLanes == 0) {
-    for (; js + 4 <= n; js += 4) {
-      const V4 d4 = attn_dot4(row.q, k + js, hd);
-      for (int c = 0; c < 4; ++c) p[js + c] = d4[c] * scale;
-    }
-  }
   for (; js < n; ++js) p[js] = attn_dot(row.q, k[js], hd) * scale;
   for (js = 0; js < n; ++js) bm = max_f(bm, p[js]);
   const float m_new = max_f(row.m, bm);
@@ -315,12 +185,6 @@ inline void attention_row_block(AttnRow& row, const T* const* k, const T* const*
   }
 }
 
-}  // namespace recur::kernels::detail::RECUR_VEC_NS
-
-#include "kernels/vec_attention_rows.h"
-
-namespace recur::kernels::detail::RECUR_VEC_NS {
-
 // Tiles of at most this many rows read bf16 K/V in place (attention_tile).
 inline constexpr std::int64_t kAttnDirectRows = 4;
 
@@ -353,6 +217,10 @@ inline void attention_tile_block(AttnRow* rows, std::int64_t n_rows, const T* co
   }
 }
 
+// A tile of query rows that share one kv head: the group's heads for queries i0 .. i0+n_i-1, row
+// r = query (r / group), head kvh·group + r % group. Each key block's K/V rows are widened once
+// for the tile, then every row runs attention_query's arithmetic over them, in its order: the
+// scores, the block max, the correction, then the keys in order (only the keys the row may see).
 inline void attention_tile(const float* q, const void* k_cache, const void* v_cache, float* out,
                            const AttentionShape& s, std::int64_t i0, std::int64_t n_i,
                            std::int64_t kvh) {
@@ -361,8 +229,8 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
   const std::int64_t qts = s.q_token_stride != 0 ? s.q_token_stride : s.n_heads * qhs;
   const std::int64_t kv_row = s.kv_token_step(), kv_head = kvh * s.kv_head_step();
   const std::int64_t n_rows = n_i * group;
-  AttnRow rows[kAttnTileRows];
-  alignas(64) float acc[kAttnTileRows][kMaxHeadDim];
+  AttnRow rows[kAttentionTileRows];
+  alignas(64) float acc[kAttentionTileRows][kMaxHeadDim];
   for (std::int64_t r = 0; r < n_rows; ++r) {
     const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
     rows[r] = {.q = q + i * qts + h * qhs, .n_keys = s.pos0 + i + 1, .acc = acc[r]};
@@ -412,4 +280,5 @@ inline void attention_tile(const float* q, const void* k_cache, const void* v_ca
   attention_tile_finish(rows, n_rows, out, s, i0, kvh);
 }
 
-}  // namespace recur::kernels::detail::RECUR_VEC_NS
+}  // namespace
+}  // namespace recur::kernels::detail::vec

@@ -1,14 +1,69 @@
 // Internal to kernels/: attention for up to four rows that see the same keys of one key block (a
 // decode query's head group reading a bf16 cache in place, or a prefill tile's rows over the
-// tile's widened f32 copy of the block), included by vec_attention.h inside its RECUR_VEC_NS copy.
+// tile's widened f32 copy of the block), compiled per ISA (vec_math.h says how and why; the
+// anonymous namespace gives each ISA file its own copy); vec_attention.h builds the tiles on it.
 // Each K/V chunk is loaded (and widened) once for all the rows: widening per row made decode
 // attention instruction-bound (8-10 GB/s), and prefill rows one at a time reloaded every block
 // from L2 per row. Every row's arithmetic is attention_row_block's, in its order.
-#ifndef RECUR_VEC_NS
-#error "include vec_impl.h, not vec_attention_rows.h"
+#pragma once
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+
+#include "kernels/kernels.h"
+#include "kernels/vec_math.h"
+
+namespace recur::kernels::detail::vec {
+namespace {
+
+// K/V elements read as f32: f32 rows as they are, bf16 rows widened in registers (exact, so a
+// row's arithmetic is the same whichever way its K/V arrive).
+inline float kv_elem(const float* p, std::int64_t d) { return p[d]; }
+inline float kv_elem(const std::uint16_t* p, std::int64_t d) {
+  const std::uint32_t u = static_cast<std::uint32_t>(p[d]) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+inline V16 kv_load16(const float* p) { return load16(p); }
+inline __m256 kv_load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 kv_load8(const std::uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline V16 kv_load16(const std::uint16_t* p) {
+#ifdef __AVX512F__
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return (V16)_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+#else
+  const V8 l = (V8)kv_load8(p), h = (V8)kv_load8(p + 8);
+  return __builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#endif
+}
+#ifndef __AVX512F__
+// AVX2: a 16-lane accumulator as two 256-bit halves, tree_sum's levels with 256/128-bit adds
+// (GCC 12 lowered the 64-byte vector form to scalar extracts and stack traffic: attention was 59%
+// of a qwen3-0.6b 512-token prefill).
+inline float attn_hsum(__m256 lo, __m256 hi) {
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
+}
 #endif
 
-namespace recur::kernels::detail::RECUR_VEC_NS {
+// One query row of a tile: its q, the keys it may see, and its online-softmax state.
+struct AttnRow {
+  const float* q = nullptr;
+  std::int64_t n_keys = 0;
+  float m = -std::numeric_limits<float>::infinity();
+  float l = 0.0f;
+  float* acc = nullptr;  // [head_dim]
+};
 
 // Most rows one attention_rows_block call runs (AVX-512: 4 rows x 4 keys or columns fill 16 of
 // the 32 registers with accumulators).
@@ -89,7 +144,7 @@ inline void attn_dots_rows(const AttnRow* rows, const T* const* k, std::int64_t 
   }
 }
 
-// Scaled scores p[r][j] of the block's n keys (attn_dot4 for groups of four, attn_dot after).
+// Scaled scores p[r][j] of the block's n keys (four keys at a time through tree_sum4, then one).
 template <int G, typename T>
 inline void attn_scores_rows(const AttnRow* rows, const T* const* k, const T* const* v,
                              std::int64_t n, std::int64_t hd, float scale, const KvAhead& ahead,
@@ -262,4 +317,5 @@ inline bool attention_rows_block_any(AttnRow* rows, std::int64_t g, const T* con
   return true;
 }
 
-}  // namespace recur::kernels::detail::RECUR_VEC_NS
+}  // namespace
+}  // namespace recur::kernels::detail::vec

@@ -48,8 +48,9 @@ struct EmulatedTiles {
 void emulated_matmul(const float* x, std::int64_t n_rows, const WeightView& w, float* y) {
   std::vector<std::uint16_t> packed(
       static_cast<std::size_t>(detail::amx::padded_m(n_rows) * detail::amx::padded_k(w.cols)));
-  detail::amx::pack_x(x, n_rows, w.cols, packed.data());
-  detail::MatmulOperands op{.x = x, .x_vnni = packed.data(), .w = w, .y = y, .n_rows = n_rows};
+  for (std::int64_t mb = 0; mb * detail::amx::kTileRows < n_rows; ++mb)
+    detail::amx::pack_x_block(x, n_rows, w.cols, mb, packed.data());
+  detail::MatmulOperands op{.x = x, .xp = packed.data(), .w = w, .y = y, .n_rows = n_rows};
   // The dispatcher's grid: 64 x 64 output blocks.
   for (std::int64_t m0 = 0; m0 < n_rows; m0 += 64)
     for (std::int64_t n0 = 0; n0 < w.rows; n0 += 64)

@@ -98,9 +98,9 @@ TEST(Attention, MatchesReferenceAndIsSplitInvariant) {
     for (const auto& v : outs) ASSERT_TRUE(testing::same_bytes(v.data(), outs[0].data(), v.size()));
 }
 
-// Head sizes that are whole 16-lane chunks take the four-keys-at-once q·k (attn_dot4, written
-// with 256-bit operations on avx2): avx2 and avx512 still give the same bytes, chunked or whole,
-// close to the reference.
+// Head sizes that are whole 16-lane chunks take the rows-at-once tiles (vec_attention_rows.h,
+// four keys at a time, written with 256-bit operations on avx2): avx2 and avx512 still give the
+// same bytes, chunked or whole, close to the reference.
 TEST(Attention, WholeChunkHeadsAreIdenticalAcrossIsas) {
   for (std::int64_t hd : {16, 64, 128}) {
     const std::int64_t n_heads = 4, n_kv = 2, n_tok = 131;

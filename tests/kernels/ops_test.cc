@@ -136,7 +136,7 @@ TEST(Ops, ActivationsMatchReference) {
   EXPECT_FLOAT_EQ(ref::softplus(0.0f), std::log(2.0f));
 }
 
-// AVX2 and AVX-512 build the same loops (vec_impl.h): the same bytes, on values across the
+// AVX2 and AVX-512 build the same loops (vec_ops.h): the same bytes, on values across the
 // whole exp range, including the clamped ends.
 TEST(Ops, VectorIsasAgreeBitForBit) {
   if (testing::vector_isas().size() < 2) GTEST_SKIP() << testing::kNeedsTwoVectorIsas;

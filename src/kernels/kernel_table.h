@@ -1,0 +1,100 @@
+// Internal to kernels/: the kernels that differ per ISA, as one table of plain function pointers
+// per ISA. Each table is defined in its ISA's own file (kernels_scalar.cc, kernels_avx2.cc,
+// kernels_avx512.cc, which also holds AMX's), select_isa (isa.cc) points the active one at it,
+// and kernels.cc / dispatch.cc call through it: active_kernels().silu(x, n).
+// Kernels that are scalar on every ISA (RoPE, L2 norm, softmax, ...) are not in the table.
+// Adding a kernel: a function in each ISA file, a field here, a call in kernels.cc.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
+#include "kernels/matmul_isa.h"
+
+namespace recur::kernels::detail {
+
+// Output rows [b.m0, b.m1) x columns [b.n0, b.n1) of one weight (matmul_isa.h).
+using MatmulBlockFn = void (*)(const MatmulOperands& op, const MatmulBlock& b);
+
+// How one ISA multiplies by weights of one kind: the activations are prepared once per call into
+// the layout `block` reads (op.xp), then dispatch.cc runs `block` over the output on the pool.
+struct MatmulPath {
+  // Bytes of the prepared activations of a [n_rows, k_dim] x. Null: block reads op.x as given.
+  std::int64_t (*x_bytes)(std::int64_t n_rows, std::int64_t k_dim) = nullptr;
+  // Prepares x rows [r0, r1) (r0 a multiple of kPrepRows, r1 = min(n_rows, r0 + kPrepRows)).
+  void (*prepare_x)(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) = nullptr;
+  MatmulBlockFn block = nullptr;
+  // Output columns per task in calls past kStreamRows (a multiple of the block's micro-tile).
+  std::int64_t block_n = kMatmulBlockN;
+  // Rows per task where the call has 4+ column blocks per thread (kMatmulBlockM otherwise).
+  std::int64_t wide_block_m = kMatmulBlockM;
+};
+
+struct KernelTable {
+  Isa isa = Isa::kScalar;
+
+  // ---- matmul, per weight dtype (kernels.h matmul_fused)
+  MatmulPath matmul_f32;
+  MatmulPath matmul_f16;
+  MatmulPath matmul_bf16;
+  // bf16 calls of kLanesRows+ rows whose bf16 weights have kLanesMinCols+ rows in all (block
+  // null: matmul_bf16 runs those too). Same bytes as matmul_bf16.
+  MatmulPath matmul_bf16_lanes;
+
+  // ---- attention (kernels.h attention_batch)
+  // Head h of query i.
+  void (*attention_query)(const float* q, const void* k_cache, const void* v_cache, float* out,
+                          const AttentionShape& shape, std::int64_t i, std::int64_t h) = nullptr;
+  // Queries i0 .. i0+n_i-1 x the heads of kv head kvh, at most kAttentionTileRows rows; same bytes
+  // as attention_query on each. Null: attention_query per (query, head).
+  void (*attention_tile)(const float* q, const void* k_cache, const void* v_cache, float* out,
+                         const AttentionShape& shape, std::int64_t i0, std::int64_t n_i,
+                         std::int64_t kvh) = nullptr;
+
+  // ---- recurrences (kernels.h gated_delta_rule_batch, mamba2_scan_batch)
+  // Value head j (state_j [Dk, Dv]) over all tokens.
+  void (*gated_delta_head)(const GatedDeltaInputs& in, float* state_j, float* out,
+                           const GatedDeltaShape& shape, std::int64_t j) = nullptr;
+  // Value columns b0 .. b0+kGatedDeltaCols-1 of head j over all tokens; same bytes as
+  // gated_delta_head. Null: gated_delta_head only.
+  void (*gated_delta_cols)(const GatedDeltaInputs& in, float* state_j, float* out,
+                           const GatedDeltaShape& shape, std::int64_t j, std::int64_t b0) = nullptr;
+  // Head h (state_h [P, N]) over all tokens.
+  void (*mamba2_head)(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2Shape& shape,
+                      std::int64_t h) = nullptr;
+
+  // ---- norms, activations, conv1d: the kernels.h functions of the same names
+  void (*rms_norm)(const float* x, const float* w, float* y, const RowsShape& shape,
+                   float eps) = nullptr;
+  void (*rms_norm_gated)(const float* x, const float* z, const float* w, float* y,
+                         const RowsShape& shape, float eps) = nullptr;
+  // group_size <= kMaxGateGroup.
+  void (*rms_norm_gate_first)(const float* x, const float* z, const float* w, float* y,
+                              const RowsShape& shape, std::int64_t group_size, float eps) = nullptr;
+  void (*silu)(float* x, std::int64_t n) = nullptr;
+  void (*sigmoid)(float* x, std::int64_t n) = nullptr;
+  void (*swiglu)(const float* gate, const float* up, float* out, std::int64_t n) = nullptr;
+  void (*mul_sigmoid)(float* x, const float* gate, std::int64_t n) = nullptr;
+  void (*causal_conv1d)(const float* x, const float* w, const float* bias, float* state, float* y,
+                        const Conv1dShape& shape) = nullptr;
+};
+
+// Query rows (group heads x queries) of one kv head that one attention_tile call computes.
+inline constexpr std::int64_t kAttentionTileRows = 64;
+// Value columns of the gated delta state one gated_delta_cols call walks through all its tokens.
+inline constexpr std::int64_t kGatedDeltaCols = 64;
+// Largest group rms_norm_gate_first takes (the vector form's stack buffer); kernels.cc sends
+// wider groups to the reference.
+inline constexpr std::int64_t kMaxGateGroup = 8192;
+
+// One per ISA, each defined in its ISA's file.
+extern const KernelTable kScalarKernels;
+extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx512Kernels;
+extern const KernelTable kAmxKernels;
+
+// The table of the ISA select_isa chose (the best this CPU has until then). isa.cc.
+const KernelTable& active_kernels();
+
+}  // namespace recur::kernels::detail

@@ -1,0 +1,39 @@
+// The AVX2 ISA's KernelTable (compiled with the AVX2 + FMA + F16C flags, CMakeLists.txt; only
+// selected when isa.cc detected them): the vector kernels of vec_*.h compiled here, this file's
+// own copies, and the AVX2 matmul files.
+#include "kernels/kernel_table.h"
+#include "kernels/matmul_isa.h"
+#include "kernels/vec_attention.h"
+#include "kernels/vec_ops.h"
+#include "kernels/vec_recurrence.h"
+
+namespace recur::kernels::detail {
+
+constinit const KernelTable kAvx2Kernels{
+    .isa = Isa::kAvx2,
+    .matmul_f32 = {.block = matmul_block_avx2},
+    .matmul_f16 = {.block = matmul_block_avx2},
+    .matmul_bf16 = {.x_bytes = round_rows_bytes,
+                    .prepare_x = round_rows_avx2,
+                    .block = matmul_block_avx2},
+    .matmul_bf16_lanes = {.x_bytes = lanes_x_bytes_avx2,
+                          .prepare_x = pack_x_lanes_avx2,
+                          .block = matmul_block_lanes_avx2,
+                          .block_n = kLanesBlockN,
+                          .wide_block_m = kLanesAvx2BlockM},
+    .attention_query = vec::attention_query,
+    .attention_tile = vec::attention_tile,
+    .gated_delta_head = vec::gated_delta_head,
+    .gated_delta_cols = vec::gated_delta_cols,
+    .mamba2_head = vec::mamba2_head,
+    .rms_norm = vec::rms_norm,
+    .rms_norm_gated = vec::rms_norm_gated,
+    .rms_norm_gate_first = vec::rms_norm_gate_first,
+    .silu = vec::silu,
+    .sigmoid = vec::sigmoid,
+    .swiglu = vec::swiglu,
+    .mul_sigmoid = vec::mul_sigmoid,
+    .causal_conv1d = vec::causal_conv1d,
+};
+
+}  // namespace recur::kernels::detail
