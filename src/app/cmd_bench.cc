@@ -10,6 +10,7 @@
 #include "app/bench_engine.h"
 #include "app/commands.h"
 #include "app/runtime.h"
+#include "app/settings.h"
 #include "kernels/bench.h"
 #include "util/log.h"
 
@@ -49,12 +50,10 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int cmd_bench(const config::Options& opts) {
-  const double probe_s = opts.get_float("bench-seconds");
-  if (opts.get_string("model").empty()) {
-    ThreadPool pool(
-        opts.get_int("threads") > 0 ? static_cast<int>(opts.get_int("threads")) : available_cores(),
-        std::chrono::microseconds(opts.get_int("thread-spin")));
+int cmd_bench(const BenchSettings& settings) {
+  const double probe_s = settings.probe_seconds;
+  if (settings.runtime.model_dir.empty()) {
+    ThreadPool pool(settings.runtime.threads_or_cores(), settings.runtime.thread_spin);
     kernels::Ceilings c = kernels::measure_ceilings(pool, probe_s);
     fmt::print(
         "threads {}: bf16 peak {:.1f} GFLOP/s (avx512 {:.1f}, amx {:.1f}), read bandwidth "
@@ -64,9 +63,9 @@ int cmd_bench(const config::Options& opts) {
         c.read_bytes_per_s / 1e9, c.read_mode);
     return kExitOk;
   }
-  auto prompts = parse_counts(opts.get_string("bench-prompts"), "--bench-prompts");
-  auto sequences = parse_counts(opts.get_string("bench-sequences"), "--bench-sequences");
-  auto prefixes = parse_counts(opts.get_string("bench-prefix"), "--bench-prefix", 0);
+  auto prompts = parse_counts(settings.prompt_lengths, "--bench-prompts");
+  auto sequences = parse_counts(settings.sequence_counts, "--bench-sequences");
+  auto prefixes = parse_counts(settings.prefix_lengths, "--bench-prefix", 0);
   for (const auto* r : {&prompts, &sequences, &prefixes}) {
     if (!*r) {
       log::error("recur bench: {}", r->status().message());
@@ -74,10 +73,10 @@ int cmd_bench(const config::Options& opts) {
     }
   }
   const std::int64_t max_seqs = *std::max_element(sequences->begin(), sequences->end());
-  const std::int64_t context = opts.get_int("bench-context");
+  const std::int64_t context = settings.context_tokens;
   const std::int64_t max_batch =
       std::max<std::int64_t>(*std::max_element(prompts->begin(), prompts->end()), 64 * max_seqs);
-  auto rt = load_runtime(opts, max_batch, max_seqs);
+  auto rt = load_runtime(settings.runtime, max_batch, max_seqs);
   if (!rt) {
     log::error("recur bench: {}", rt.status().message());
     return kExitFailure;
@@ -86,7 +85,7 @@ int cmd_bench(const config::Options& opts) {
   const double peak = c.peak_flops();
   const double bw = c.read_bytes_per_s;
   const ModelCost cost = model_cost(*rt->model);
-  fmt::print("model {} ({}), threads {}\n", opts.get_string("model"), rt->model->family(),
+  fmt::print("model {} ({}), threads {}\n", settings.runtime.model_dir, rt->model->family(),
              rt->n_threads);
   fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s ({})\n", peak / 1e9,
              bw / 1e9, c.read_mode);

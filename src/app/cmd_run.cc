@@ -7,26 +7,27 @@
 
 #include "app/commands.h"
 #include "app/runtime.h"
+#include "app/settings.h"
 #include "chat/formatter.h"
 #include "engine/engine.h"
 #include "util/log.h"
 
 namespace recur::app {
 
-int cmd_run(const config::Options& opts) {
-  const std::int64_t chunk = 256;
-  auto rt = load_runtime(opts, chunk, 1);
+int cmd_run(const RunSettings& settings) {
+  const engine::EngineOptions& eo = settings.engine;
+  auto rt = load_runtime(settings.runtime, eo.prefill_chunk, 1);
   if (!rt) {
     log::error("recur run: {}", rt.status().message());
     return kExitFailure;
   }
-  const std::string& prompt = opts.get_string("prompt");
+  const std::string& prompt = settings.prompt;
   if (prompt.empty()) {
     log::error("recur run: no prompt: pass -p TEXT (--prompt, env RECUR_PROMPT)");
     return kExitUsage;
   }
   engine::GenerationRequest req;
-  if (opts.get_bool("chat")) {
+  if (settings.chat) {
     // One user turn through the checkpoint's chat template, as the server would render it.
     auto formatter = chat::ChatFormatter::create(*rt->tokenizer);
     if (!formatter) {
@@ -46,17 +47,9 @@ int cmd_run(const config::Options& opts) {
   } else {
     req.prompt = rt->tokenizer->encode(prompt, {.parse_special = true});
   }
-  req.max_tokens = opts.get_int("max-tokens");
+  req.max_tokens = settings.max_tokens;
   req.stop_token_ids = rt->stop_token_ids;
-  req.sampling = {.temperature = static_cast<float>(opts.get_float("temperature")),
-                  .top_k = static_cast<int>(opts.get_int("top-k")),
-                  .top_p = static_cast<float>(opts.get_float("top-p")),
-                  .seed = static_cast<std::uint64_t>(opts.get_int("seed"))};
-  engine::EngineOptions eo{.parallel = 1,
-                           .max_queue = 1,
-                           .prefill_chunk = chunk,
-                           .ctx_size = opts.get_int("ctx-size"),
-                           .warmup = false};
+  req.sampling = settings.sampling;
   if (static_cast<std::int64_t>(req.prompt.size()) + req.max_tokens > eo.ctx_size) {
     req.max_tokens =
         std::max<std::int64_t>(1, eo.ctx_size - static_cast<std::int64_t>(req.prompt.size()));

@@ -4,12 +4,12 @@
 #include <signal.h>
 
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 #include "app/commands.h"
 #include "app/runtime.h"
 #include "app/serve_cache.h"
+#include "app/settings.h"
 #include "chat/formatter.h"
 #include "server/service.h"
 #include "util/log.h"
@@ -17,29 +17,6 @@
 namespace recur::app {
 
 namespace {
-
-server::HttpOptions http_options(const config::Options& opts) {
-  int http_threads = static_cast<int>(opts.get_int("http-threads"));
-  if (http_threads == 0) {
-    http_threads = static_cast<int>(opts.get_int("parallel") + opts.get_int("max-queue") + 128);
-  }
-  return {.host = opts.get_string("host"),
-          .port = static_cast<int>(opts.get_int("port")),
-          .api_key = opts.get_string("api-key"),
-          .body_limit_bytes = static_cast<std::size_t>(opts.get_size_bytes("body-limit-bytes")),
-          .worker_threads = http_threads,
-          .keep_alive_ms = opts.get_duration_ms("keep-alive-timeout"),
-          .read_timeout_ms = opts.get_duration_ms("read-timeout"),
-          .write_timeout_ms = opts.get_duration_ms("write-timeout")};
-}
-
-std::string model_id(const config::Options& opts) {
-  if (!opts.get_string("served-model-name").empty()) return opts.get_string("served-model-name");
-  std::filesystem::path p(opts.get_string("model"));
-  std::string name = p.filename().string();
-  if (name.empty()) name = p.parent_path().filename().string();
-  return name.empty() ? "recur" : name;
-}
 
 // Waits for SIGINT/SIGTERM; meanwhile sweeps expired cache entries now and then.
 void wait_for_signal(cache::PromptCache* cache) {
@@ -84,7 +61,7 @@ void drain(const engine::Engine& engine, std::chrono::milliseconds grace) {
 
 }  // namespace
 
-int cmd_serve(const config::Options& opts) {
+int cmd_serve(const ServeSettings& settings) {
   // Signals are taken by one thread with sigtimedwait; every thread started from here inherits
   // the mask. A client that vanishes must not kill the process with SIGPIPE.
   sigset_t set;
@@ -95,24 +72,18 @@ int cmd_serve(const config::Options& opts) {
   signal(SIGPIPE, SIG_IGN);
 
   server::ServerMetrics metrics;
-  const std::int64_t ctx = opts.get_int("ctx-size");
-  server::Service service({.model_id = model_id(opts),
-                           .ctx_size = ctx,
-                           .warmup = opts.get_bool("prompt-cache-warmup"),
-                           .log_prompts = opts.get_bool("log-prompts")},
-                          metrics);
-  server::HttpServer http(http_options(opts), metrics);
+  server::Service service(settings.service, metrics);
+  server::HttpServer http(settings.http, metrics);
   service.register_routes(http);
   if (Status s = http.bind(); !s.is_ok()) {
     log::error("recur serve: {}", s.message());
     return kExitFailure;
   }
   std::thread listener([&] { http.serve(); });
-  log::info("listening on http://{}:{} (model loading)", opts.get_string("host"), http.port());
+  log::info("listening on http://{}:{} (model loading)", settings.http.host, http.port());
 
-  const std::int64_t parallel = opts.get_int("parallel");
-  const std::int64_t chunk = opts.get_int("prefill-chunk");
-  auto rt = load_runtime(opts, chunk + parallel, parallel);
+  const engine::EngineOptions& eo = settings.engine;
+  auto rt = load_runtime(settings.runtime, eo.prefill_chunk + eo.parallel, eo.parallel);
   if (!rt) {
     log::error("recur serve: {}", rt.status().message());
     http.stop();
@@ -126,19 +97,13 @@ int cmd_serve(const config::Options& opts) {
     log::warn("no chat template: /v1/chat/completions is off ({})", f.status().message());
   } else {
     // A template that is there but broken is a broken checkpoint, not a text-only model.
-    log::error("recur serve: {}: {}", opts.get_string("model"), f.status().message());
+    log::error("recur serve: {}: {}", settings.runtime.model_dir, f.status().message());
     http.stop();
     listener.join();
     return kExitFailure;
   }
   SteadyClock clock;
-  auto cache = make_prompt_cache(opts, *rt->model, clock);
-  engine::EngineOptions eo{.parallel = static_cast<int>(parallel),
-                           .max_queue = static_cast<int>(opts.get_int("max-queue")),
-                           .prefill_chunk = chunk,
-                           .ctx_size = ctx,
-                           .boundary_snapshots = opts.get_bool("prompt-cache-boundary"),
-                           .warmup = opts.get_bool("prompt-cache-warmup")};
+  auto cache = make_prompt_cache(settings.prompt_cache, eo.ctx_size, *rt->model, clock);
   engine::Engine engine(eo, *rt->model, *rt->tokenizer, cache.get(), *rt->pool);
   engine.start();
   service.set_backend({.engine = &engine,
@@ -147,11 +112,11 @@ int cmd_serve(const config::Options& opts) {
                        .cache = cache.get(),
                        .stop_token_ids = rt->stop_token_ids});
   log::info("ready: model={} parallel={} ctx={} prefill_chunk={} max_queue={}",
-            opts.get_string("model"), parallel, ctx, chunk, eo.max_queue);
+            settings.runtime.model_dir, eo.parallel, eo.ctx_size, eo.prefill_chunk, eo.max_queue);
 
   wait_for_signal(cache.get());
   service.set_draining();
-  drain(engine, std::chrono::milliseconds(opts.get_duration_ms("shutdown-grace")));
+  drain(engine, settings.shutdown_grace);
   engine.stop();
   http.stop();
   listener.join();

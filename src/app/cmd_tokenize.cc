@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app/commands.h"
+#include "app/settings.h"
 #include "tokenizer/tokenizer.h"
 
 namespace recur::app {
@@ -45,8 +46,8 @@ Result<std::vector<tokenizer::TokenId>> parse_ids(const std::string& text) {
 
 }  // namespace
 
-int cmd_tokenize(const config::Options& opts) {
-  const std::string& dir = opts.get_string("model");
+int cmd_tokenize(const TokenizeSettings& settings) {
+  const std::string& dir = settings.model_dir;
   if (dir.empty()) {
     std::fprintf(stderr, "recur tokenize: --model DIR is required\n");
     return kExitUsage;
@@ -57,7 +58,7 @@ int cmd_tokenize(const config::Options& opts) {
     return kExitFailure;
   }
   std::string input(std::istreambuf_iterator<char>(std::cin), {});
-  if (opts.get_bool("decode")) {
+  if (settings.decode) {
     auto ids = parse_ids(input);
     if (!ids.is_ok()) {
       std::fprintf(stderr, "recur tokenize: %s\n", ids.status().to_string().c_str());

@@ -9,13 +9,13 @@
 
 namespace recur::app {
 
-int cmd_version(const config::Options&) {
+int cmd_version() {
   fmt::print("recur {}\n", RECUR_VERSION);
   fmt::print("compiler: {}\n", __VERSION__);
   return kExitOk;
 }
 
-int cmd_config_doc(const config::Options&) {
+int cmd_config_doc() {
   fmt::print("{}", config::render_env_markdown());
   return kExitOk;
 }

@@ -9,19 +9,24 @@ namespace recur::app {
 
 std::span<const Command> all_commands() {
   using namespace config;
+  // Each command's settings are read here, by the reader of its settings struct.
   static const std::vector<Command> commands = {
-      {"serve", "Serve the OpenAI-compatible HTTP API for one model.", kServe, cmd_serve},
-      {"run", "Generate a completion for one prompt and print tokens per second.", kRun, cmd_run},
+      {"serve", "Serve the OpenAI-compatible HTTP API for one model.", kServe,
+       [](const Options& o) { return cmd_serve(read_serve_settings(o)); }},
+      {"run", "Generate a completion for one prompt and print tokens per second.", kRun,
+       [](const Options& o) { return cmd_run(read_run_settings(o)); }},
       {"bench", "Measure this machine's ceilings and the engine's throughput against them.", kBench,
-       cmd_bench},
+       [](const Options& o) { return cmd_bench(read_bench_settings(o)); }},
       {"make-model", "Write a Hugging Face checkpoint directory with random weights.", kMakeModel,
-       cmd_make_model},
+       [](const Options& o) { return cmd_make_model(read_make_model_settings(o)); }},
       {"tokenize", "Tokenize stdin with a checkpoint's tokenizer (--decode for the reverse).",
-       kTokenize, cmd_tokenize},
-      {"template", "Render a chat through a checkpoint's chat template.", kTemplate, cmd_template},
-      {"version", "Print the version and build information.", kMeta, cmd_version},
+       kTokenize, [](const Options& o) { return cmd_tokenize(read_tokenize_settings(o)); }},
+      {"template", "Render a chat through a checkpoint's chat template.", kTemplate,
+       [](const Options& o) { return cmd_template(read_template_settings(o)); }},
+      {"version", "Print the version and build information.", kMeta,
+       [](const Options&) { return cmd_version(); }},
       {"config-doc", "Print docs/environment-variables.md, generated from the option table.", kMeta,
-       cmd_config_doc, /*hidden=*/true},
+       [](const Options&) { return cmd_config_doc(); }, /*hidden=*/true},
   };
   return commands;
 }

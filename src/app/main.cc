@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/commands.h"
+#include "app/settings.h"
 #include "config/options.h"
 #include "util/log.h"
 
@@ -64,6 +65,6 @@ int main(int argc, char** argv) {
                opts->positional().front());
     return app::kExitUsage;
   }
-  log::set_level(*log::parse_level(opts->get_string("log-level")));
+  log::set_level(app::read_log_settings(*opts).level);
   return cmd->run(*opts);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/isa.h"
+#include "util/format.h"
 #include "util/log.h"
 
 namespace recur::app {
@@ -29,21 +30,18 @@ std::vector<engine::TokenId> collect_stop_ids(const model::Model& model,
 
 }  // namespace
 
-Result<Runtime> load_runtime(const config::Options& opts, std::int64_t max_batch_tokens,
+Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_batch_tokens,
                              std::int64_t max_logit_rows) {
   Runtime rt;
-  const std::string& dir = opts.get_string("model");
+  const std::string& dir = settings.model_dir;
   if (dir.empty()) {
     return Error(StatusCode::kInvalidArgument,
                  "no model: pass -m DIR (--model, env RECUR_MODEL), a Hugging Face checkpoint "
                  "directory");
   }
-  RECUR_ASSIGN_OR_RETURN(kernels::Isa wanted, kernels::parse_isa(opts.get_string("isa")));
-  RECUR_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::select_isa(wanted));
-  rt.n_threads = static_cast<int>(opts.get_int("threads"));
-  if (rt.n_threads == 0) rt.n_threads = available_cores();
-  rt.pool = std::make_unique<ThreadPool>(rt.n_threads,
-                                         std::chrono::microseconds(opts.get_int("thread-spin")));
+  RECUR_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::select_isa(settings.isa));
+  rt.n_threads = settings.threads_or_cores();
+  rt.pool = std::make_unique<ThreadPool>(rt.n_threads, settings.thread_spin);
 
   RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(dir));
   rt.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
@@ -52,7 +50,7 @@ Result<Runtime> load_runtime(const config::Options& opts, std::int64_t max_batch
   rt.stop_token_ids = collect_stop_ids(*rt.model, *rt.tokenizer);
   log::info("model dir={} family={} layers={} vocab={} weights={} isa={} threads={}", dir,
             rt.model->family(), rt.model->state_layout().layers.size(), rt.model->vocab_size(),
-            config::format_bytes(static_cast<std::int64_t>(rt.model->weight_bytes())),
+            format_bytes(static_cast<std::int64_t>(rt.model->weight_bytes())),
             kernels::isa_name(isa), rt.n_threads);
   return rt;
 }

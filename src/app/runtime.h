@@ -1,11 +1,11 @@
 // What serve, run and bench share at startup: ISA selection, the compute pool, the model and the
-// tokenizer, loaded from the options with one clear error when anything is wrong.
+// tokenizer, loaded from the runtime settings with one clear error when anything is wrong.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "config/options.h"
+#include "app/settings.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -23,7 +23,7 @@ struct Runtime {
 };
 
 // max_batch_tokens: the largest number of token rows one forward carries (prefill chunk budget).
-Result<Runtime> load_runtime(const config::Options& opts, std::int64_t max_batch_tokens,
+Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_batch_tokens,
                              std::int64_t max_logit_rows);
 
 }  // namespace recur::app

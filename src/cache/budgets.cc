@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "util/check.h"
+#include "util/format.h"
 #include "util/mmap_file.h"
 
 namespace recur::cache {
@@ -63,17 +64,6 @@ StorePolicy make_policy(const ModelFootprint& model, const CacheSettings& settin
 }
 
 }  // namespace
-
-std::string format_bytes(std::int64_t n_bytes) {
-  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n_bytes);
-  int unit = 0;
-  while (v >= 1024 && unit < 4) {
-    v /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", n_bytes) : fmt::format("{:.2f} {}", v, kUnits[unit]);
-}
 
 CacheBudgets choose_budgets(const ModelFootprint& model, const CacheSettings& settings,
                             std::int64_t available_memory_bytes) {

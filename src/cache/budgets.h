@@ -70,7 +70,4 @@ std::string describe_budgets(const CacheBudgets& budgets);
 Result<std::int64_t> parse_mem_available(std::string_view meminfo);
 Result<std::int64_t> read_mem_available(const std::string& path = "/proc/meminfo");
 
-// "1.50 GiB": for warnings and logs.
-std::string format_bytes(std::int64_t n_bytes);
-
 }  // namespace recur::cache

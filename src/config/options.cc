@@ -253,19 +253,10 @@ Result<Options> parse_options(std::uint32_t scope, const std::vector<std::string
 
 const Value& Options::value(std::string_view name) const {
   auto it = values_.find(name);
-  RECUR_CHECK_MSG(it != values_.end(), "option not in the table or not in this command's scope");
+  RECUR_CHECK_MSG(
+      it != values_.end(),
+      fmt::format("option '{}' is not in the table or not in this command's scope", name).c_str());
   return it->second;
-}
-
-std::string format_bytes(std::int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
 std::string Options::describe(std::string_view name) const {

@@ -54,9 +54,6 @@ Result<Options> parse_options(std::uint32_t scope, const std::vector<std::string
 // Parses one value as the option would (used for defaults, env and CLI alike).
 Result<Value> parse_value(const OptionSpec& spec, std::string_view text);
 
-// Human byte sizes for logs: "1.50 GiB".
-std::string format_bytes(std::int64_t n_bytes);
-
 // `--help` text for a subcommand: usage line, summary, then options grouped, each with its
 // default and environment variable.
 std::string render_help(std::string_view command, std::string_view summary, std::uint32_t scope);

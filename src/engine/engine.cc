@@ -91,7 +91,7 @@ Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
 
 void Engine::submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens,
                            std::vector<TokenId> retire) {
-  if (cache_ == nullptr || !options_.warmup || tokens.empty() ||
+  if (!accepts_warmups() || tokens.empty() ||
       static_cast<std::int64_t>(tokens.size()) >= options_.ctx_size) {
     return;
   }

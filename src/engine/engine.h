@@ -26,8 +26,6 @@ struct EngineOptions {
   int max_queue = 64;                // waiting requests before submit() refuses (--max-queue)
   std::int64_t prefill_chunk = 256;  // most prompt tokens per sequence per step
   std::int64_t ctx_size = 8192;      // prompt + completion tokens per sequence
-  bool boundary_snapshots = true;    // --prompt-cache-boundary
-  bool warmup = true;                // --prompt-cache-warmup
   int max_warmups = 8;               // pending warm-ups kept (oldest dropped beyond)
   // Tokens per step reserved for warm-ups while other work is waiting, so warm-ups also make
   // progress under steady load (design section 5: low priority, never starved).
@@ -68,6 +66,10 @@ class Engine {
   // removed: the warm-up covers everything of it the next turn can use.
   void submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens,
                      std::vector<TokenId> retire = {});
+  // Whether submit_warmup can keep anything: the cache is on and takes warm-ups
+  // (--prompt-cache-warmup, one of the cache's settings). Lets callers skip building the prefix.
+  // Thread-safe (reads only what is fixed at construction).
+  bool accepts_warmups() const { return origin_wanted(cache::Origin::kWarmup); }
 
   EngineStats stats() const;
   const EngineOptions& options() const { return options_; }

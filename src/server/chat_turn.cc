@@ -165,7 +165,7 @@ void ChatTurn::run(ChunkWriter& out) {
     if (!out.write(body)) return;
   }
 
-  if (!warmup || backend->cache == nullptr) return;
+  if (!backend->engine->accepts_warmups()) return;
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.
   chat::Message reply;
   reply.role = "assistant";

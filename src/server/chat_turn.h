@@ -24,7 +24,6 @@ struct ChatTurn {
   const Backend* backend = nullptr;
   std::shared_ptr<engine::RequestChannel> channel;
   ServerMetrics* metrics = nullptr;
-  bool warmup = true;
   bool log_text = false;  // --log-prompts
 
   // Writes the whole response (stream or not) to `out`.

@@ -139,7 +139,6 @@ HttpResponse Service::chat_completions(const HttpRequest& http) {
   turn->meta = {.id = identity.id, .model = options_.model_id, .created = unix_now()};
   turn->backend = be;
   turn->metrics = &metrics_;
-  turn->warmup = options_.warmup;
   turn->log_text = options_.log_prompts;
   if (options_.log_prompts) {
     log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt.text));

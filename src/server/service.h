@@ -25,7 +25,6 @@ struct ServiceOptions {
   std::string model_id;  // what /v1/models reports and requests may name
   RequestLimits limits;
   std::int64_t ctx_size = 8192;
-  bool warmup = true;
   bool log_prompts = false;  // --log-prompts: prompt and completion text in debug logs
 };
 

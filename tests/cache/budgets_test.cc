@@ -164,11 +164,5 @@ TEST(MemInfo, ParsesMemAvailableAndNamesBadLines) {
   EXPECT_EQ(read_mem_available("/nonexistent/meminfo").status().code(), StatusCode::kNotFound);
 }
 
-TEST(MemInfo, FormatsBytesForHumans) {
-  EXPECT_EQ(format_bytes(512), "512 B");
-  EXPECT_EQ(format_bytes(3 * kMiB / 2), "1.50 MiB");
-  EXPECT_EQ(format_bytes(2 * kGiB), "2.00 GiB");
-}
-
 }  // namespace
 }  // namespace recur::cache
