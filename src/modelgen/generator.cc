@@ -1,13 +1,16 @@
 // Orchestrates one checkpoint: geometry from the preset and overrides, the tokenizer, the config
-// files and the safetensors shards, written into a temporary folder that is renamed into place.
+// files and the safetensors shards (Hugging Face layout, or MLX quantized when spec.bits != 0),
+// written into a temporary folder that is renamed into place.
 #include "modelgen/generator.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "modelgen/families.h"
+#include "modelgen/mlx_layout.h"
+#include "modelgen/mlx_writer.h"
+#include "modelgen/output_dir.h"
 #include "modelgen/rng.h"
 #include "modelgen/safetensors_writer.h"
 #include "modelgen/tokenizer_gen.h"
@@ -75,39 +78,6 @@ Status write_text(const fs::path& dir, const TextFile& f) {
   return write_file_atomic((dir / f.name).string(), f.contents);
 }
 
-// Refuses to replace a directory that holds something other than a checkpoint.
-Status check_target(const fs::path& out) {
-  std::error_code ec;
-  if (!fs::exists(out, ec)) return Status::ok();
-  if (!fs::is_directory(out, ec)) {
-    return Error(StatusCode::kInvalidArgument, "--out {} exists and is not a directory",
-                 out.string());
-  }
-  if (fs::is_empty(out, ec) || fs::exists(out / "config.json", ec)) return Status::ok();
-  return Error(StatusCode::kInvalidArgument,
-               "--out {} is a non-empty directory without config.json; refusing to replace it",
-               out.string());
-}
-
-// Moves the finished temporary folder to out: the old checkpoint (if any) is moved aside first
-// and removed after, so out is never half-written.
-Status move_into_place(const fs::path& tmp, const fs::path& out) {
-  std::error_code ec;
-  const fs::path old =
-      out.parent_path() / fmt::format(".{}.old-{}", out.filename().string(), ::getpid());
-  const bool had_old = fs::exists(out, ec);
-  if (had_old) {
-    fs::rename(out, old, ec);
-    if (ec) return Error(StatusCode::kIo, "moving {} aside: {}", out.string(), ec.message());
-  }
-  fs::rename(tmp, out, ec);
-  if (ec)
-    return Error(StatusCode::kIo, "renaming {} to {}: {}", tmp.string(), out.string(),
-                 ec.message());
-  if (had_old) fs::remove_all(old, ec);
-  return Status::ok();
-}
-
 Status write_weights(const fs::path& dir, const std::vector<GenTensor>& table,
                      const std::vector<TensorEntry>& entries, const GenSpec& spec,
                      GenSummary& summary) {
@@ -131,6 +101,45 @@ Status write_weights(const fs::path& dir, const std::vector<GenTensor>& table,
   return Status::ok();
 }
 
+// f32 values [begin, begin + out.size()) of a generated tensor: the blocks that hold them are
+// generated whole, so the values are those of the unquantized checkpoint.
+void read_generated(const GenTensor& t, std::uint64_t seed, std::int64_t begin,
+                    std::span<float> out) {
+  thread_local std::vector<float> block;
+  const std::int64_t end = begin + static_cast<std::int64_t>(out.size());
+  for (std::int64_t at = begin; at < end;) {
+    const std::int64_t block_idx = at / kBlockElems, block_begin = block_idx * kBlockElems;
+    block.resize(static_cast<std::size_t>(std::min(kBlockElems, t.entry.n_elems() - block_begin)));
+    fill_block(t, seed, block_idx, block);
+    const std::int64_t stop = std::min(end, block_begin + std::ssize(block));
+    std::copy(block.begin() + (at - block_begin), block.begin() + (stop - block_begin),
+              out.begin() + (at - begin));
+    at = stop;
+  }
+}
+
+// The same tensors as an MLX quantized checkpoint (every generated family is tied).
+Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const GenSpec& spec,
+                 GenSummary& summary) {
+  const MlxRules rules{.family = spec.family,
+                       .tied = true,
+                       .format = {.bits = spec.bits, .group_size = spec.group_size}};
+  std::vector<MlxTensor> tensors;
+  for (const GenTensor& t : table) {
+    tensors.push_back(mlx_tensor(rules, t.entry.name, t.entry.shape, t.entry.dtype));
+  }
+  const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> out) {
+    read_generated(table[t], spec.seed, begin, out);
+  };
+  MlxWriteSummary written;
+  RECUR_RETURN_IF_ERROR(
+      write_mlx_weights(dir.string(), tensors, rules.format, read, spec.shards, &written));
+  summary.n_params = written.n_params;
+  summary.n_bytes += written.n_bytes;
+  summary.n_files += written.n_files;
+  return Status::ok();
+}
+
 Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary) {
   const BpeTokenizer& tok = generated_tokenizer();
   RECUR_ASSIGN_OR_RETURN(Geometry g, resolve_geometry(spec, tok.n_tokens()));
@@ -140,8 +149,13 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     entries.push_back(t.entry);
     summary.n_params += t.entry.n_elems();
   }
+  std::string config = config_json(g, spec.dtype, tok.ids);
+  if (spec.bits != 0) {
+    const QuantFormat format{.bits = spec.bits, .group_size = spec.group_size};
+    RECUR_ASSIGN_OR_RETURN(config, add_quantization_config(config, format));
+  }
   const TextFile files[] = {
-      {"config.json", config_json(g, spec.dtype, tok.ids)},
+      {"config.json", std::move(config)},
       {"generation_config.json", generation_config_json(g, tok.ids)},
       {"tokenizer.json", tokenizer_json(tok, spec.family)},
       {"tokenizer_config.json", tokenizer_config_json(tok, spec.family, g.max_position)},
@@ -151,6 +165,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     summary.n_bytes += static_cast<std::int64_t>(f.contents.size());
     ++summary.n_files;
   }
+  if (spec.bits != 0) return write_mlx(dir, table, spec, summary);
   return write_weights(dir, table, entries, spec, summary);
 }
 
@@ -161,25 +176,11 @@ Status write_checkpoint(const GenSpec& spec, const std::string& out_dir, GenSumm
   if (spec.shards < 1) {
     return Error(StatusCode::kInvalidArgument, "shards must be >= 1, got {}", spec.shards);
   }
-  std::error_code ec;
-  fs::path out = fs::absolute(fs::path(out_dir), ec).lexically_normal();
-  if (out.has_filename() == false) out = out.parent_path();
-  RECUR_RETURN_IF_ERROR(check_target(out));
-  fs::create_directories(out.parent_path(), ec);
-  if (ec)
-    return Error(StatusCode::kIo, "creating {}: {}", out.parent_path().string(), ec.message());
-  const fs::path tmp =
-      out.parent_path() / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
-  fs::remove_all(tmp, ec);
-  fs::create_directory(tmp, ec);
-  if (ec) return Error(StatusCode::kIo, "creating {}: {}", tmp.string(), ec.message());
+  if (spec.bits != 0) RECUR_RETURN_IF_ERROR(check_quant_format(spec.bits, spec.group_size));
+  RECUR_ASSIGN_OR_RETURN(OutputDir out, OutputDir::begin(out_dir));
   GenSummary written;
-  Status status = write_into(tmp, spec, written);
-  if (status.is_ok()) status = move_into_place(tmp, out);
-  if (!status.is_ok()) {
-    fs::remove_all(tmp, ec);
-    return status;
-  }
+  RECUR_RETURN_IF_ERROR(write_into(out.tmp(), spec, written));
+  RECUR_RETURN_IF_ERROR(out.commit());
   if (summary != nullptr) *summary = written;
   return Status::ok();
 }

@@ -1,6 +1,7 @@
 // Public API of the checkpoint generator: writes a complete Hugging Face checkpoint directory
 // (config.json, safetensors, tokenizer files, generation_config.json) with random but well-scaled
-// weights for qwen3, qwen3_5 or mamba2. Deterministic from the seed. Not a loader: model/ reads it.
+// weights for qwen3, qwen3_5 or mamba2, optionally MLX-quantized. Deterministic from the seed. Not
+// a loader: model/ reads it.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@ using recur::parse_dtype;
 // What to generate. preset: "tiny" (tests: small, generates in milliseconds), or the real geometry
 // "qwen3-0.6b", "qwen3.5-0.8b", "mamba2-130m" (benchmarks: hundreds of MB). A non-zero layers /
 // hidden_size / vocab_size overrides the preset (heads are scaled with hidden_size).
+// bits != 0 writes an MLX affine-quantized checkpoint instead (4 or 8 bits, groups of group_size
+// = 32, 64 or 128 inputs; scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one
+// (mlx_layout.h, docs/checkpoints.md). The values before storage are those of the same seed's
+// unquantized checkpoint.
 struct GenSpec {
   Family family = Family::kQwen3_5;
   std::string preset = "tiny";
@@ -31,6 +36,8 @@ struct GenSpec {
   int layers = 0;
   int hidden_size = 0;
   int vocab_size = 0;
+  int bits = 0;  // 0: not quantized
+  int group_size = 64;
 };
 
 // What was written, for the one-line summary of `recur make-model`.

@@ -1,0 +1,181 @@
+// MLX naming and layout rules (mlx-lm models/{qwen3,qwen3_5,mamba2}.py sanitize, utils.py
+// quantize_model and save_config) applied to one tensor or one config.json at a time.
+#include "modelgen/mlx_layout.h"
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "util/check.h"
+
+namespace recur::modelgen {
+
+Status check_quant_format(int bits, int group_size) {
+  if (bits != 4 && bits != 8) {
+    return Error(StatusCode::kInvalidArgument,
+                 "unsupported quantization bits {}: recur writes 4 or 8 bits (MLX affine)", bits);
+  }
+  if (group_size != 32 && group_size != 64 && group_size != 128) {
+    return Error(StatusCode::kInvalidArgument,
+                 "unsupported quantization group size {}: recur writes groups of 32, 64 or 128",
+                 group_size);
+  }
+  return Status::ok();
+}
+
+namespace {
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+// The MLX name of a tensor, or "" when MLX checkpoints leave it out (mtp.*, the vision tower).
+std::string mlx_name(Family family, std::string_view hf) {
+  if (family != Family::kQwen3_5) return std::string(hf);
+  // qwen3_5.py Model.sanitize: vision weights and the multi-token-prediction head are dropped;
+  // every other name moves under language_model.
+  if (contains(hf, "mtp.") || hf.starts_with("model.visual") || hf.starts_with("vision_tower")) {
+    return "";
+  }
+  constexpr std::string_view kHfRoot = "model.language_model.";
+  if (hf.starts_with(kHfRoot)) {
+    return "language_model.model." + std::string(hf.substr(kHfRoot.size()));
+  }
+  if (hf.starts_with("language_model.")) return std::string(hf);
+  return "language_model." + std::string(hf);
+}
+
+bool is_head(std::string_view name) {
+  return name == "lm_head.weight" || name == "language_model.lm_head.weight";
+}
+
+// qwen3_5.py TextModel.sanitize: the zero-centred RMSNorms that MLX runs as plain RMSNorms.
+bool is_zero_centred_norm(std::string_view name) {
+  constexpr std::array<std::string_view, 5> kSuffixes = {
+      ".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+      ".q_norm.weight", ".k_norm.weight"};
+  return std::any_of(kSuffixes.begin(), kSuffixes.end(),
+                     [&](std::string_view s) { return name.ends_with(s); });
+}
+
+}  // namespace
+
+MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
+                     std::span<const std::int64_t> shape, DType dtype) {
+  MlxTensor t{.name = mlx_name(rules.family, hf_name),
+              .shape = {shape.begin(), shape.end()},
+              .dtype = dtype};
+  if (t.name.empty() || (rules.tied && is_head(t.name))) {
+    t.action = MlxAction::kDrop;
+    return t;
+  }
+  if (shape.size() == 2 && t.name.ends_with(".weight")) {
+    if (shape[1] % rules.format.group_size == 0) {
+      t.action = MlxAction::kQuantize;
+    } else {
+      t.not_divisible = true;
+    }
+    return t;
+  }
+  // mamba2.py / qwen3_5.py sanitize: moveaxis(2, 1) when the last dim is not 1. With one input
+  // channel per group the bytes stay in place.
+  if (shape.size() == 3 && contains(t.name, "conv1d.weight") && shape[2] != 1) {
+    RECUR_CHECK(shape[1] == 1);
+    t.shape = {shape[0], shape[2], shape[1]};
+    return t;
+  }
+  if (rules.family == Family::kQwen3_5 && shape.size() == 1 && is_zero_centred_norm(t.name)) {
+    t.action = MlxAction::kFoldOne;
+  }
+  return t;
+}
+
+void append_mlx_entries(const MlxTensor& t, const QuantFormat& format,
+                        std::vector<TensorEntry>& out) {
+  if (t.action == MlxAction::kDrop) return;
+  if (t.action != MlxAction::kQuantize) {
+    out.push_back({.name = t.name, .shape = t.shape, .dtype = t.dtype});
+    return;
+  }
+  const std::int64_t rows = t.shape[0], cols = t.shape[1];
+  const std::string path = t.name.substr(0, t.name.size() - std::string_view(".weight").size());
+  const std::vector<std::int64_t> group_shape = {rows, cols / format.group_size};
+  out.push_back({.name = t.name, .shape = {rows, cols * format.bits / 32}, .u32 = true});
+  out.push_back({.name = path + ".scales", .shape = group_shape, .dtype = t.dtype});
+  out.push_back({.name = path + ".biases", .shape = group_shape, .dtype = t.dtype});
+}
+
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+// Python's json module writes bare Infinity, -Infinity and NaN (mamba2's time_step_limit). They
+// travel through nlohmann as these strings and are put back after dumping.
+constexpr std::string_view kLiteralTag = "__recur_python_literal__:";
+constexpr std::array<std::string_view, 3> kPythonLiterals = {"-Infinity", "Infinity", "NaN"};
+
+std::string quote_python_literals(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const auto literal =
+        std::find_if(kPythonLiterals.begin(), kPythonLiterals.end(),
+                     [&](std::string_view lit) { return text.substr(i).starts_with(lit); });
+    if (literal == kPythonLiterals.end()) {
+      out += c;
+      continue;
+    }
+    out += fmt::format("\"{}{}\"", kLiteralTag, *literal);
+    i += literal->size() - 1;
+  }
+  return out;
+}
+
+std::string unquote_python_literals(std::string text) {
+  for (std::string_view lit : kPythonLiterals) {
+    const std::string quoted = fmt::format("\"{}{}\"", kLiteralTag, lit);
+    for (std::size_t at; (at = text.find(quoted)) != std::string::npos;) {
+      text.replace(at, quoted.size(), lit);
+    }
+  }
+  return text;
+}
+
+bool has_quantization(const OrderedJson& j) {
+  return j.contains("quantization") || j.contains("quantization_config");
+}
+
+}  // namespace
+
+Result<std::string> add_quantization_config(std::string_view config_text,
+                                            const QuantFormat& format) {
+  OrderedJson config = OrderedJson::parse(quote_python_literals(config_text), nullptr, false);
+  if (config.is_discarded() || !config.is_object()) {
+    return Error(StatusCode::kInvalidArgument, "config.json is not a JSON object");
+  }
+  const auto text_config = config.find("text_config");
+  if (has_quantization(config) ||
+      (text_config != config.end() && text_config->is_object() && has_quantization(*text_config))) {
+    return Error(StatusCode::kInvalidArgument,
+                 "config.json already has a quantization entry: the checkpoint is quantized");
+  }
+  const OrderedJson quantization = {
+      {"group_size", format.group_size}, {"bits", format.bits}, {"mode", "affine"}};
+  config["quantization"] = quantization;
+  config["quantization_config"] = quantization;
+  return unquote_python_literals(config.dump(2)) + "\n";
+}
+
+}  // namespace recur::modelgen

@@ -1,0 +1,189 @@
+// quantize_checkpoint: checks the input, plans every tensor by the MLX rules (mlx_layout.h),
+// streams the weights from the input's mappings through write_mlx_weights, then writes the config
+// and copies the other files.
+#include "modelgen/quantize.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "model/checkpoint.h"
+#include "modelgen/mlx_layout.h"
+#include "modelgen/mlx_writer.h"
+#include "modelgen/output_dir.h"
+#include "util/mmap_file.h"
+
+namespace recur::modelgen {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<Family> family_of(const model::Checkpoint& ck) {
+  const std::string type = ck.config().model_type();
+  if (type == "qwen3") return Family::kQwen3;
+  if (type == "qwen3_5") return Family::kQwen3_5;
+  if (type == "mamba2") return Family::kMamba2;
+  return Error(StatusCode::kInvalidArgument,
+               "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2)",
+               ck.dir(), type);
+}
+
+// The input must be an unquantized Hugging Face checkpoint of float tensors.
+Status check_source(const model::Checkpoint& ck) {
+  for (const char* key : {"quantization", "quantization_config"}) {
+    if (ck.config().has(key)) {
+      return Error(StatusCode::kInvalidArgument,
+                   "{} is already quantized (config.json has \"{}\"); quantize reads unquantized "
+                   "bf16, f16 or f32 checkpoints",
+                   ck.dir(), key);
+    }
+  }
+  for (const std::string& name : ck.names()) {
+    const model::TensorInfo& t = *ck.find(name);
+    if (name.ends_with(".scales")) {
+      return Error(StatusCode::kInvalidArgument,
+                   "{} is already quantized (it has the tensor {}); quantize reads unquantized "
+                   "bf16, f16 or f32 checkpoints",
+                   ck.dir(), name);
+    }
+    if (!t.dtype.has_value()) {
+      return Error(StatusCode::kInvalidArgument,
+                   "tensor {} is {}; quantize reads bf16, f16 or f32 checkpoints", name,
+                   t.dtype_text);
+    }
+    if (name.find("conv1d.weight") != std::string::npos && t.shape.size() == 3 && t.shape[2] == 1) {
+      return Error(StatusCode::kInvalidArgument,
+                   "{} is already in MLX layout (tensor {} is {}, channels last, so its norms "
+                   "are folded too); quantize reads Hugging Face checkpoints",
+                   ck.dir(), name, model::shape_to_string(t.shape));
+    }
+  }
+  return Status::ok();
+}
+
+Status check_not_same_dir(const std::string& in_dir, const std::string& out_dir) {
+  std::error_code ec;
+  const fs::path in = fs::weakly_canonical(in_dir, ec), out = fs::weakly_canonical(out_dir, ec);
+  if (!ec && in == out) {
+    return Error(StatusCode::kInvalidArgument,
+                 "the output directory {} is the input checkpoint; choose another --out", out_dir);
+  }
+  return Status::ok();
+}
+
+// Files of the input that are not copied: the weights and config written anew, other weight
+// formats (a converted checkpoint has no use for them), hidden files.
+bool is_copied(const fs::path& file) {
+  const std::string name = file.filename().string();
+  constexpr std::array<std::string_view, 9> kWeightSuffixes = {
+      ".safetensors", ".safetensors.index.json", ".bin", ".pt", ".pth", ".gguf", ".h5", ".msgpack",
+      ".onnx"};
+  if (name == "config.json" || name.starts_with(".")) return false;
+  for (std::string_view suffix : kWeightSuffixes) {
+    if (name.ends_with(suffix)) return false;
+  }
+  return true;
+}
+
+struct Copied {
+  int n_files = 0;
+  std::int64_t n_bytes = 0;
+};
+
+Result<Copied> copy_other_files(const fs::path& in, const fs::path& out) {
+  Copied copied;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(in, ec)) {
+    if (!e.is_regular_file(ec) || !is_copied(e.path())) continue;
+    fs::copy_file(e.path(), out / e.path().filename(), ec);
+    if (ec) return Error(StatusCode::kIo, "copying {}: {}", e.path().string(), ec.message());
+    copied.n_bytes += static_cast<std::int64_t>(e.file_size(ec));
+    ++copied.n_files;
+  }
+  if (ec) return Error(StatusCode::kIo, "listing {}: {}", in.string(), ec.message());
+  return copied;
+}
+
+// Drops the whole pages of [p, p + n) from this process's view of the read-only input mapping:
+// they are read once, and without this the resident size would grow to the whole input (the
+// page cache keeps them; a later touch maps them again).
+void release_pages(const std::uint8_t* p, std::size_t n) {
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// Row-major elements [begin, begin + out.size()) of a mapped tensor as f32 (exact).
+void read_as_f32(const model::TensorInfo& t, std::int64_t begin, std::span<float> out) {
+  const DType dtype = *t.dtype;
+  const std::uint8_t* p = t.data + begin * dtype_bytes(dtype);
+  if (dtype == DType::kF32) {
+    std::memcpy(out.data(), p, out.size_bytes());
+  } else {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      out[i] = dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+  }
+  release_pages(p, out.size() * static_cast<std::size_t>(dtype_bytes(dtype)));
+}
+
+}  // namespace
+
+Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir, int bits,
+                           int group_size, QuantizeSummary* summary) {
+  const auto start = std::chrono::steady_clock::now();
+  RECUR_RETURN_IF_ERROR(check_quant_format(bits, group_size));
+  RECUR_ASSIGN_OR_RETURN(const model::Checkpoint ck, model::Checkpoint::open(in_dir));
+  RECUR_ASSIGN_OR_RETURN(const Family family, family_of(ck));
+  RECUR_RETURN_IF_ERROR(check_source(ck));
+  RECUR_ASSIGN_OR_RETURN(const bool tied, ck.config().get_bool("tie_word_embeddings", false));
+  const MlxRules rules{
+      .family = family, .tied = tied, .format = {.bits = bits, .group_size = group_size}};
+  RECUR_ASSIGN_OR_RETURN(const std::string config_text,
+                         read_file((fs::path(in_dir) / "config.json").string()));
+  RECUR_ASSIGN_OR_RETURN(const std::string config,
+                         add_quantization_config(config_text, rules.format));
+  RECUR_RETURN_IF_ERROR(check_not_same_dir(in_dir, out_dir));
+
+  QuantizeSummary done;
+  std::vector<const model::TensorInfo*> sources;
+  std::vector<MlxTensor> tensors;
+  for (const std::string& name : ck.names()) {
+    const model::TensorInfo& t = *ck.find(name);
+    sources.push_back(&t);
+    tensors.push_back(mlx_tensor(rules, name, t.shape, *t.dtype));
+    const MlxTensor& m = tensors.back();
+    done.n_quantized += m.action == MlxAction::kQuantize;
+    done.n_dropped += m.action == MlxAction::kDrop;
+    done.n_kept += m.action == MlxAction::kCopy || m.action == MlxAction::kFoldOne;
+    if (m.not_divisible) done.not_divisible.push_back(m.name);
+  }
+  done.in_bytes = static_cast<std::int64_t>(ck.n_weight_bytes());
+
+  RECUR_ASSIGN_OR_RETURN(OutputDir out, OutputDir::begin(out_dir));
+  const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> values) {
+    read_as_f32(*sources[t], begin, values);
+  };
+  MlxWriteSummary written;
+  RECUR_RETURN_IF_ERROR(
+      write_mlx_weights(out.tmp().string(), tensors, rules.format, read, 0, &written));
+  RECUR_RETURN_IF_ERROR(write_file_atomic((out.tmp() / "config.json").string(), config));
+  RECUR_ASSIGN_OR_RETURN(const Copied copied, copy_other_files(in_dir, out.tmp()));
+  RECUR_RETURN_IF_ERROR(out.commit());
+  done.out_bytes = written.n_bytes + static_cast<std::int64_t>(config.size()) + copied.n_bytes;
+  done.n_files = written.n_files + 1 + copied.n_files;
+  done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (summary != nullptr) *summary = std::move(done);
+  return Status::ok();
+}
+
+}  // namespace recur::modelgen
