@@ -1,0 +1,111 @@
+// MLX-layout quantized checkpoints (the generator's --bits output, as mlx-lm / mlx-vlm write them:
+// packed codes, folded norms, channels-last conv, mlx-vlm names) load to exactly the model that
+// --quantize makes of the same f32 weights: the logits are the same bytes. And what the loader
+// refuses, it names.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "model/model.h"
+#include "modelgen/generator.h"
+#include "test_util.h"
+
+namespace recur::model {
+namespace {
+
+using testing::TempDir;
+
+std::vector<float> all_logits(Model& m, const std::vector<std::int32_t>& tokens) {
+  ThreadPool pool(2);
+  auto seq = m.new_sequence();
+  SeqChunk c{.seq = seq.get(), .tokens = tokens, .logits = LogitsWanted::kAll};
+  auto r = m.forward(pool, {&c, 1});
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  if (!r.is_ok()) return {};
+  return {r->data, r->data + r->n_rows * r->vocab_size};
+}
+
+std::string generate(const TempDir& tmp, const std::string& sub, modelgen::Family family, int bits,
+                     int group_size) {
+  modelgen::GenSpec spec;
+  spec.family = family;
+  spec.dtype = modelgen::DType::kF32;
+  spec.seed = 3;
+  spec.bits = bits;
+  spec.group_size = group_size;
+  const std::string out = tmp.file(sub);
+  const Status s = modelgen::write_checkpoint(spec, out);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return out;
+}
+
+class QuantizedLoad : public ::testing::TestWithParam<modelgen::Family> {};
+
+TEST_P(QuantizedLoad, MlxCheckpointEqualsQuantizeOnLoadByteForByte) {
+  const modelgen::Family family = GetParam();
+  for (int bits : {4, 8}) {
+    SCOPED_TRACE(bits);
+    TempDir tmp(std::string("qload_") + modelgen::family_name(family) + std::to_string(bits));
+    const std::string mlx = generate(tmp, "mlx", family, bits, 32);
+    const std::string hf = generate(tmp, "hf", family, 0, 32);
+    const LoadOptions base{.max_batch_tokens = 32, .max_logit_rows = 32};
+    auto from_mlx = Model::load(mlx, base);
+    ASSERT_TRUE(from_mlx.is_ok()) << from_mlx.status().to_string();
+    LoadOptions on_load = base;
+    on_load.quantize_bits = bits;
+    on_load.quantize_group_size = 32;
+    auto from_hf = Model::load(hf, on_load);
+    ASSERT_TRUE(from_hf.is_ok()) << from_hf.status().to_string();
+    EXPECT_EQ((*from_mlx)->quantized_bytes(), 0u) << "read in place, not re-quantized";
+    EXPECT_GT((*from_hf)->quantized_bytes(), 0u);
+    std::mt19937 rng(5);
+    std::vector<std::int32_t> tokens(20);
+    for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % (*from_hf)->vocab_size());
+    const std::vector<float> a = all_logits(**from_mlx, tokens);
+    const std::vector<float> b = all_logits(**from_hf, tokens);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, QuantizedLoad, ::testing::ValuesIn(testing::kAllFamilies),
+                         [](const auto& p) { return modelgen::family_name(p.param); });
+
+// Rewrites config.json's "quantization" object; the rest stays.
+void set_quantization(const std::string& dir, const std::string& json_object) {
+  std::ifstream in(dir + "/config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"quantization\"", "\"quantization_config\""}) {
+    const auto at = text.find(key);
+    ASSERT_NE(at, std::string::npos);
+    const auto open = text.find('{', at);
+    const auto close = text.find('}', open);
+    text.replace(open, close - open + 1, json_object);
+  }
+  std::ofstream(dir + "/config.json") << text;
+}
+
+TEST(QuantizedLoadErrors, DisagreementsAndUnsupportedFormatsAreNamed) {
+  TempDir tmp("qload_errors");
+  const std::string dir = generate(tmp, "m", modelgen::Family::kQwen3, 4, 32);
+  set_quantization(dir, R"({"group_size": 64, "bits": 4})");
+  auto wrong_group = Model::load(dir);
+  ASSERT_FALSE(wrong_group.is_ok());
+  EXPECT_NE(wrong_group.status().message().find("groups of 32"), std::string::npos)
+      << wrong_group.status().message();
+  EXPECT_NE(wrong_group.status().message().find("config.json"), std::string::npos);
+  set_quantization(dir, R"({"group_size": 32, "bits": 4, "mode": "mxfp4"})");
+  auto mode = Model::load(dir);
+  ASSERT_FALSE(mode.is_ok());
+  EXPECT_NE(mode.status().message().find("affine"), std::string::npos) << mode.status().message();
+  const std::string plain = generate(tmp, "plain", modelgen::Family::kQwen3, 0, 32);
+  auto bad_on_load = Model::load(plain, {.quantize_bits = 3});
+  ASSERT_FALSE(bad_on_load.is_ok());
+  EXPECT_NE(bad_on_load.status().message().find("4 or 8"), std::string::npos)
+      << bad_on_load.status().message();
+}
+
+}  // namespace
+}  // namespace recur::model
