@@ -19,6 +19,8 @@ std::span<const Command> all_commands() {
        [](const Options& o) { return cmd_bench(read_bench_settings(o)); }},
       {"make-model", "Write a Hugging Face checkpoint directory with random weights.", kMakeModel,
        [](const Options& o) { return cmd_make_model(read_make_model_settings(o)); }},
+      {"quantize", "Write an MLX affine-quantized (4/8-bit) copy of a checkpoint.", kQuantize,
+       [](const Options& o) { return cmd_quantize(read_quantize_settings(o)); }},
       {"tokenize", "Tokenize stdin with a checkpoint's tokenizer (--decode for the reverse).",
        kTokenize, [](const Options& o) { return cmd_tokenize(read_tokenize_settings(o)); }},
       {"template", "Render a chat through a checkpoint's chat template.", kTemplate,

@@ -32,6 +32,7 @@ int cmd_serve(const ServeSettings& settings);
 int cmd_run(const RunSettings& settings);
 int cmd_bench(const BenchSettings& settings);
 int cmd_make_model(const MakeModelSettings& settings);
+int cmd_quantize(const QuantizeSettings& settings);
 int cmd_tokenize(const TokenizeSettings& settings);
 int cmd_template(const TemplateSettings& settings);
 int cmd_version();

@@ -1,6 +1,7 @@
 #include "app/runtime.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/isa.h"
 #include "util/format.h"
@@ -45,8 +46,18 @@ Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_b
 
   RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(dir));
   rt.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-  model::LoadOptions lo{.max_batch_tokens = max_batch_tokens, .max_logit_rows = max_logit_rows};
+  model::LoadOptions lo{.max_batch_tokens = max_batch_tokens,
+                        .max_logit_rows = max_logit_rows,
+                        .quantize_bits = settings.quantize_bits,
+                        .quantize_group_size = settings.quantize_group_size};
+  const auto load_start = std::chrono::steady_clock::now();
   RECUR_ASSIGN_OR_RETURN(rt.model, model::Model::load(dir, lo));
+  if (settings.quantize_bits != 0) {
+    log::info("quantized on load to {} bits in groups of {}: {} held in memory ({:.2f} s)",
+              settings.quantize_bits, settings.quantize_group_size,
+              format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  }
   rt.stop_token_ids = collect_stop_ids(*rt.model, *rt.tokenizer);
   log::info("model dir={} family={} layers={} vocab={} weights={} isa={} threads={}", dir,
             rt.model->family(), rt.model->state_layout().layers.size(), rt.model->vocab_size(),

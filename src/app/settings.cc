@@ -65,13 +65,17 @@ int RuntimeSettings::threads_or_cores() const {
   return n_threads > 0 ? n_threads : available_cores();
 }
 
+int quantize_bits(const std::string& choice) { return choice == "q4" ? 4 : choice == "q8" ? 8 : 0; }
+
 RuntimeSettings read_runtime_settings(const config::Options& opts) {
   Result<kernels::Isa> isa = kernels::parse_isa(opts.get_string("isa"));
   RECUR_CHECK_MSG(isa.is_ok(), "an --isa choice that kernels::parse_isa does not know");
   return {.model_dir = opts.get_string("model"),
           .isa = *isa,
           .n_threads = as_int(opts.get_int("threads")),
-          .thread_spin = std::chrono::microseconds(opts.get_int("thread-spin"))};
+          .thread_spin = std::chrono::microseconds(opts.get_int("thread-spin")),
+          .quantize_bits = quantize_bits(opts.get_string("quantize")),
+          .quantize_group_size = std::stoi(opts.get_string("quantize-group-size"))};
 }
 
 PromptCacheSettings read_prompt_cache_settings(const config::Options& opts) {
@@ -157,7 +161,16 @@ MakeModelSettings read_make_model_settings(const config::Options& opts) {
   spec.layers = as_int(opts.get_int("layers"));
   spec.hidden_size = as_int(opts.get_int("hidden-size"));
   spec.vocab_size = as_int(opts.get_int("vocab-size"));
+  spec.bits = std::stoi(opts.get_string("bits"));
+  spec.group_size = std::stoi(opts.get_string("group-size"));
   return s;
+}
+
+QuantizeSettings read_quantize_settings(const config::Options& opts) {
+  return {.model_dir = opts.get_string("model"),
+          .out_dir = opts.get_string("out"),
+          .bits = std::stoi(opts.get_string("bits")),
+          .group_size = std::stoi(opts.get_string("group-size"))};
 }
 
 TokenizeSettings read_tokenize_settings(const config::Options& opts) {

@@ -33,6 +33,8 @@ struct RuntimeSettings {
   kernels::Isa isa = kernels::Isa::kAuto;       // --isa
   int n_threads = 0;                            // --threads; 0: one per available core
   std::chrono::microseconds thread_spin{1000};  // --thread-spin
+  int quantize_bits = 0;                        // --quantize: 4, 8; 0: as stored
+  int quantize_group_size = 64;                 // --quantize-group-size
   int threads_or_cores() const;                 // n_threads, or the available cores
 };
 RuntimeSettings read_runtime_settings(const config::Options& opts);
@@ -89,10 +91,18 @@ BenchSettings read_bench_settings(const config::Options& opts);
 struct MakeModelSettings {
   std::string out_dir;  // --out; empty: not given
   // --family (by default the family a real-geometry --preset names), --preset, --dtype, --seed,
-  // --shards, --layers, --hidden-size, --vocab-size.
+  // --shards, --layers, --hidden-size, --vocab-size, --bits, --group-size.
   modelgen::GenSpec spec;
 };
 MakeModelSettings read_make_model_settings(const config::Options& opts);
+
+struct QuantizeSettings {
+  std::string model_dir;  // --model; empty: not given
+  std::string out_dir;    // --out; empty: not given
+  int bits = 0;           // --bits; 0: not given
+  int group_size = 64;    // --group-size
+};
+QuantizeSettings read_quantize_settings(const config::Options& opts);
 
 struct TokenizeSettings {
   std::string model_dir;  // --model; empty: not given

@@ -96,7 +96,8 @@ std::string render_env_markdown() {
       std::string commands;
       const std::pair<Scope, const char*> names[] = {
           {kServe, "serve"},          {kRun, "run"},           {kBench, "bench"},
-          {kMakeModel, "make-model"}, {kTokenize, "tokenize"}, {kTemplate, "template"}};
+          {kMakeModel, "make-model"}, {kTokenize, "tokenize"}, {kTemplate, "template"},
+          {kQuantize, "quantize"}};
       for (auto [bit, name] : names) {
         if (spec.scopes & bit) commands += (commands.empty() ? "" : ", ") + std::string(name);
       }

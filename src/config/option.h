@@ -33,6 +33,7 @@ enum Scope : std::uint32_t {
   kTokenize = 1u << 4,
   kTemplate = 1u << 5,
   kMeta = 1u << 6,  // version, config-doc: only the general options
+  kQuantize = 1u << 7,
   kAllScopes = 0xffffffffu,
 };
 

@@ -7,7 +7,7 @@ namespace {
 
 constexpr double kMaxBytes = 1024.0 * 1024 * 1024 * 1024;  // 1 TiB: beyond any machine we target
 constexpr double kDay_ms = 24.0 * 3600 * 1000;
-constexpr std::uint32_t kModelUsers = kServe | kRun | kBench | kTokenize | kTemplate;
+constexpr std::uint32_t kModelUsers = kServe | kRun | kBench | kTokenize | kTemplate | kQuantize;
 constexpr std::uint32_t kEngineUsers = kServe | kRun | kBench;
 
 std::vector<OptionSpec> build_table() {
@@ -79,6 +79,22 @@ std::vector<OptionSpec> build_table() {
        .scopes = kEngineUsers,
        .group = "model",
        .choices = {"auto", "amx", "avx512", "avx2", "scalar"}},
+      {.name = "quantize",
+       .type = T::kEnum,
+       .default_text = "none",
+       .help = "Quantize a bf16/f16/f32 checkpoint's Linear and Embedding weights while loading "
+               "(MLX's affine format, docs/quantization.md): q4 or q8 bits per weight; resident "
+               "memory is the quantized size. Weights stored quantized stay as they are.",
+       .scopes = kEngineUsers,
+       .group = "model",
+       .choices = {"none", "q4", "q8"}},
+      {.name = "quantize-group-size",
+       .type = T::kEnum,
+       .default_text = "64",
+       .help = "Inputs per scale and bias with --quantize (MLX's default is 64).",
+       .scopes = kEngineUsers,
+       .group = "model",
+       .choices = {"32", "64", "128"}},
 
       // ---- server
       {.name = "host",
@@ -377,7 +393,7 @@ std::vector<OptionSpec> build_table() {
        .type = T::kPath,
        .default_text = "",
        .help = "Directory to write the checkpoint into (created if missing).",
-       .scopes = kMakeModel,
+       .scopes = kMakeModel | kQuantize,
        .group = "make-model",
        .short_flag = 'o'},
       {.name = "dtype",
@@ -419,6 +435,22 @@ std::vector<OptionSpec> build_table() {
        .group = "make-model",
        .min = 0,
        .max = 1 << 20},
+
+      {.name = "bits",
+       .type = T::kEnum,
+       .default_text = "0",
+       .help = "Write MLX affine-quantized weights with this many bits (docs/quantization.md; "
+               "make-model: 0 writes floats; quantize: 4 or 8 is required).",
+       .scopes = kMakeModel | kQuantize,
+       .group = "make-model",
+       .choices = {"0", "4", "8"}},
+      {.name = "group-size",
+       .type = T::kEnum,
+       .default_text = "64",
+       .help = "Inputs per scale and bias of the quantized weights written (with --bits).",
+       .scopes = kMakeModel | kQuantize,
+       .group = "make-model",
+       .choices = {"32", "64", "128"}},
 
       // ---- chat template (recur template)
       {.name = "messages",

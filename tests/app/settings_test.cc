@@ -51,6 +51,7 @@ const std::map<std::string_view, std::function<void(const config::Options&)>>& r
       {"run", [](const config::Options& o) { read_run_settings(o); }},
       {"bench", [](const config::Options& o) { read_bench_settings(o); }},
       {"make-model", [](const config::Options& o) { read_make_model_settings(o); }},
+      {"quantize", [](const config::Options& o) { read_quantize_settings(o); }},
       {"tokenize", [](const config::Options& o) { read_tokenize_settings(o); }},
       {"template", [](const config::Options& o) { read_template_settings(o); }},
       {"version", [](const config::Options&) {}},

@@ -1,0 +1,45 @@
+// `recur quantize`: writes an MLX affine-quantized copy of a checkpoint (modelgen/quantize.h) and
+// prints a one-line summary.
+#include <fmt/format.h>
+
+#include "app/commands.h"
+#include "app/settings.h"
+#include "modelgen/quantize.h"
+#include "util/format.h"
+#include "util/log.h"
+
+namespace recur::app {
+
+int cmd_quantize(const QuantizeSettings& settings) {
+  if (settings.model_dir.empty() || settings.out_dir.empty()) {
+    log::error(
+        "quantize needs a checkpoint and an output directory: -m IN -o OUT (--model, "
+        "--out)");
+    return kExitUsage;
+  }
+  if (settings.bits == 0) {
+    log::error("quantize needs the bits per weight: --bits 4 or --bits 8 (RECUR_BITS)");
+    return kExitUsage;
+  }
+  modelgen::QuantizeSummary summary;
+  const Status status = modelgen::quantize_checkpoint(settings.model_dir, settings.out_dir,
+                                                      settings.bits, settings.group_size, &summary);
+  if (!status.is_ok()) {
+    log::error("quantize: {}", status.to_string());
+    return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  if (!summary.not_divisible.empty()) {
+    log::warn("quantize: {} weight(s) kept in floats, their width not a multiple of {}: {}",
+              summary.not_divisible.size(), settings.group_size,
+              fmt::join(summary.not_divisible, ", "));
+  }
+  fmt::print(
+      "wrote {}: bits={} group_size={} quantized={} kept={} dropped={} in={} out={} "
+      "files={} in {:.2f}s\n",
+      settings.out_dir, settings.bits, settings.group_size, summary.n_quantized, summary.n_kept,
+      summary.n_dropped, format_bytes(summary.in_bytes), format_bytes(summary.out_bytes),
+      summary.n_files, summary.seconds);
+  return kExitOk;
+}
+
+}  // namespace recur::app
