@@ -112,10 +112,11 @@ inline void attention_query(const float* q, const void* k_cache, const void* v_c
 }
 
 // One row over keys b0 .. b0+n-1 (rows k[jj], v[jj]): head sizes that are not whole 16-lane
-// chunks, which attention_rows_block does not take.
+// chunks, which attention_rows_block does not take. Out of line (rare; it would only grow
+// attention_tile, the decode path).
 template <typename T>
-inline void attention_row_block(AttnRow& row, const T* const* k, const T* const* v, std::int64_t n,
-                                std::int64_t hd, float scale) {
+[[gnu::noinline]] void attention_row_block(AttnRow& row, const T* const* k, const T* const* v,
+                                           std::int64_t n, std::int64_t hd, float scale) {
   alignas(64) float p[kAttentionBlock];
   float bm = -std::numeric_limits<float>::infinity();
   std::int64_t js = 0;
