@@ -129,11 +129,10 @@ inline void gated_delta_cols(const GatedDeltaInputs& in, float* __restrict s, fl
 }
 
 // Rows p of a head's state evolve independently (dt and dA are per head, x[p] per row), so each
-// row runs through a block of kMambaTokens tokens while it stays in registers (d_state a multiple
-// of 16, up to 16·kMambaMaxVecs) or in L1, and B / C of the block are reused by every row. Per row
-// and token the arithmetic is the reference's, in its order (the dot as dot_lanes).
+// row runs through a block of kMambaTokens tokens while it stays in registers (d_state 64 or 128:
+// 4 or 8 vectors) or in L1, and B / C of the block are reused by every row. Per row and token the
+// arithmetic is the reference's, in its order (the dot as dot_lanes).
 inline constexpr std::int64_t kMambaTokens = 16;
-inline constexpr int kMambaMaxVecs = 8;
 // Rows requested ahead (2 KiB at d_state 128): a decode step reads each state from memory once,
 // in 32 KiB heads the hardware prefetcher would restart on at every page.
 inline constexpr std::int64_t kMambaAheadRows = 4;
