@@ -142,9 +142,9 @@ void for_row_blocks(ThreadPool& pool, std::int64_t n_rows, const Fn& fn) {
   });
 }
 
-// The path of the active table that runs weights of `dtype` in this call.
-const MatmulPath& matmul_path(const KernelTable& t, DType dtype, bool lanes_call) {
-  switch (dtype) {
+// The path of the active table that runs weight w in this call.
+const MatmulPath& matmul_path(const KernelTable& t, const WeightView& w, bool lanes_call) {
+  switch (w.dtype) {
     case DType::kF32:
       return t.matmul_f32;
     case DType::kF16:
@@ -173,21 +173,25 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
   std::int64_t bf16_cols = 0;
   for (const MatmulOut& o : outs) bf16_cols += o.w.dtype == DType::kBF16 ? o.w.rows : 0;
   const bool lanes_call = n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
-  // Each distinct path's activations, prepared once for all the outputs it runs.
-  const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = k_dim};
-  std::array<const MatmulPath*, kMaxFusedMatmuls> prepared_paths{};
-  std::array<const void*, kMaxFusedMatmuls> prepared{};
+  // The activations of each distinct (path, quantization group), prepared once for all the
+  // outputs that read them.
+  struct Prepared {
+    const MatmulPath* path = nullptr;
+    int group_size = 0;
+    const void* x = nullptr;
+  };
+  std::array<Prepared, kMaxFusedMatmuls> prepared;
   std::size_t n_prepared = 0;
-  const auto prepared_x = [&](const MatmulPath& path) -> const void* {
+  const auto prepared_x = [&](const MatmulPath& path, int group_size) -> const void* {
     if (path.prepare_x == nullptr) return nullptr;
     for (std::size_t i = 0; i < n_prepared; ++i) {
-      if (prepared_paths[i] == &path) return prepared[i];
+      if (prepared[i].path == &path && prepared[i].group_size == group_size) return prepared[i].x;
     }
-    void* out = prepared_scratch(n_prepared, path.x_bytes(n_rows, k_dim));
+    const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = k_dim, .group_size = group_size};
+    void* out = prepared_scratch(n_prepared, path.x_bytes(rows));
     for_row_blocks(pool, n_rows,
                    [&](std::int64_t r0, std::int64_t r1) { path.prepare_x(rows, r0, r1, out); });
-    prepared_paths[n_prepared] = &path;
-    prepared[n_prepared++] = out;
+    prepared[n_prepared++] = {.path = &path, .group_size = group_size, .x = out};
     return out;
   };
   std::array<FusedPart, kMaxFusedMatmuls> parts;
@@ -195,9 +199,9 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
   std::int64_t n_tasks = 0;
   for (const MatmulOut& o : outs) {
     if (o.w.rows == 0) continue;
-    const MatmulPath& path = matmul_path(table, o.w.dtype, lanes_call);
+    const MatmulPath& path = matmul_path(table, o.w, lanes_call);
     FusedPart& p = parts[n_parts++];
-    p.op = {.x = x, .xp = prepared_x(path), .w = o.w, .y = o.y, .n_rows = n_rows};
+    p.op = {.x = x, .xp = prepared_x(path, o.w.group_size), .w = o.w, .y = o.y, .n_rows = n_rows};
     p.fn = path.block;
     p.block_n = n_rows <= kStreamRows ? kStreamChunk : path.block_n;
     const std::int64_t n_blocks = (o.w.rows + p.block_n - 1) / p.block_n;

@@ -17,11 +17,13 @@ namespace recur::kernels::detail {
 // Output rows [b.m0, b.m1) x columns [b.n0, b.n1) of one weight (matmul_isa.h).
 using MatmulBlockFn = void (*)(const MatmulOperands& op, const MatmulBlock& b);
 
-// How one ISA multiplies by weights of one kind: the activations are prepared once per call into
-// the layout `block` reads (op.xp), then dispatch.cc runs `block` over the output on the pool.
+// How one ISA multiplies by weights of one kind: the activations are prepared once per call (per
+// quantization group size, a.group_size, for quantized kinds) into the layout `block` reads
+// (op.xp), then dispatch.cc runs `block` over the output on the pool. dispatch.cc's matmul_path
+// picks the path from the whole WeightView (dtype; for a quantized kind, its bits).
 struct MatmulPath {
-  // Bytes of the prepared activations of a [n_rows, k_dim] x. Null: block reads op.x as given.
-  std::int64_t (*x_bytes)(std::int64_t n_rows, std::int64_t k_dim) = nullptr;
+  // Bytes of the prepared activations of all of a's rows. Null: block reads op.x as given.
+  std::int64_t (*x_bytes)(const ActivationRows& a) = nullptr;
   // Prepares x rows [r0, r1) (r0 a multiple of kPrepRows, r1 = min(n_rows, r0 + kPrepRows)).
   void (*prepare_x)(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) = nullptr;
   MatmulBlockFn block = nullptr;

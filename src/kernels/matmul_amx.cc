@@ -83,8 +83,8 @@ struct TileOps {
 
 }  // namespace
 
-std::int64_t amx_x_bytes(std::int64_t n_rows, std::int64_t k_dim) {
-  return amx::padded_m(n_rows) * amx::padded_k(k_dim) * 2;
+std::int64_t amx_x_bytes(const ActivationRows& a) {
+  return amx::padded_m(a.n_rows) * amx::padded_k(a.k_dim) * 2;
 }
 
 // Rows [r0, r0 + 16): the 16-row block r0 / 16 of the packed layout.

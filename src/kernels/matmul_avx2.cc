@@ -158,8 +158,8 @@ void run_block(const float* x, const WeightView& w, const MatmulBlock& b, float*
 
 }  // namespace
 
-std::int64_t round_rows_bytes(std::int64_t n_rows, std::int64_t k_dim) {
-  return n_rows * k_dim * static_cast<std::int64_t>(sizeof(float));
+std::int64_t round_rows_bytes(const ActivationRows& a) {
+  return a.n_rows * a.k_dim * static_cast<std::int64_t>(sizeof(float));
 }
 
 void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {

@@ -274,8 +274,8 @@ std::int64_t padded_k(std::int64_t k_dim) { return (k_dim + 31) / 32 * 32; }
 
 }  // namespace
 
-std::int64_t to_bf16_rows_bytes(std::int64_t n_rows, std::int64_t k_dim) {
-  return n_rows * padded_k(k_dim) * 2;
+std::int64_t to_bf16_rows_bytes(const ActivationRows& a) {
+  return a.n_rows * padded_k(a.k_dim) * 2;
 }
 
 void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {

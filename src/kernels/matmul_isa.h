@@ -72,26 +72,27 @@ struct ActivationRows {
   const float* x = nullptr;  // [n_rows, k_dim]
   std::int64_t n_rows = 0;
   std::int64_t k_dim = 0;
+  int group_size = 0;  // the weights' quantization group (WeightView::group_size), 0 if none
 };
 inline constexpr std::int64_t kPrepRows = 16;  // the AMX tile rows and the lanes kernels' groups
 
 // ---- the ISA files' entry points (each reached only through its KernelTable) ----------------
 // The prepare functions fill rows [r0, r1) of their layout (r0 a multiple of kPrepRows,
-// r1 = min(n_rows, r0 + kPrepRows)); the bytes functions size it.
+// r1 = min(n_rows, r0 + kPrepRows)); the bytes functions size it for all of a's rows.
 
 // matmul_avx512.cc: 4x4 tiles, bf16 via vdpbf16ps on bf16(x) [n_rows, K rounded up to 32]
 // (zero-padded), f32 / f16 via FMA on x.
-std::int64_t to_bf16_rows_bytes(std::int64_t n_rows, std::int64_t k_dim);
+std::int64_t to_bf16_rows_bytes(const ActivationRows& a);
 void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b);
 
 // matmul_avx2.cc: bf16 weights widened to f32 against f32(bf16(x)) [n_rows, K].
-std::int64_t round_rows_bytes(std::int64_t n_rows, std::int64_t k_dim);
+std::int64_t round_rows_bytes(const ActivationRows& a);
 void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b);
 
 // matmul_amx.cc: x packed as tdpbf16ps B tiles (amx_kernel.h); bf16 weights only.
-std::int64_t amx_x_bytes(std::int64_t n_rows, std::int64_t k_dim);
+std::int64_t amx_x_bytes(const ActivationRows& a);
 void amx_pack_x(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b);
 
@@ -107,13 +108,13 @@ inline constexpr std::int64_t kLanesBlockN = 96;
 
 // matmul_lanes_avx512.cc: x rounded (as f32_to_bf16) and packed per 16-row group; rows past
 // n_rows and K past k_dim are zeros. Blocks must start on a multiple of 64 rows (the micro-tile).
-std::int64_t lanes_x_bytes_avx512(std::int64_t n_rows, std::int64_t k_dim);
+std::int64_t lanes_x_bytes_avx512(const ActivationRows& a);
 void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b);
 
 // matmul_lanes_avx2.cc: 8 rows per vector, f32(bf16(x)) packed per 16-row block. Blocks must
 // start on a multiple of 16 rows.
-std::int64_t lanes_x_bytes_avx2(std::int64_t n_rows, std::int64_t k_dim);
+std::int64_t lanes_x_bytes_avx2(const ActivationRows& a);
 void pack_x_lanes_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_lanes_avx2(const MatmulOperands& op, const MatmulBlock& b);
 // The AVX2 lanes kernel widens a task's weight rows to f32 once per task: where there are enough

@@ -141,8 +141,8 @@ void widen_rows(const std::uint16_t* w, std::int64_t k_dim, std::int64_t chunks,
 
 }  // namespace
 
-std::int64_t lanes_x_bytes_avx2(std::int64_t n_rows, std::int64_t k_dim) {
-  return (n_rows + 15) / 16 * 16 * ((k_dim + kLanes - 1) / kLanes * kLanes) *
+std::int64_t lanes_x_bytes_avx2(const ActivationRows& a) {
+  return (a.n_rows + 15) / 16 * 16 * ((a.k_dim + kLanes - 1) / kLanes * kLanes) *
          static_cast<std::int64_t>(sizeof(float));
 }
 

@@ -169,8 +169,8 @@ constexpr auto kTiles = make_table(std::make_integer_sequence<int, kGroups * kCo
 
 }  // namespace
 
-std::int64_t lanes_x_bytes_avx512(std::int64_t n_rows, std::int64_t k_dim) {
-  return (n_rows + kLanes - 1) / kLanes * kLanes * ((k_dim + 31) / 32 * 32) * 2;
+std::int64_t lanes_x_bytes_avx512(const ActivationRows& a) {
+  return (a.n_rows + kLanes - 1) / kLanes * kLanes * ((a.k_dim + 31) / 32 * 32) * 2;
 }
 
 // Rows [r0, r0 + 16): the 16-row group mg.
