@@ -40,7 +40,10 @@ ModelCost model_cost(const model::Model& model) {
   double layer_bytes = 0, head_bytes = 0, embed_bytes = 0;
   for (const auto& t : model.tensors()) {
     if (t.shape.size() != 2 || t.n_bytes == 0) continue;
-    const double elems = static_cast<double>(t.shape[0]) * static_cast<double>(t.shape[1]);
+    // A quantized weight's scales and biases are bytes read, not products computed.
+    const bool group_params = t.name.ends_with(".scales") || t.name.ends_with(".biases");
+    const double elems =
+        group_params ? 0.0 : static_cast<double>(t.shape[0]) * static_cast<double>(t.shape[1]);
     const auto bytes = static_cast<double>(t.n_bytes);
     if (t.name.find("lm_head") != std::string::npos) {
       head_elems += elems;

@@ -60,7 +60,9 @@ struct TensorEntry {
   std::string name;
   std::vector<std::int64_t> shape;
   bool required = true;
-  std::int64_t n_bytes = 0;  // in the checkpoint; 0 for an optional tensor it does not have
+  // Bytes a forward reads: as stored in the checkpoint, or the codes, scales and biases of a weight
+  // quantized on load; 0 for an optional tensor it does not have.
+  std::int64_t n_bytes = 0;
 };
 
 class Model {
