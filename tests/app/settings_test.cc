@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -278,9 +278,24 @@ TEST(Settings, TokenizeTemplateAndLog) {
 
 // Options are read by name only in settings.cc; the commands, the runtime and the cache setup use
 // the typed fields.
+// Whether `line` calls one of config::Options' by-name accessors. (Plain substring search: GCC 12
+// warns inside std::regex under the sanitizer build, where warnings are errors.)
+bool reads_option_by_name(const std::string& line) {
+  for (std::string_view call :
+       {"get_bool(", "get_int(", "get_float(", "get_string(", "get_size_bytes(", "get_duration_ms(",
+        "is_set(", "is_auto(", "describe("}) {
+    for (std::size_t at = line.find(call); at != std::string::npos; at = line.find(call, at + 1)) {
+      const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) ||
+                                           line[at - 1] == '_');
+      if (word_start) return true;
+    }
+  }
+  return line.find(".source(") != std::string::npos || line.find(".value(\"") != std::string::npos;
+}
+
 TEST(Settings, OnlySettingsReadsOptionsByName) {
-  const std::regex by_name(
-      R"(\b(get_bool|get_int|get_float|get_string|get_size_bytes|get_duration_ms|is_set|is_auto|describe)\(|\.source\(|\.value\(")");
+  EXPECT_TRUE(reads_option_by_name("  const auto& m = opts.get_string(\"model\");"));
+  EXPECT_FALSE(reads_option_by_name("  forget_string(x);"));
   const std::filesystem::path app = std::filesystem::path(RECUR_SOURCE_DIR) / "src" / "app";
   int n_files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(app)) {
@@ -290,7 +305,7 @@ TEST(Settings, OnlySettingsReadsOptionsByName) {
     std::ifstream in(entry.path());
     std::string line;
     for (int line_no = 1; std::getline(in, line); ++line_no) {
-      EXPECT_FALSE(std::regex_search(line, by_name))
+      EXPECT_FALSE(reads_option_by_name(line))
           << "src/app/" << name << ":" << line_no << " reads an option by name; add a field to "
           << "its settings struct (app/settings.h) instead: " << line;
     }
