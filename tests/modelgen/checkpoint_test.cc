@@ -89,30 +89,6 @@ void check_tensors(const StFile& f, const Table& expected) {
   }
 }
 
-Table tiny_table(Family family, const std::string& dt) {
-  switch (family) {
-    case Family::kQwen3:
-      return testing::qwen3_table(2, 64, 128, 64, 32, 192, 1024, dt);
-    case Family::kQwen3_5:
-      return testing::qwen3_5_table({.layers = 4,
-                                     .d = 64,
-                                     .heads = 4,
-                                     .kv_heads = 2,
-                                     .hd = 32,
-                                     .ff = 192,
-                                     .vocab = 1024,
-                                     .hk = 2,
-                                     .hv = 4,
-                                     .dk = 16,
-                                     .dv = 16,
-                                     .kernel = 4},
-                                    dt);
-    case Family::kMamba2:
-      return testing::mamba2_table(2, 64, 8, 128, 160, 1024, dt);
-  }
-  return {};
-}
-
 StFile write_and_read(const GenSpec& spec, const fs::path& dir) {
   GenSummary summary;
   Status s = write_checkpoint(spec, dir.string(), &summary);
@@ -127,7 +103,7 @@ TEST_P(TinyCheckpoint, TensorsMatchTheSpecTable) {
   TempDir tmp;
   const StFile f = write_and_read({.family = GetParam()}, tmp.path() / "ckpt");
   check_layout(f);
-  check_tensors(f, tiny_table(GetParam(), "BF16"));
+  check_tensors(f, testing::tiny_hf_table(GetParam(), "BF16"));
 }
 
 TEST_P(TinyCheckpoint, DtypesF16AndF32) {
@@ -135,7 +111,7 @@ TEST_P(TinyCheckpoint, DtypesF16AndF32) {
     TempDir tmp;
     const StFile f = write_and_read({.family = GetParam(), .dtype = dtype}, tmp.path() / "c");
     check_layout(f);
-    check_tensors(f, tiny_table(GetParam(), name));
+    check_tensors(f, testing::tiny_hf_table(GetParam(), name));
   }
 }
 

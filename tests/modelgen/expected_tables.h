@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "modelgen/generator.h"
+
 namespace recur::modelgen::testing {
 
 struct Expected {
@@ -123,6 +125,31 @@ inline Table mamba2_table(int layers, std::int64_t d, std::int64_t heads, std::i
     t[p + "mixer.out_proj.weight"] = {{d, d_inner}, dt};
   }
   return t;
+}
+
+// The generated tiny presets' Hugging Face tables (the tiny preset's sizes).
+inline Table tiny_hf_table(Family family, const std::string& dt) {
+  switch (family) {
+    case Family::kQwen3:
+      return qwen3_table(2, 64, 128, 64, 32, 192, 1024, dt);
+    case Family::kQwen3_5:
+      return qwen3_5_table({.layers = 4,
+                            .d = 64,
+                            .heads = 4,
+                            .kv_heads = 2,
+                            .hd = 32,
+                            .ff = 192,
+                            .vocab = 1024,
+                            .hk = 2,
+                            .hv = 4,
+                            .dk = 16,
+                            .dv = 16,
+                            .kernel = 4},
+                           dt);
+    case Family::kMamba2:
+      return mamba2_table(2, 64, 8, 128, 160, 1024, dt);
+  }
+  return {};
 }
 
 }  // namespace recur::modelgen::testing

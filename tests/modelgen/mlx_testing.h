@@ -40,31 +40,6 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// The generated tiny presets' Hugging Face tables (sizes as in checkpoint_test.cc).
-inline Table tiny_hf_table(Family family, const std::string& dt) {
-  switch (family) {
-    case Family::kQwen3:
-      return qwen3_table(2, 64, 128, 64, 32, 192, 1024, dt);
-    case Family::kQwen3_5:
-      return qwen3_5_table({.layers = 4,
-                            .d = 64,
-                            .heads = 4,
-                            .kv_heads = 2,
-                            .hd = 32,
-                            .ff = 192,
-                            .vocab = 1024,
-                            .hk = 2,
-                            .hv = 4,
-                            .dk = 16,
-                            .dv = 16,
-                            .kernel = 4},
-                           dt);
-    case Family::kMamba2:
-      return mamba2_table(2, 64, 8, 128, 160, 1024, dt);
-  }
-  return {};
-}
-
 // model-families.md 6: qwen3_5 names move from model.language_model.* to language_model.model.*;
 // the tied lm_head copy of qwen3 is left out; conv1d [C, 1, K] becomes [C, K, 1]; every 2-D
 // Linear/Embedding weight whose cols divide by the group size becomes U32 codes plus scales and
