@@ -286,6 +286,7 @@ void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
   seq.tokens.push_back(r.id);
   seq.pending = r.id;
   if (seq.detok->stopped()) {
+    seq.out.stop_index = seq.detok->stop_index();
     finish(seq, FinishReason::kStop);
   } else if (seq.n_generated >= seq.req.max_tokens ||
              static_cast<std::int64_t>(seq.tokens.size()) >= options_.ctx_size) {

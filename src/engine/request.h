@@ -60,6 +60,8 @@ struct Event {
   Usage usage;        // filled on done
   CacheTrace trace;   // filled on the first event and on done
   Status error;       // kError
+  // On done with kStop: which of the request's stop_strings ended the text (none: an end token).
+  std::optional<std::size_t> stop_index;
   double ttft_s = 0;  // seconds from admission to the first token (first event with samples)
   // On done: the tokens of the completion snapshot stored for this turn (empty if none), so the
   // turn's warm-up can retire it (submit_warmup).
