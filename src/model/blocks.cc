@@ -78,6 +78,41 @@ void append_kv(const AttentionW& w, const ChunkRows& c, const float* k_rows, con
     }
   }
 }
+
+// y[r] += b for each of n rows of b.size() floats (a Linear's bias); no-op for an empty b.
+void add_bias(float* y, const std::vector<float>& b, std::int64_t n) {
+  const auto width = static_cast<std::int64_t>(b.size());
+  for (std::int64_t r = 0; r < n && width > 0; ++r) k::add(y + r * width, b.data(), width);
+}
+
+// kernels::rope's pairing and f32 arithmetic with the frequencies taken from a table
+// (AttentionW::inv_freq, e.g. llama3-scaled) instead of computed from theta.
+void rope_from_table(float* x, const std::int32_t* positions, const k::RopeShape& shape,
+                     const std::vector<float>& inv_freq) {
+  const std::int64_t half = shape.rotary_dim / 2;
+  RECUR_CHECK(static_cast<std::int64_t>(inv_freq.size()) == half);
+  const std::int64_t hs = shape.head_stride != 0 ? shape.head_stride : shape.head_dim;
+  const std::int64_t ts = shape.token_stride != 0 ? shape.token_stride : shape.n_heads * hs;
+  for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
+    const auto pos = static_cast<float>(positions[t]);
+    for (std::int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq[static_cast<std::size_t>(i)];
+      const float c = std::cos(angle), s = std::sin(angle);
+      for (std::int64_t h = 0; h < shape.n_heads; ++h) {
+        float* xh = x + t * ts + h * hs;
+        const float a = xh[i], b = xh[i + half];
+        xh[i] = a * c - b * s;
+        xh[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+void apply_rope(const AttentionW& w, float* x, const std::int32_t* positions,
+                const k::RopeShape& shape) {
+  if (w.inv_freq.empty()) return k::rope(x, positions, shape, w.rope_theta);
+  rope_from_table(x, positions, shape, w.inv_freq);
+}
 }  // namespace
 
 void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_model, AttentionW* w) {
@@ -86,8 +121,16 @@ void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_mode
   v.matrix(p + "self_attn.k_proj.weight", w->n_kv_heads * hd, d_model, &w->k);
   v.matrix(p + "self_attn.v_proj.weight", w->n_kv_heads * hd, d_model, &w->v);
   v.matrix(p + "self_attn.o_proj.weight", d_model, w->n_heads * hd, &w->o);
-  visit_norm(v, p + "self_attn.q_norm.weight", hd, &w->q_norm);
-  visit_norm(v, p + "self_attn.k_norm.weight", hd, &w->k_norm);
+  if (w->qk_norm) {
+    visit_norm(v, p + "self_attn.q_norm.weight", hd, &w->q_norm);
+    visit_norm(v, p + "self_attn.k_norm.weight", hd, &w->k_norm);
+  }
+  if (w->bias) {
+    v.vector(p + "self_attn.q_proj.bias", {w->q.rows}, &w->q_bias);
+    v.vector(p + "self_attn.k_proj.bias", {w->k.rows}, &w->k_bias);
+    v.vector(p + "self_attn.v_proj.bias", {w->v.rows}, &w->v_bias);
+    v.vector(p + "self_attn.o_proj.bias", {d_model}, &w->o_bias);
+  }
 }
 
 std::int64_t attention_scratch_per_row(const AttentionW& w) {
@@ -113,19 +156,23 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
   float* att = ctx.scratch->take(n * w.n_heads * hd);  // [n, n_heads, hd]
   const k::MatmulOut qkv_out[] = {{w.q, q}, {w.k, kr}, {w.v, vr}};
   k::matmul_fused(*ctx.pool, x, n, qkv_out);
-  k::rms_norm(q, w.q_norm.w.data(), q,
-              {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw}, w.q_norm.eps);
-  k::rms_norm(kr, w.k_norm.w.data(), kr, {.n_rows = n * w.n_kv_heads, .width = hd}, w.k_norm.eps);
-  k::rope(q, ctx.positions,
-          {.n_tokens = n,
-           .n_heads = w.n_heads,
-           .head_dim = hd,
-           .rotary_dim = w.rotary_dim,
-           .head_stride = qw},
-          w.rope_theta);
-  k::rope(kr, ctx.positions,
-          {.n_tokens = n, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim},
-          w.rope_theta);
+  add_bias(q, w.q_bias, n);
+  add_bias(kr, w.k_bias, n);
+  add_bias(vr, w.v_bias, n);
+  if (w.qk_norm) {
+    k::rms_norm(q, w.q_norm.w.data(), q,
+                {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw},
+                w.q_norm.eps);
+    k::rms_norm(kr, w.k_norm.w.data(), kr, {.n_rows = n * w.n_kv_heads, .width = hd}, w.k_norm.eps);
+  }
+  apply_rope(w, q, ctx.positions,
+             {.n_tokens = n,
+              .n_heads = w.n_heads,
+              .head_dim = hd,
+              .rotary_dim = w.rotary_dim,
+              .head_stride = qw});
+  apply_rope(w, kr, ctx.positions,
+             {.n_tokens = n, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim});
   // Every sequence's K/V first, then one attention dispatch for all of them (a decode step of
   // N sequences would otherwise be N dispatches of a few microseconds each, per layer).
   thread_local std::vector<k::AttentionJob> jobs;
@@ -154,6 +201,7 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
       k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);
   }
   k::matmul(*ctx.pool, att, n, w.o, out);
+  add_bias(out, w.o_bias, n);
 }
 
 // ---- SwiGLU MLP --------------------------------------------------------------------------------
@@ -163,6 +211,11 @@ void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std
   v.matrix(p + "mlp.gate_proj.weight", d_ff, d_model, &w->gate);
   v.matrix(p + "mlp.up_proj.weight", d_ff, d_model, &w->up);
   v.matrix(p + "mlp.down_proj.weight", d_model, d_ff, &w->down);
+  if (w->bias) {
+    v.vector(p + "mlp.gate_proj.bias", {d_ff}, &w->gate_bias);
+    v.vector(p + "mlp.up_proj.bias", {d_ff}, &w->up_bias);
+    v.vector(p + "mlp.down_proj.bias", {d_model}, &w->down_bias);
+  }
 }
 
 std::int64_t mlp_scratch_per_row(const MlpW& w) { return 2 * w.gate.rows; }
@@ -174,8 +227,11 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   float* u = ctx.scratch->take(n * d_ff);  // [n, d_ff]
   const k::MatmulOut gate_up[] = {{w.gate, g}, {w.up, u}};
   k::matmul_fused(*ctx.pool, x, n, gate_up);
+  add_bias(g, w.gate_bias, n);
+  add_bias(u, w.up_bias, n);
   k::swiglu(g, u, g, n * d_ff);
   k::matmul(*ctx.pool, g, n, w.down, out);
+  add_bias(out, w.down_bias, n);
 }
 
 // ---- Gated DeltaNet (spec 2.5)

@@ -27,13 +27,18 @@ void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, N
 void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width);
 
 // Causal GQA self-attention with q/k norm and (partial) NeoX RoPE; optional per-head output gate
-// (q_proj rows per head [q | gate], spec 0.3).
+// (q_proj rows per head [q | gate], spec 0.3). Llama: no q/k norm, optional biases, and RoPE
+// frequencies from a table (rope_scaling llama3).
 struct AttentionW {
   kernels::WeightView q, k, v, o;
   NormW q_norm, k_norm;
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, rotary_dim = 0;
   float rope_theta = 1e6f;
+  std::vector<float> inv_freq;  // [rotary_dim / 2]; empty: 1 / theta^(2i / rotary_dim)
   bool output_gate = false;
+  bool qk_norm = true;
+  bool bias = false;                                  // q/k/v/o_proj.bias (attention_bias)
+  std::vector<float> q_bias, k_bias, v_bias, o_bias;  // bound when `bias`
   kernels::DType kv_dtype = kernels::DType::kF32;
   std::size_t layer = 0;  // index into SequenceState layers
 };
@@ -42,9 +47,11 @@ std::int64_t attention_scratch_per_row(const AttentionW& w);
 LayerStateSpec attention_state(const AttentionW& w);
 void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float* out);
 
-// down(silu(gate(x)) ⊙ up(x)).
+// down(silu(gate(x) [+ b]) ⊙ (up(x) [+ b])) [+ b].
 struct MlpW {
   kernels::WeightView gate, up, down;
+  bool bias = false;  // gate/up/down_proj.bias (Llama's mlp_bias)
+  std::vector<float> gate_bias, up_bias, down_bias;
 };
 void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
                MlpW* w);

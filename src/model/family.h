@@ -123,6 +123,7 @@ Result<const FamilyInfo*> find_family(const ConfigJson& config);
 Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix);
 
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.

@@ -27,6 +27,11 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"backbone."},
        .probe_tensor = "embeddings.weight",
        .create = create_mamba2},
+      {.name = "llama",
+       .model_types = {"llama"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_llama},
   };
   return kFamilies;
 }
