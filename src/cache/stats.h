@@ -57,6 +57,8 @@ struct InsertResult {
 struct ClearResult {
   std::int64_t freed_entries = 0;
   std::int64_t freed_bytes = 0;
+  std::int64_t freed_disk_entries = 0;  // files the disk tier deleted (PromptCache::clear)
+  std::int64_t freed_disk_bytes = 0;
 };
 
 // Counters of one store, all read under one lock: consistent with each other at any instant.
