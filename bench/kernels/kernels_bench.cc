@@ -3,7 +3,9 @@
 // markdown (docs/performance.md quotes it).
 //   kernels_bench [--threads N] [--seconds S] [--rows 1,4,128,512] [--isa NAME] [--only TEXT]
 //                 [--no-onednn] [--keys 128,1024,4096] [--seqs 1,4] [--no-matmul]
-//                 [--no-attention]
+//                 [--no-attention] [--quant 8,4] [--group-size 64]
+// --quant adds rows for weights quantized to those bit widths (quant.h), each with its speed
+// against bf16's on the same shape and rows, timed in the same rounds.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +37,8 @@ struct Args {
   bool attention = true;
   std::vector<std::int64_t> keys = {128, 1024, 4096};
   std::vector<std::int64_t> seqs = {1, 4};
+  std::vector<std::int64_t> quant_bits;
+  int group_size = 64;
 };
 
 std::vector<std::int64_t> parse_list(const char* s) {
@@ -70,6 +74,10 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.attention = false;
     } else if (k == "--keys" && has_value) {
       a.keys = parse_list(argv[++i]);
+    } else if (k == "--quant" && has_value) {
+      a.quant_bits = parse_list(argv[++i]);
+    } else if (k == "--group-size" && has_value) {
+      a.group_size = std::atoi(argv[++i]);
     } else if (k == "--seqs" && has_value) {
       a.seqs = parse_list(argv[++i]);
     } else {
@@ -87,9 +95,11 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
       "Fractions: of the compute peak ({:.1f} GFLOP/s) and of the read bandwidth ({:.1f} GB/s, "
       "weight bytes per call).\n\n",
       peak / 1e9, c.read_bytes_per_s / 1e9);
-  fmt::print("| shape | N x K | rows | recur GFLOP/s | of peak | of bandwidth |{}\n",
+  fmt::print("| shape | N x K | rows | weights | recur GFLOP/s | of peak | of bandwidth |{}{}\n",
+             args.quant_bits.empty() ? "" : " speed vs bf16 |",
              args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
-  fmt::print("|---|---|---|---|---|---|{}\n", args.onednn ? "---|---|---|" : "");
+  fmt::print("|---|---|---|---|---|---|---|{}{}\n", args.quant_bits.empty() ? "" : "---|",
+             args.onednn ? "---|---|---|" : "");
   std::string onednn_impl;
   for (const auto& shape : kernels::qwen35_08b_shapes()) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
@@ -97,12 +107,19 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
       // recur and oneDNN take turns, best call of each kept, so a period in which the host
       // slows this VM falls on both instead of on whichever happened to run then.
       kernels::MatmulTiming t;
+      std::vector<kernels::MatmulTiming> tq(args.quant_bits.size());
 #ifdef RECUR_HAVE_DNNL
       bench::OnednnTiming o;
 #endif
       for (int round = 0; round < kRounds; ++round) {
-        const auto tr = kernels::time_matmul_bf16(pool, shape, rows, args.seconds / kRounds);
+        const auto tr = kernels::time_matmul(pool, shape, rows, args.seconds / kRounds);
         if (tr.flops_per_s > t.flops_per_s) t = tr;
+        for (std::size_t q = 0; q < tq.size(); ++q) {
+          const auto tqr =
+              kernels::time_matmul(pool, shape, rows, args.seconds / kRounds,
+                                   static_cast<int>(args.quant_bits[q]), args.group_size);
+          if (tqr.flops_per_s > tq[q].flops_per_s) tq[q] = tqr;
+        }
 #ifdef RECUR_HAVE_DNNL
         if (args.onednn) {
           auto orr = bench::time_onednn_matmul_bf16(shape, rows, args.seconds / kRounds);
@@ -110,9 +127,9 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
         }
 #endif
       }
-      fmt::print("| {} | {}x{} | {} | {:.1f} | {:.0f}% | {:.0f}% |", shape.name, shape.n_out,
-                 shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
-                 100 * t.bytes_per_s / c.read_bytes_per_s);
+      fmt::print("| {} | {}x{} | {} | bf16 | {:.1f} | {:.0f}% | {:.0f}% |{}", shape.name,
+                 shape.n_out, shape.k_dim, rows, t.flops_per_s / 1e9, 100 * t.flops_per_s / peak,
+                 100 * t.bytes_per_s / c.read_bytes_per_s, tq.empty() ? "" : " 1.00 |");
 #ifdef RECUR_HAVE_DNNL
       if (args.onednn) {
         onednn_impl = o.impl;
@@ -121,6 +138,13 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
       }
 #endif
       fmt::print("\n");
+      for (std::size_t q = 0; q < tq.size(); ++q) {
+        fmt::print("| {} | {}x{} | {} | q{} g{} | {:.1f} | {:.0f}% | {:.0f}% | {:.2f} |{}\n",
+                   shape.name, shape.n_out, shape.k_dim, rows, args.quant_bits[q], args.group_size,
+                   tq[q].flops_per_s / 1e9, 100 * tq[q].flops_per_s / peak,
+                   100 * tq[q].bytes_per_s / c.read_bytes_per_s, t.seconds / tq[q].seconds,
+                   args.onednn ? " | | |" : "");
+      }
       std::fflush(stdout);
     }
   }

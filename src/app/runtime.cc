@@ -52,11 +52,15 @@ Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_b
                         .quantize_group_size = settings.quantize_group_size};
   const auto load_start = std::chrono::steady_clock::now();
   RECUR_ASSIGN_OR_RETURN(rt.model, model::Model::load(dir, lo));
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (settings.quantize_bits != 0) {
     log::info("quantized on load to {} bits in groups of {}: {} held in memory ({:.2f} s)",
               settings.quantize_bits, settings.quantize_group_size,
-              format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+              format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())), load_s);
+  } else if (rt.model->quantized_bytes() != 0) {
+    log::info("quantized checkpoint repacked for the kernels: {} held in memory ({:.2f} s)",
+              format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())), load_s);
   }
   rt.stop_token_ids = collect_stop_ids(*rt.model, *rt.tokenizer);
   log::info("model dir={} family={} layers={} vocab={} weights={} isa={} threads={}", dir,

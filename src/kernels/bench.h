@@ -67,9 +67,11 @@ struct MatmulTiming {
   double bytes_per_s = 0;  // weight bytes / seconds (the decode-bound quantity)
 };
 
-// Times matmul(x [n_rows, K], bf16 W [N, K]) on the active ISA; runs for about `seconds`.
-MatmulTiming time_matmul_bf16(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
-                              double seconds);
+// Times matmul(x [n_rows, K], W [N, K]) on the active ISA, W in bf16 (bits 0) or quantized to
+// `bits` in groups of `group_size` (quant.h's packed layout, bf16 scales); runs for about
+// `seconds`. bytes_per_s counts the bytes W occupies.
+MatmulTiming time_matmul(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
+                         double seconds, int bits = 0, int group_size = 64);
 
 // One decode step's attention over a bf16 KV cache: n_seqs sequences x n_layers layers, each a
 // single query over n_keys keys (distinct caches, so K/V come from memory as in a long chat).

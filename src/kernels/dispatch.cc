@@ -144,6 +144,7 @@ void for_row_blocks(ThreadPool& pool, std::int64_t n_rows, const Fn& fn) {
 
 // The path of the active table that runs weight w in this call.
 const MatmulPath& matmul_path(const KernelTable& t, const WeightView& w, bool lanes_call) {
+  if (w.quantized()) return t.matmul_quant;
   switch (w.dtype) {
     case DType::kF32:
       return t.matmul_f32;
@@ -171,7 +172,9 @@ void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
   const KernelTable& table = active_kernels();
   const std::int64_t k_dim = outs[0].w.cols;
   std::int64_t bf16_cols = 0;
-  for (const MatmulOut& o : outs) bf16_cols += o.w.dtype == DType::kBF16 ? o.w.rows : 0;
+  for (const MatmulOut& o : outs) {
+    bf16_cols += o.w.dtype == DType::kBF16 && !o.w.quantized() ? o.w.rows : 0;
+  }
   const bool lanes_call = n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
   // The activations of each distinct (path, quantization group), prepared once for all the
   // outputs that read them.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "util/check.h"
 #include "util/dtype.h"
 
 namespace recur::kernels {
@@ -20,9 +21,10 @@ using recur::round_to_bf16;
 
 // A row-major matrix [rows, cols] = [out features, in features] as HF stores Linear weights.
 // Row r starts at data + r * row_bytes(). Non-owning.
-// Affine-quantized (bits != 0, MLX layout, kernels/quant.h): data holds each row's `bits`-bit
-// codes packed little-endian into uint32 words, and every `group_size` consecutive inputs of a
-// row share a scale and a bias ([rows, cols / group_size] each, in `dtype`): w = scale·q + bias.
+// Affine-quantized (bits != 0; kernels/quant.h): data holds recur's packed layout, blocks of
+// kQuantBlockRows rows that the quantized matmul reads front to back, each group of
+// `group_size` inputs holding the block's codes, then its rows' scales and biases (in `dtype`):
+// w = scale·q + bias. Slices of a quantized view start on a block.
 struct WeightView {
   const void* data = nullptr;
   DType dtype = DType::kF32;  // the elements' type, or the scales' and biases' when quantized
@@ -30,26 +32,33 @@ struct WeightView {
   std::int64_t cols = 0;      // K, input features
   int bits = 0;               // 0: plain dtype elements; 4 or 8: quantized codes
   int group_size = 0;
-  const void* scales = nullptr;
-  const void* biases = nullptr;
+
+  static constexpr std::int64_t kQuantBlockRows = 16;
 
   bool quantized() const { return bits != 0; }
-  std::int64_t row_bytes() const {
-    return quantized() ? cols * bits / 8 : cols * dtype_bytes(dtype);
-  }
-  // Scales (and biases) per row.
+  // Plain views: the bytes of a row.
+  std::int64_t row_bytes() const { return cols * dtype_bytes(dtype); }
+  // Quantized views: scales (and biases) per row, and the bytes of one group of a block and of a
+  // whole block of kQuantBlockRows rows.
   std::int64_t groups() const { return quantized() ? cols / group_size : 0; }
+  std::int64_t group_record_bytes() const {
+    return kQuantBlockRows * (group_size * bits / 8 + 2 * dtype_bytes(dtype));
+  }
+  std::int64_t block_bytes() const { return groups() * group_record_bytes(); }
+  // Bytes of the whole matrix in memory (quantized: the last block padded to kQuantBlockRows).
+  std::int64_t total_bytes() const {
+    return quantized() ? (rows + kQuantBlockRows - 1) / kQuantBlockRows * block_bytes()
+                       : rows * row_bytes();
+  }
 
-  // Rows [begin, begin + n) as a view of their own.
+  // Rows [begin, begin + n) as a view of their own (quantized: begin a multiple of
+  // kQuantBlockRows, or the view would start inside a block).
   WeightView slice_rows(std::int64_t begin, std::int64_t n) const {
+    RECUR_CHECK(!quantized() || begin % kQuantBlockRows == 0);
     WeightView v = *this;
-    v.data = static_cast<const char*>(data) + begin * row_bytes();
+    v.data = static_cast<const char*>(data) +
+             (quantized() ? begin / kQuantBlockRows * block_bytes() : begin * row_bytes());
     v.rows = n;
-    if (quantized()) {
-      const std::int64_t skip = begin * groups() * dtype_bytes(dtype);
-      v.scales = static_cast<const char*>(scales) + skip;
-      v.biases = static_cast<const char*>(biases) + skip;
-    }
     return v;
   }
 };

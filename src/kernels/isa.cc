@@ -52,13 +52,16 @@ CpuFeatures detect() {
   const bool avx512f = (b >> 16) & 1;
   const bool avx512bw = (b >> 30) & 1;
   const bool avx512vl = (b >> 31) & 1;
+  const bool avx512vnni = (c >> 11) & 1;
   const bool amx_bf16 = (d >> 22) & 1;
   const bool amx_tile = (d >> 24) & 1;
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   const bool avx512bf16 = (a1 >> 5) & 1;
   f.avx2 = ymm_os && avx2 && fma && f16c;
-  f.avx512 = f.avx2 && zmm_os && avx512f && avx512bw && avx512vl && avx512bf16;
+  // Every CPU with AVX-512 BF16 (Cooper Lake, Sapphire Rapids, Zen 4) has VNNI, which the
+  // quantized matmul needs: requiring both costs no CPU.
+  f.avx512 = f.avx2 && zmm_os && avx512f && avx512bw && avx512vl && avx512bf16 && avx512vnni;
   f.amx = f.avx512 && tile_os && amx_tile && amx_bf16 && request_amx_permission();
   return f;
 }

@@ -20,7 +20,7 @@ using MatmulBlockFn = void (*)(const MatmulOperands& op, const MatmulBlock& b);
 // How one ISA multiplies by weights of one kind: the activations are prepared once per call (per
 // quantization group size, a.group_size, for quantized kinds) into the layout `block` reads
 // (op.xp), then dispatch.cc runs `block` over the output on the pool. dispatch.cc's matmul_path
-// picks the path from the whole WeightView (dtype; for a quantized kind, its bits).
+// picks the path from the whole WeightView (quantized or not, then the dtype).
 struct MatmulPath {
   // Bytes of the prepared activations of all of a's rows. Null: block reads op.x as given.
   std::int64_t (*x_bytes)(const ActivationRows& a) = nullptr;
@@ -43,6 +43,8 @@ struct KernelTable {
   // bf16 calls of kLanesRows+ rows whose bf16 weights have kLanesMinCols+ rows in all (block
   // null: matmul_bf16 runs those too). Same bytes as matmul_bf16.
   MatmulPath matmul_bf16_lanes;
+  // Quantized weights (quant.h's packed layout), 4 and 8 bits, activations prepared per group size.
+  MatmulPath matmul_quant;
 
   // ---- attention (kernels.h attention_batch)
   // Head h of query i.

@@ -28,14 +28,7 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t n_rows,
     RECUR_CHECK(o.w.rows >= 0 && o.w.cols == outs[0].w.cols && o.w.cols >= 0);
   }
   if (n_rows == 0) return;
-  // Quantized weights (quant.h) take their own path; each output's bytes are those it gets alone,
-  // so a call may mix them with floating weights (e.g. small projections left unquantized).
-  std::array<MatmulOut, kMaxFusedMatmuls> plain, quantized;
-  std::size_t n_plain = 0, n_quantized = 0;
-  for (const MatmulOut& o : outs)
-    (o.w.quantized() ? quantized[n_quantized++] : plain[n_plain++]) = o;
-  if (n_quantized > 0) matmul_quantized(pool, x, n_rows, {quantized.data(), n_quantized});
-  if (n_plain > 0) detail::matmul_dispatch(pool, x, n_rows, {plain.data(), n_plain});
+  detail::matmul_dispatch(pool, x, n_rows, outs);
 }
 
 void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64_t n_ids,

@@ -1,6 +1,7 @@
 // The scalar ISA's KernelTable: the reference (reference.h) for every kernel, so `--isa scalar`
 // runs the oracle itself (and valgrind can run everything).
 #include "kernels/kernel_table.h"
+#include "kernels/matmul_isa.h"
 #include "kernels/reference.h"
 
 namespace recur::kernels::detail {
@@ -20,6 +21,9 @@ constinit const KernelTable kScalarKernels{
     .matmul_f32 = {.block = matmul_block_scalar},
     .matmul_f16 = {.block = matmul_block_scalar},
     .matmul_bf16 = {.block = matmul_block_scalar},
+    .matmul_quant = {.x_bytes = quantized_x_bytes,
+                     .prepare_x = quantize_x_rows,
+                     .block = matmul_block_quant_scalar},
     .attention_query = ref::attention_query,
     .gated_delta_head = ref::gated_delta_head,
     .mamba2_head = ref::mamba2_head,

@@ -25,7 +25,8 @@ struct MatmulOperands {
   // avx512 tiles: bf16(x) [n_rows, K rounded up to 32], zero-padded (to_bf16_rows_avx512);
   // avx2 tiles: f32(bf16(x)) [n_rows, K] (round_rows_avx2);
   // amx: x packed as tdpbf16ps B tiles (amx_pack_x_block);
-  // avx512 / avx2 lanes: x packed with rows as lanes (pack_x_lanes_avx512 / _avx2).
+  // avx512 / avx2 lanes: x packed with rows as lanes (pack_x_lanes_avx512 / _avx2);
+  // quantized weights: x quantized to int8 per weight group (quantize_x_rows).
   const void* xp = nullptr;
   WeightView w;
   float* y = nullptr;  // [n_rows, w.rows]
@@ -125,5 +126,16 @@ inline constexpr std::int64_t kLanesAvx2BlockM = 256;
 // in dispatch.cc: an ISA file must not instantiate std::vector (its weak symbols could be picked
 // for code on CPUs without the ISA; tests/kernels/check_isa_symbols.sh).
 float* lanes_weight_scratch(std::int64_t n);
+
+// matmul_quant.cc: quantized weights (quant.h's packed layout) against x quantized to int8 per
+// weight group (quant.h quantized_rows_view: q, then d and xsum), the same integers on every ISA;
+// the scalar block is ref::matmul_quant. Blocks start on a multiple of kQuantBlockRows columns.
+std::int64_t quantized_x_bytes(const ActivationRows& a);
+void quantize_x_rows(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
+void matmul_block_quant_scalar(const MatmulOperands& op, const MatmulBlock& b);
+// matmul_quant_avx512.cc: vpdpbusd over 16 weight rows per vector; matmul_quant_avx2.cc: 8 rows
+// per vector from 4-bit nibbles (vpmaddubsw). Both give the reference's bytes.
+void matmul_block_quant_avx512(const MatmulOperands& op, const MatmulBlock& b);
+void matmul_block_quant_avx2(const MatmulOperands& op, const MatmulBlock& b);
 
 }  // namespace recur::kernels::detail

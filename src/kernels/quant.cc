@@ -73,15 +73,113 @@ void quantize_rows(const float* w, std::int64_t rows, std::int64_t cols, int bit
   }
 }
 
+void dequantize_row(const MlxQuantized& m, std::int64_t r, float* out) {
+  RECUR_CHECK(r >= 0 && r < m.rows);
+  const std::int64_t groups = m.cols / m.group_size;
+  const std::uint32_t* codes = m.codes + r * (m.cols * m.bits / 32);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const float s = load_as_f32(m.scales, m.dtype, r * groups + g);
+    const float b = load_as_f32(m.biases, m.dtype, r * groups + g);
+    for (std::int64_t i = g * m.group_size; i < (g + 1) * m.group_size; ++i) {
+      out[i] = s * static_cast<float>(quant_code(codes, m.bits, i)) + b;
+    }
+  }
+}
+
+WeightView packed_view(const MlxQuantized& m, const void* data) {
+  RECUR_CHECK(quant_format_supported(m.bits, m.group_size) && m.cols % m.group_size == 0);
+  return {.data = data,
+          .dtype = m.dtype,
+          .rows = m.rows,
+          .cols = m.cols,
+          .bits = m.bits,
+          .group_size = m.group_size};
+}
+
+namespace {
+
+// Where row r's byte of input e lives in its group record, and (4 bits) which nibble.
+struct CodeSlot {
+  std::int64_t byte;
+  int shift;
+};
+CodeSlot code_slot(int bits, std::int64_t lane, std::int64_t i) {
+  if (bits == 8) return {(i / 4) * 64 + lane * 4 + i % 4, 0};
+  const std::int64_t j = i % 8;
+  return {(i / 8) * 64 + lane * 4 + j % 4, j < 4 ? 0 : 4};
+}
+
+std::uint8_t* record_of(const WeightView& w, std::int64_t r, std::int64_t g) {
+  auto* base = static_cast<std::uint8_t*>(const_cast<void*>(w.data));
+  return base + r / kQuantBlockRows * w.block_bytes() + g * w.group_record_bytes();
+}
+
+std::int64_t codes_bytes(const WeightView& w) {
+  return kQuantBlockRows * w.group_size * w.bits / 8;
+}
+
+}  // namespace
+
+void pack_quantized_rows(const MlxQuantized& m, std::int64_t r0, std::int64_t n,
+                         const WeightView& out) {
+  RECUR_CHECK(r0 % kQuantBlockRows == 0 && r0 + n <= out.rows && m.bits == out.bits &&
+              m.group_size == out.group_size && m.cols == out.cols && m.dtype == out.dtype);
+  const std::int64_t groups = out.groups(), words = m.cols * m.bits / 32;
+  const std::int64_t sbytes = dtype_bytes(m.dtype);
+  // Whole blocks: a partial last block's missing rows become zeros.
+  const std::int64_t end =
+      std::min(out.rows, r0 + n) == out.rows
+          ? (out.rows + kQuantBlockRows - 1) / kQuantBlockRows * kQuantBlockRows
+          : r0 + n;
+  for (std::int64_t r = r0; r < end; ++r) {
+    const bool real = r < r0 + n;
+    const std::uint32_t* codes = m.codes + (r - r0) * words;
+    const std::int64_t lane = r % kQuantBlockRows;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      std::uint8_t* rec = record_of(out, r, g);
+      for (std::int64_t i = 0; i < m.group_size; ++i) {
+        const CodeSlot slot = code_slot(m.bits, lane, i);
+        if (slot.shift == 0) rec[slot.byte] = 0;
+        const std::uint32_t q = real ? quant_code(codes, m.bits, g * m.group_size + i) : 0;
+        rec[slot.byte] = static_cast<std::uint8_t>(rec[slot.byte] | (q << slot.shift));
+      }
+      std::uint8_t* scale = rec + codes_bytes(out) + lane * sbytes;
+      std::uint8_t* bias = scale + kQuantBlockRows * sbytes;
+      const std::int64_t at = ((r - r0) * groups + g) * sbytes;
+      if (real) {
+        std::memcpy(scale, static_cast<const std::uint8_t*>(m.scales) + at,
+                    static_cast<std::size_t>(sbytes));
+        std::memcpy(bias, static_cast<const std::uint8_t*>(m.biases) + at,
+                    static_cast<std::size_t>(sbytes));
+      } else {
+        std::memset(scale, 0, static_cast<std::size_t>(sbytes));
+        std::memset(bias, 0, static_cast<std::size_t>(sbytes));
+      }
+    }
+  }
+}
+
+std::uint32_t packed_code(const WeightView& w, std::int64_t r, std::int64_t e) {
+  const CodeSlot slot = code_slot(w.bits, r % kQuantBlockRows, e % w.group_size);
+  return (record_of(w, r, e / w.group_size)[slot.byte] >> slot.shift) & ((1u << w.bits) - 1u);
+}
+
+float packed_scale(const WeightView& w, std::int64_t r, std::int64_t g) {
+  return load_as_f32(record_of(w, r, g) + codes_bytes(w), w.dtype, r % kQuantBlockRows);
+}
+
+float packed_bias(const WeightView& w, std::int64_t r, std::int64_t g) {
+  return load_as_f32(record_of(w, r, g) + codes_bytes(w) + kQuantBlockRows * dtype_bytes(w.dtype),
+                     w.dtype, r % kQuantBlockRows);
+}
+
 void dequantize_row(const WeightView& w, std::int64_t r, float* out) {
   RECUR_CHECK(w.quantized() && r >= 0 && r < w.rows);
-  const WeightView row = w.slice_rows(r, 1);
-  const auto* codes = static_cast<const std::uint32_t*>(row.data);
   for (std::int64_t g = 0; g < w.groups(); ++g) {
-    const float s = load_as_f32(row.scales, w.dtype, g);
-    const float b = load_as_f32(row.biases, w.dtype, g);
+    const float s = packed_scale(w, r, g);
+    const float b = packed_bias(w, r, g);
     for (std::int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
-      out[i] = s * static_cast<float>(quant_code(codes, w.bits, i)) + b;
+      out[i] = s * static_cast<float>(packed_code(w, r, i)) + b;
     }
   }
 }
@@ -110,6 +208,19 @@ void quantize_activation_row(const float* x, std::int64_t cols, int group_size,
   }
 }
 
+std::int64_t quantized_rows_bytes(std::int64_t n_rows, std::int64_t cols, int group_size) {
+  const std::int64_t q = (n_rows * cols + 63) / 64 * 64;
+  return q + 2 * n_rows * (cols / group_size) * static_cast<std::int64_t>(sizeof(float));
+}
+
+QuantizedActivations quantized_rows_view(void* base, std::int64_t n_rows, std::int64_t cols,
+                                         int group_size) {
+  auto* p = static_cast<std::uint8_t*>(base);
+  const std::int64_t q = (n_rows * cols + 63) / 64 * 64;
+  auto* d = reinterpret_cast<float*>(p + q);
+  return {.q = reinterpret_cast<std::int8_t*>(p), .d = d, .xsum = d + n_rows * (cols / group_size)};
+}
+
 namespace ref {
 
 void matmul_quant(const QuantizedActivations& a, std::int64_t n_rows, const WeightView& w, float* y,
@@ -121,19 +232,14 @@ void matmul_quant(const QuantizedActivations& a, std::int64_t n_rows, const Weig
     const float* d = a.d + r * groups;
     const float* xsum = a.xsum + r * groups;
     for (std::int64_t n = 0; n < w.rows; ++n) {
-      const WeightView row = w.slice_rows(n, 1);
-      const auto* codes = static_cast<const std::uint32_t*>(row.data);
-      float acc = 0.0f;
+      float acc = 0.0f, bias = 0.0f;
       for (std::int64_t g = 0; g < groups; ++g) {
         std::int32_t dot = 0;
         for (std::int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
-          dot += static_cast<std::int32_t>(quant_code(codes, w.bits, i)) * xq[i];
+          dot += static_cast<std::int32_t>(packed_code(w, n, i)) * xq[i];
         }
-        acc += (load_as_f32(row.scales, w.dtype, g) * d[g]) * static_cast<float>(dot);
-      }
-      float bias = 0.0f;
-      for (std::int64_t g = 0; g < groups; ++g) {
-        bias += load_as_f32(row.biases, w.dtype, g) * xsum[g];
+        acc = std::fma(packed_scale(w, n, g) * d[g], static_cast<float>(dot), acc);
+        bias = std::fma(packed_bias(w, n, g), xsum[g], bias);
       }
       y[r * ldy + n] = acc + bias;
     }

@@ -1,25 +1,48 @@
-// Affine group quantization in MLX's layout (mlx.core.quantize, mode "affine"), the format of
-// mlx-community "-4bit"/"-8bit" checkpoints and of `recur quantize` / `--quantize`:
-//   per output row, every `group_size` consecutive inputs share a scale s and a bias b, and
-//   w[i] ≈ s·q[i] + b with q[i] in [0, 2^bits − 1], packed little-endian into uint32 words
-//   (element j of a row in word j·bits/32, from bit (j·bits) mod 32 up).
-// And the arithmetic of a quantized Linear (docs/quantization.md): each activation row is
-// quantized to int8 in blocks of the weight's group size (scale absmax/127), so a group's dot
-// product is an exact integer sum and the rest is a few f32 operations per group.
+// Affine group quantization: MLX's format on disk and recur's packed layout in memory.
+//
+// MLX's layout (mlx.core.quantize, mode "affine"; mlx-community "-4bit"/"-8bit" checkpoints and
+// `recur quantize`): per output row, every `group_size` consecutive inputs share a scale s and a
+// bias b, and w[i] ≈ s·q[i] + b with q[i] in [0, 2^bits − 1], packed little-endian into uint32
+// words (element j of a row in word j·bits/32, from bit (j·bits) mod 32 up).
+//
+// recur's packed layout (what a quantized WeightView holds; docs/quantization.md): rows in blocks
+// of 16 (kQuantBlockRows, the last one padded with zero rows), each block a run of group records
+// read front to back. A group record holds the block's codes of that group in 64-byte vectors
+// whose 32-bit lane l belongs to row l of the block, then the 16 rows' scales, then their biases
+// (in the view's dtype):
+//   8 bits: vector k holds each row's elements 4k .. 4k+3 of the group, one byte each;
+//   4 bits: vector k holds each row's elements 8k .. 8k+7: byte j of a lane has element 8k+j in
+//           its low nibble and element 8k+4+j in its high nibble.
+// So one vpdpbusd of a vector against 4 broadcast activation bytes advances 16 rows' dot
+// products, and a block streams from memory in one pass.
+//
+// The arithmetic of a quantized Linear: each activation row is quantized to int8 in blocks of the
+// weight's group size (scale absmax/127), so a group's dot product is an exact integer sum and the
+// rest is two fused multiply-adds per group (ref::matmul_quant).
 #pragma once
 
 #include <cstdint>
-#include <span>
 
 #include "kernels/dtype.h"
-#include "util/thread_pool.h"
 
 namespace recur::kernels {
+
+inline constexpr std::int64_t kQuantBlockRows = WeightView::kQuantBlockRows;
 
 // The formats recur computes with: 4 or 8 bits, groups of 32, 64 or 128.
 bool quant_format_supported(int bits, int group_size);
 
-// Element j of a packed row.
+// A matrix in MLX's layout: codes [rows, cols·bits/32], scales and biases [rows, cols/group_size].
+struct MlxQuantized {
+  const std::uint32_t* codes = nullptr;
+  const void* scales = nullptr;
+  const void* biases = nullptr;
+  DType dtype = DType::kF32;  // the scales' and biases'
+  std::int64_t rows = 0, cols = 0;
+  int bits = 0, group_size = 0;
+};
+
+// Element j of an MLX-layout row of packed words.
 inline std::uint32_t quant_code(const std::uint32_t* row, int bits, std::int64_t j) {
   const std::int64_t bit = j * bits;
   return (row[bit / 32] >> (bit % 32)) & ((1u << bits) - 1u);
@@ -27,12 +50,31 @@ inline std::uint32_t quant_code(const std::uint32_t* row, int bits, std::int64_t
 
 // Quantizes `rows` rows of `cols` f32 weights the way MLX's CPU backend does (per group: the
 // scale spans min..max and is nudged so that the edge of larger magnitude is exactly a code;
-// q = clamp(rint((w − b) / s))). Writes codes [rows, cols·bits/32], and scales and biases
-// [rows, cols/group_size] as `scale_dtype` (rounded to nearest even). cols % group_size == 0.
+// q = clamp(rint((w − b) / s))) into MLX's layout: codes [rows, cols·bits/32], and scales and
+// biases [rows, cols/group_size] as `scale_dtype` (rounded to nearest even). cols % group_size ==
+// 0.
 void quantize_rows(const float* w, std::int64_t rows, std::int64_t cols, int bits, int group_size,
                    DType scale_dtype, std::uint32_t* codes, void* scales, void* biases);
 
-// Row r of a quantized view as f32 (s·q + b, in f32), cols values.
+// Row r of an MLX-layout matrix as f32 (s·q + b, in f32), cols values.
+void dequantize_row(const MlxQuantized& m, std::int64_t r, float* out);
+
+// The packed view of a matrix of m's format over `data` (m.codes/scales/biases unused), which
+// holds packed_view(m, data).total_bytes() bytes.
+WeightView packed_view(const MlxQuantized& m, const void* data);
+
+// Packs rows [r0, r0 + n) of m into the packed matrix `out` (r0 a multiple of kQuantBlockRows;
+// rows of the last block past m.rows are written as zeros, with zero scales and biases). m's
+// pointers may address just those rows: row r0 of the matrix is row 0 of m's arrays.
+void pack_quantized_rows(const MlxQuantized& m, std::int64_t r0, std::int64_t n,
+                         const WeightView& out);
+
+// One element of a packed view: row r's code of input e, and its group g's scale and bias.
+std::uint32_t packed_code(const WeightView& w, std::int64_t r, std::int64_t e);
+float packed_scale(const WeightView& w, std::int64_t r, std::int64_t g);
+float packed_bias(const WeightView& w, std::int64_t r, std::int64_t g);
+
+// Row r of a packed view as f32 (s·q + b, in f32), cols values: the same floats as the MLX row.
 void dequantize_row(const WeightView& w, std::int64_t r, float* out);
 
 // One activation row quantized for a quantized matmul, blocks of `group_size` inputs:
@@ -46,16 +88,17 @@ struct QuantizedActivations {
 void quantize_activation_row(const float* x, std::int64_t cols, int group_size,
                              const QuantizedActivations& out);
 
-// Several quantized Linears over the same f32 x [n_rows, cols] (kernels::matmul_fused routes the
-// quantized ones here): y[i] [n_rows, outs[i].w.rows]. Rows are independent of each other.
-struct MatmulOut;
-void matmul_quantized(ThreadPool& pool, const float* x, std::int64_t n_rows,
-                      std::span<const MatmulOut> outs);
+// n_rows activation rows quantized together: q [n_rows, cols], then d and xsum
+// [n_rows, cols / group_size] each. The quantized matmul path's prepared activations.
+std::int64_t quantized_rows_bytes(std::int64_t n_rows, std::int64_t cols, int group_size);
+QuantizedActivations quantized_rows_view(void* base, std::int64_t n_rows, std::int64_t cols,
+                                         int group_size);
 
 namespace ref {
-// y[r, n] for outputs n of w (quantized) and activation rows already quantized (row r's blocks at
-// a.q + r·cols, a.d + r·groups, a.xsum + r·groups):
-//   y = Σ_g (s_g·d_g)·Σ_{i∈g} q_w[i]·q_x[i]  +  Σ_g b_g·xsum_g,  both sums over g in order.
+// y[r, n] for the rows n of w (packed, a slice starting on a block) and activation rows already
+// quantized (row r's blocks at a.q + r·cols, a.d + r·groups, a.xsum + r·groups):
+//   acc = fma(s_g·d_g, dot_g, acc) and bias = fma(b_g, xsum_g, bias) over g in order, from 0,
+//   where dot_g = Σ_{i∈g} q_w[i]·q_x[i] (an exact integer), then y = acc + bias.
 void matmul_quant(const QuantizedActivations& a, std::int64_t n_rows, const WeightView& w, float* y,
                   std::int64_t ldy);
 }  // namespace ref

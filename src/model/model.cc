@@ -4,7 +4,9 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -25,11 +27,27 @@ float* Scratch::take(std::int64_t n) {
   return p;
 }
 
-// Weights quantized at load: owned here, read by the views the families hold.
+// Quantized weights in the kernels' packed layout (kernels/quant.h), repacked from an MLX
+// checkpoint or quantized at load: owned here, read by the views the families hold.
 struct QuantizedStore {
-  std::vector<std::vector<std::uint32_t>> codes;
-  std::vector<std::vector<std::uint8_t>> scales, biases;
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<void, Free>> blocks;
   std::size_t bytes = 0;
+
+  // A zeroed buffer for a packed matrix of `like`'s format, on cache lines: the kernels' 64-byte
+  // loads would each touch two lines otherwise. (Packed sizes are multiples of 64.)
+  k::WeightView add(k::WeightView like) {
+    const auto n = static_cast<std::size_t>(like.total_bytes());
+    void* p = std::aligned_alloc(64, n);
+    RECUR_CHECK_MSG(p != nullptr, "out of memory for a quantized weight");
+    std::memset(p, 0, n);
+    blocks.emplace_back(p);
+    bytes += n;
+    like.data = p;
+    return like;
+  }
 };
 
 namespace {
@@ -201,47 +219,56 @@ class BindingVisitor final : public TensorVisitor {
         {module + ".scales", scales->shape, true, static_cast<std::int64_t>(scales->n_bytes)});
     list_->push_back(
         {module + ".biases", biases->shape, true, static_cast<std::int64_t>(biases->n_bytes)});
-    *slot = {.data = codes->data,
-             .dtype = *scales->dtype,
-             .rows = rows,
-             .cols = cols,
-             .bits = static_cast<int>(bits),
-             .group_size = static_cast<int>(group_size),
-             .scales = scales->data,
-             .biases = biases->data};
+    const k::MlxQuantized mlx{.codes = reinterpret_cast<const std::uint32_t*>(codes->data),
+                              .scales = scales->data,
+                              .biases = biases->data,
+                              .dtype = *scales->dtype,
+                              .rows = rows,
+                              .cols = cols,
+                              .bits = static_cast<int>(bits),
+                              .group_size = static_cast<int>(group_size)};
+    // Repacked into the kernels' layout; the file's pages are released behind the copy.
+    *slot = store_->add(k::packed_view(mlx, nullptr));
+    k::pack_quantized_rows(mlx, 0, rows, *slot);
+    drop_mapped_pages(codes->data, codes->n_bytes);
+    drop_mapped_pages(scales->data, scales->n_bytes);
+    drop_mapped_pages(biases->data, biases->n_bytes);
   }
 
   // --quantize: MLX's quantizer over the weight's values (converted to f32 row by row), scales
   // and biases in the weight's own dtype as MLX keeps them.
   void quantize_in_memory(k::WeightView* w) {
     const int bits = opts_.quantize_bits, gs = opts_.quantize_group_size;
-    auto& codes =
-        store_->codes.emplace_back(static_cast<std::size_t>(w->rows * w->cols * bits / 32));
-    const auto sb = static_cast<std::size_t>(w->rows * (w->cols / gs) * k::dtype_bytes(w->dtype));
-    auto& scales = store_->scales.emplace_back(sb);
-    auto& biases = store_->biases.emplace_back(sb);
-    constexpr std::int64_t kRowsPerPass = 64;
+    constexpr std::int64_t kRowsPerPass = 4 * k::kQuantBlockRows;
+    const std::int64_t groups = w->cols / gs;
     std::vector<float> rows(static_cast<std::size_t>(kRowsPerPass * w->cols));
-    const std::int64_t words = w->cols * bits / 32, groups = w->cols / gs;
+    std::vector<std::uint32_t> codes(static_cast<std::size_t>(kRowsPerPass * w->cols * bits / 32));
+    std::vector<std::uint8_t> scales(
+        static_cast<std::size_t>(kRowsPerPass * groups * k::dtype_bytes(w->dtype)));
+    std::vector<std::uint8_t> biases(scales.size());
+    k::MlxQuantized mlx{.codes = codes.data(),
+                        .scales = scales.data(),
+                        .biases = biases.data(),
+                        .dtype = w->dtype,
+                        .rows = w->rows,
+                        .cols = w->cols,
+                        .bits = bits,
+                        .group_size = gs};
+    const k::WeightView packed = store_->add(k::packed_view(mlx, nullptr));
     for (std::int64_t r0 = 0; r0 < w->rows; r0 += kRowsPerPass) {
       const std::int64_t n = std::min(kRowsPerPass, w->rows - r0);
       const k::WeightView part = w->slice_rows(r0, n);
       for (std::int64_t i = 0; i < n * w->cols; ++i) {
         rows[static_cast<std::size_t>(i)] = k::load_as_f32(part.data, w->dtype, i);
       }
-      const auto sb_off = static_cast<std::size_t>(r0 * groups * k::dtype_bytes(w->dtype));
-      k::quantize_rows(rows.data(), n, w->cols, bits, gs, w->dtype, codes.data() + r0 * words,
-                       scales.data() + sb_off, biases.data() + sb_off);
+      k::quantize_rows(rows.data(), n, w->cols, bits, gs, w->dtype, codes.data(), scales.data(),
+                       biases.data());
+      k::pack_quantized_rows(mlx, r0, n, packed);
       // Released as it goes, so loading never holds a whole floating matrix (the embedding is
       // the largest: 0.5 GB at Qwen3.5-0.8B's vocabulary) beside the quantized copy.
       drop_mapped_pages(part.data, static_cast<std::size_t>(n * part.row_bytes()));
     }
-    store_->bytes += codes.size() * sizeof(std::uint32_t) + 2 * sb;
-    w->data = codes.data();
-    w->bits = bits;
-    w->group_size = gs;
-    w->scales = scales.data();
-    w->biases = biases.data();
+    *w = packed;
   }
 
   const Checkpoint& ck_;

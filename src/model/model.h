@@ -84,7 +84,8 @@ class Model {
   std::uint64_t fingerprint() const { return fingerprint_; }
   const std::vector<TensorEntry>& tensors() const { return tensors_; }
   std::size_t weight_bytes() const;
-  // Bytes of weights quantized at load (--quantize), held in memory instead of the mapping.
+  // Bytes of quantized weights held in memory in the kernels' packed layout (kernels/quant.h),
+  // instead of the mapping: quantized at load (--quantize) or repacked from an MLX checkpoint.
   std::size_t quantized_bytes() const;
   const LoadOptions& options() const { return opts_; }
 

@@ -17,9 +17,13 @@ namespace {
 
 using testing::random_floats;
 
+// A quantized matrix in MLX's layout (as a checkpoint holds it) and packed (as the kernels read
+// it).
 struct OwnedQuant {
   std::vector<std::uint32_t> codes;
   std::vector<std::uint8_t> scales, biases;
+  MlxQuantized mlx;
+  std::vector<std::uint8_t> packed;
   WeightView view;
 };
 
@@ -32,14 +36,18 @@ OwnedQuant quantize(const std::vector<float>& w, std::int64_t rows, std::int64_t
   q.biases.resize(sb);
   quantize_rows(w.data(), rows, cols, bits, gs, dtype, q.codes.data(), q.scales.data(),
                 q.biases.data());
-  q.view = {.data = q.codes.data(),
-            .dtype = dtype,
-            .rows = rows,
-            .cols = cols,
-            .bits = bits,
-            .group_size = gs,
-            .scales = q.scales.data(),
-            .biases = q.biases.data()};
+  q.mlx = {.codes = q.codes.data(),
+           .scales = q.scales.data(),
+           .biases = q.biases.data(),
+           .dtype = dtype,
+           .rows = rows,
+           .cols = cols,
+           .bits = bits,
+           .group_size = gs};
+  q.view = packed_view(q.mlx, nullptr);
+  q.packed.assign(static_cast<std::size_t>(q.view.total_bytes()), 0xAB);  // padding must be written
+  q.view.data = q.packed.data();
+  pack_quantized_rows(q.mlx, 0, rows, q.view);
   return q;
 }
 
@@ -62,9 +70,9 @@ TEST(Quant, QuantizerKeepsTheLargerEdgeExactAndErrorsWithinHalfAStep) {
       const OwnedQuant q = quantize(w, rows, cols, bits, gs, DType::kF32);
       std::vector<float> deq(static_cast<std::size_t>(cols));
       for (std::int64_t r = 0; r < rows; ++r) {
-        dequantize_row(q.view, r, deq.data());
+        dequantize_row(q.mlx, r, deq.data());
         for (std::int64_t g = 0; g < cols / gs; ++g) {
-          const float s = static_cast<const float*>(q.view.scales)[r * (cols / gs) + g];
+          const float s = static_cast<const float*>(q.mlx.scales)[r * (cols / gs) + g];
           float lo = 1e9f, hi = -1e9f;
           for (std::int64_t i = g * gs; i < (g + 1) * gs; ++i) {
             const float x = w[static_cast<std::size_t>(r * cols + i)];
@@ -72,8 +80,7 @@ TEST(Quant, QuantizerKeepsTheLargerEdgeExactAndErrorsWithinHalfAStep) {
             hi = std::max(hi, x);
             // Nudging the scale to make the edge exact can push the far edge past the last code:
             // values clamped to an end code are within a whole step, the others within half.
-            const std::uint32_t code = quant_code(
-                static_cast<const std::uint32_t*>(q.view.slice_rows(r, 1).data), bits, i);
+            const std::uint32_t code = quant_code(q.codes.data() + r * cols * bits / 32, bits, i);
             const bool end_code = code == 0 || code == (1u << bits) - 1;
             EXPECT_LE(std::fabs(deq[static_cast<std::size_t>(i)] - x),
                       std::fabs(s) * (end_code ? 1.0f : 0.5f) + 1e-6f)
@@ -94,11 +101,109 @@ TEST(Quant, QuantizerKeepsTheLargerEdgeExactAndErrorsWithinHalfAStep) {
   }
 }
 
+// The packed layout byte by byte (quant.h): in group record g of block b, 64-byte vector k holds
+// lane l = row l of the block; 8 bits: byte 4l + j is element 4k + j; 4 bits: byte 4l + j holds
+// element 8k + j in its low nibble and 8k + 4 + j in its high nibble; then 16 scales, 16 biases.
+TEST(Quant, PackedLayoutPutsEachRowInItsLane) {
+  for (int bits : {4, 8}) {
+    const std::int64_t rows = 20, cols = 64, gs = 32;  // two blocks, the second with 4 real rows
+    const std::uint32_t top = (1u << bits) - 1;
+    auto code = [&](std::int64_t r, std::int64_t e) {
+      return static_cast<std::uint32_t>((r * 7 + e * 3) % (top + 1));
+    };
+    std::vector<std::uint32_t> words(static_cast<std::size_t>(rows * cols * bits / 32), 0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t e = 0; e < cols; ++e) {
+        const std::int64_t bit = (r * cols + e) * bits;
+        words[static_cast<std::size_t>(bit / 32)] |= code(r, e) << (bit % 32);
+      }
+    }
+    std::vector<float> scales(static_cast<std::size_t>(rows * 2)), biases(scales.size());
+    for (std::size_t i = 0; i < scales.size(); ++i) {
+      scales[i] = 1.0f + static_cast<float>(i);
+      biases[i] = -static_cast<float>(i);
+    }
+    const MlxQuantized m{.codes = words.data(),
+                         .scales = scales.data(),
+                         .biases = biases.data(),
+                         .dtype = DType::kF32,
+                         .rows = rows,
+                         .cols = cols,
+                         .bits = bits,
+                         .group_size = gs};
+    WeightView w = packed_view(m, nullptr);
+    const std::int64_t code_bytes = 16 * gs * bits / 8, record = code_bytes + 2 * 16 * 4;
+    ASSERT_EQ(w.group_record_bytes(), record);
+    ASSERT_EQ(w.total_bytes(), 2 * 2 * record);
+    std::vector<std::uint8_t> buf(static_cast<std::size_t>(w.total_bytes()), 0xAB);
+    w.data = buf.data();
+    pack_quantized_rows(m, 0, rows, w);
+    for (std::int64_t r = 0; r < 32; ++r) {
+      const std::int64_t b = r / 16, l = r % 16;
+      for (std::int64_t g = 0; g < 2; ++g) {
+        const std::uint8_t* rec = buf.data() + (b * 2 + g) * record;
+        for (std::int64_t i = 0; i < gs; ++i) {
+          const std::int64_t e = g * gs + i;
+          const std::uint32_t want = r < rows ? code(r, e) : 0;
+          std::uint32_t got;
+          if (bits == 8) {
+            got = rec[(i / 4) * 64 + 4 * l + i % 4];
+          } else {
+            const std::uint8_t byte = rec[(i / 8) * 64 + 4 * l + (i % 8) % 4];
+            got = i % 8 < 4 ? byte & 15u : byte >> 4;
+          }
+          ASSERT_EQ(got, want) << bits << " row " << r << " e " << e;
+          if (r < rows) {
+            ASSERT_EQ(packed_code(w, r, e), want);
+          }
+        }
+        float s, bias;
+        std::memcpy(&s, rec + code_bytes + 4 * l, 4);
+        std::memcpy(&bias, rec + code_bytes + 64 + 4 * l, 4);
+        EXPECT_EQ(s, r < rows ? scales[static_cast<std::size_t>(r * 2 + g)] : 0.0f);
+        EXPECT_EQ(bias, r < rows ? biases[static_cast<std::size_t>(r * 2 + g)] : 0.0f);
+      }
+    }
+  }
+}
+
+// Packing changes where values live, never which: every row dequantizes to the same floats, and
+// packing in passes (as loading does) writes the same bytes as packing at once.
+TEST(Quant, PackedRowsDequantizeAsTheMlxRows) {
+  for (int bits : {4, 8}) {
+    for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+      const std::int64_t rows = 53, cols = 256;
+      const OwnedQuant q = quantize(random_floats(static_cast<std::size_t>(rows * cols), 3), rows,
+                                    cols, bits, 64, dtype);
+      std::vector<float> a(static_cast<std::size_t>(cols)), b(a.size());
+      for (std::int64_t r = 0; r < rows; ++r) {
+        dequantize_row(q.mlx, r, a.data());
+        dequantize_row(q.view, r, b.data());
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << r;
+      }
+      std::vector<std::uint8_t> passes(q.packed.size(), 0xCD);
+      WeightView w = q.view;
+      w.data = passes.data();
+      const std::int64_t words = cols * bits / 32, sb = (cols / 64) * dtype_bytes(dtype);
+      for (std::int64_t r0 = 0; r0 < rows; r0 += 32) {
+        MlxQuantized part = q.mlx;
+        part.codes += r0 * words;
+        part.scales = q.scales.data() + r0 * sb;
+        part.biases = q.biases.data() + r0 * sb;
+        pack_quantized_rows(part, r0, std::min<std::int64_t>(32, rows - r0), w);
+      }
+      EXPECT_EQ(passes, q.packed);
+    }
+  }
+}
+
 TEST(Quant, AZeroGroupQuantizesToZero) {
   std::vector<float> w(64, 0.0f);
   const OwnedQuant q = quantize(w, 1, 64, 4, 64, DType::kBF16);
   std::vector<float> deq(64, 1.0f);
   dequantize_row(q.view, 0, deq.data());
+  for (float x : deq) EXPECT_EQ(x, 0.0f);
+  dequantize_row(q.mlx, 0, deq.data());
   for (float x : deq) EXPECT_EQ(x, 0.0f);
 }
 
@@ -162,57 +267,85 @@ TEST(Quant, MatmulIsWithinTheActivationRoundingOfFloat64) {
   }
 }
 
-// The pool dispatch: every row's bytes equal the row computed alone, on 1 or 3 threads, also with
-// two weights of different group sizes in one fused call.
+// The pool dispatch: every row's bytes equal the row computed alone, on 1 or 3 threads, with two
+// quantized weights of different group sizes and a bf16 one in one fused call, and batches on
+// both sides of the streaming (decode) split.
 TEST(Quant, FusedDispatchIsBatchAndThreadInvariant) {
-  const std::int64_t cols = 256, n_x = 9;
+  const std::int64_t cols = 256, n_x = 21;
   const auto x = random_floats(static_cast<std::size_t>(n_x * cols), 21, -2, 2);
   const OwnedQuant a = quantize(random_floats(static_cast<std::size_t>(130 * cols), 22), 130, cols,
                                 4, 64, DType::kBF16);
   const OwnedQuant b = quantize(random_floats(static_cast<std::size_t>(70 * cols), 23), 70, cols, 8,
                                 32, DType::kF16);
+  std::vector<std::uint16_t> plain(static_cast<std::size_t>(48 * cols));
+  const auto pf = random_floats(plain.size(), 24);
+  for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = f32_to_bf16(pf[i]);
+  const WeightView c{.data = plain.data(), .dtype = DType::kBF16, .rows = 48, .cols = cols};
+  const std::int64_t widths[3] = {130, 70, 48};
   ThreadPool one(1), three(3);
   auto run = [&](ThreadPool& pool, const float* xs, std::int64_t n) {
-    std::vector<float> ya(static_cast<std::size_t>(n * 130)), yb(static_cast<std::size_t>(n * 70));
-    const MatmulOut outs[2] = {{.w = a.view, .y = ya.data()}, {.w = b.view, .y = yb.data()}};
-    matmul_quantized(pool, xs, n, outs);
-    ya.insert(ya.end(), yb.begin(), yb.end());
-    return ya;
+    std::vector<float> y(static_cast<std::size_t>(n * (130 + 70 + 48)));
+    const MatmulOut outs[3] = {{.w = a.view, .y = y.data()},
+                               {.w = b.view, .y = y.data() + n * 130},
+                               {.w = c, .y = y.data() + n * 200}};
+    matmul_fused(pool, xs, n, outs);
+    return y;
   };
-  const std::vector<float> all = run(three, x.data(), n_x);
-  for (std::int64_t r = 0; r < n_x; ++r) {
-    const std::vector<float> alone = run(one, x.data() + r * cols, 1);
-    ASSERT_EQ(std::memcmp(alone.data(), all.data() + r * 130, 130 * sizeof(float)), 0) << r;
-    ASSERT_EQ(std::memcmp(alone.data() + 130, all.data() + n_x * 130 + r * 70, 70 * sizeof(float)),
-              0)
-        << r;
+  for (std::int64_t batch : {std::int64_t{5}, n_x}) {
+    const std::vector<float> all = run(three, x.data(), batch);
+    for (std::int64_t r = 0; r < batch; ++r) {
+      const std::vector<float> alone = run(one, x.data() + r * cols, 1);
+      std::int64_t at_alone = 0, at_all = 0;
+      for (std::int64_t width : widths) {
+        ASSERT_EQ(std::memcmp(alone.data() + at_alone, all.data() + at_all + r * width,
+                              static_cast<std::size_t>(width) * sizeof(float)),
+                  0)
+            << "batch " << batch << " row " << r << " width " << width;
+        at_alone += width;
+        at_all += batch * width;
+      }
+    }
   }
 }
 
 // Every ISA's quantized matmul has the reference's bytes: the group dot products are exact
-// integers whatever their order, and the f32 epilogue is the reference's. Odd group counts,
-// row counts around the kernels' blocks, both widths and every group size.
+// integers whatever their order, and each output's f32 operations are the reference's. Odd group
+// counts, weight rows ending inside a block, more than one streaming chunk, activation rows
+// around the kernels' tiles, both widths, every group size and every scale dtype.
 TEST(Quant, EveryIsaEqualsTheReferenceBitForBit) {
   ThreadPool pool(2);
+  struct Case {
+    int bits, gs;
+    std::int64_t cols, rows;
+    DType dtype;
+  };
+  std::vector<Case> cases;
   for (int bits : {4, 8}) {
     for (int gs : {32, 64, 128}) {
-      for (std::int64_t cols : {gs * 3, gs * 8}) {
-        const std::int64_t rows = 70;
+      for (std::int64_t cols : {gs * 3, gs * 8})
+        cases.push_back({bits, gs, cols, 70, DType::kBF16});
+    }
+    cases.push_back({bits, 64, 128, 300, DType::kF16});
+    cases.push_back({bits, 32, 96, 37, DType::kF32});
+  }
+  for (const auto& [bits, gs, cols, rows, dtype] : cases) {
+    {
+      {
         const OwnedQuant q = quantize(random_floats(static_cast<std::size_t>(rows * cols), 31),
-                                      rows, cols, bits, gs, DType::kBF16);
-        for (std::int64_t n_x : {1, 4, 9, 17}) {
+                                      rows, cols, bits, gs, dtype);
+        for (std::int64_t n_x : {1, 2, 3, 4, 5, 8, 9, 17}) {
           const auto x = random_floats(static_cast<std::size_t>(n_x * cols), 32, -2, 2);
           std::vector<float> want(static_cast<std::size_t>(n_x * rows));
           {
             testing::ScopedIsa scalar(Isa::kScalar);
             const MatmulOut out{.w = q.view, .y = want.data()};
-            matmul_quantized(pool, x.data(), n_x, {&out, 1});
+            matmul_fused(pool, x.data(), n_x, {&out, 1});
           }
           for (Isa isa : testing::runnable_isas()) {
             testing::ScopedIsa scoped(isa);
             std::vector<float> got(want.size());
             const MatmulOut out{.w = q.view, .y = got.data()};
-            matmul_quantized(pool, x.data(), n_x, {&out, 1});
+            matmul_fused(pool, x.data(), n_x, {&out, 1});
             ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
                 << isa_name(isa) << " bits " << bits << " group " << gs << " cols " << cols
                 << " rows " << n_x;

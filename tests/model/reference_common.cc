@@ -49,14 +49,14 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
     std::vector<std::uint8_t> s_bytes(scales.size() * 4), b_bytes(scales.size() * 4);
     kernels::quantize_rows(w.data(), rows, cols, g_quant_bits, g_quant_group, sd, codes.data(),
                            s_bytes.data(), b_bytes.data());
-    const kernels::WeightView view{.data = codes.data(),
-                                   .dtype = sd,
-                                   .rows = rows,
-                                   .cols = cols,
-                                   .bits = g_quant_bits,
-                                   .group_size = g_quant_group,
-                                   .scales = s_bytes.data(),
-                                   .biases = b_bytes.data()};
+    const kernels::MlxQuantized view{.codes = codes.data(),
+                                     .scales = s_bytes.data(),
+                                     .biases = b_bytes.data(),
+                                     .dtype = sd,
+                                     .rows = rows,
+                                     .cols = cols,
+                                     .bits = g_quant_bits,
+                                     .group_size = g_quant_group};
     std::vector<float> row(static_cast<std::size_t>(cols));
     for (std::int64_t r = 0; r < rows; ++r) {
       kernels::dequantize_row(view, r, row.data());

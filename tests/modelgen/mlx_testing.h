@@ -94,19 +94,17 @@ inline kernels::DType dtype_of(const std::string& st_dtype) {
 }
 
 // The quantized weight <path>.weight/.scales/.biases of f as a view into f's bytes.
-inline kernels::WeightView quantized_view(const StFile& f, const std::string& path, int bits,
-                                          int group_size) {
+inline kernels::MlxQuantized quantized_view(const StFile& f, const std::string& path, int bits,
+                                            int group_size) {
   const StTensor& scales = f.tensors.at(path + ".scales");
-  kernels::WeightView w;
-  w.data = data_of(f, path + ".weight");
-  w.dtype = dtype_of(scales.dtype);
-  w.rows = scales.shape[0];
-  w.cols = scales.shape[1] * group_size;
-  w.bits = bits;
-  w.group_size = group_size;
-  w.scales = data_of(f, path + ".scales");
-  w.biases = data_of(f, path + ".biases");
-  return w;
+  return {.codes = reinterpret_cast<const std::uint32_t*>(data_of(f, path + ".weight")),
+          .scales = data_of(f, path + ".scales"),
+          .biases = data_of(f, path + ".biases"),
+          .dtype = dtype_of(scales.dtype),
+          .rows = scales.shape[0],
+          .cols = scales.shape[1] * group_size,
+          .bits = bits,
+          .group_size = group_size};
 }
 
 inline nlohmann::json parse_config(const std::filesystem::path& p) {

@@ -79,7 +79,7 @@ TEST_P(Quantize, MatchesTheGeneratorsQuantizedCheckpoint) {
   for (const auto& [name, t] : got.tensors) {
     if (!name.ends_with(".scales")) continue;
     const std::string path = name.substr(0, name.size() - 7);
-    const kernels::WeightView w = testing::quantized_view(got, path, bits(), 64);
+    const kernels::MlxQuantized w = testing::quantized_view(got, path, bits(), 64);
     const std::string hf_path =
         family() == Family::kQwen3_5 ? "model.language_model." + path.substr(21) : path;
     const std::vector<float> source = testing::values(src, hf_path + ".weight");
@@ -87,7 +87,7 @@ TEST_P(Quantize, MatchesTheGeneratorsQuantizedCheckpoint) {
     for (std::int64_t r = 0; r < w.rows; ++r) {
       kernels::dequantize_row(w, r, row.data());
       for (std::int64_t i = 0; i < w.cols; ++i) {
-        const std::int64_t g = r * w.groups() + i / 64;
+        const std::int64_t g = r * (w.cols / w.group_size) + i / 64;
         const float scale = std::fabs(kernels::load_as_f32(w.scales, w.dtype, g));
         const float bias = std::fabs(kernels::load_as_f32(w.biases, w.dtype, g));
         const float bound = scale * (1.0f + ((1 << bits()) - 1) / 256.0f) + bias / 256 + 1e-6f;

@@ -44,14 +44,14 @@ void expect_within_one_step(const StFile& q, const StFile& ref, int bits, int gr
   for (const auto& [name, t] : q.tensors) {
     if (!name.ends_with(".scales")) continue;
     const std::string path = name.substr(0, name.size() - 7);
-    const kernels::WeightView w = testing::quantized_view(q, path, bits, group_size);
+    const kernels::MlxQuantized w = testing::quantized_view(q, path, bits, group_size);
     const std::vector<float> want = testing::values(ref, ref_name(path) + ".weight");
     ASSERT_EQ(static_cast<std::int64_t>(want.size()), w.rows * w.cols) << path;
     std::vector<float> row(static_cast<std::size_t>(w.cols));
     for (std::int64_t r = 0; r < w.rows; ++r) {
       kernels::dequantize_row(w, r, row.data());
       for (std::int64_t i = 0; i < w.cols; ++i) {
-        const std::int64_t g = r * w.groups() + i / group_size;
+        const std::int64_t g = r * (w.cols / w.group_size) + i / group_size;
         const float s = kernels::load_as_f32(w.scales, w.dtype, g);
         const float b = kernels::load_as_f32(w.biases, w.dtype, g);
         const float v = want[static_cast<std::size_t>(r * w.cols + i)];

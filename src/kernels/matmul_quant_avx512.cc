@@ -1,0 +1,164 @@
+// The quantized matmul on AVX-512 VNNI over quant.h's packed layout: a 64-byte vector holds 4
+// codes (8 bits) or 8 codes (4 bits) of each of a block's 16 weight rows, so `vpdpbusd` against 4
+// broadcast activation bytes advances 16 rows' integer dot products at once, and a group ends
+// with the reference's two fused multiply-adds per lane. Integer sums do not depend on the order
+// of their terms and each lane's f32 operations are the reference's in its order, so the bytes
+// equal ref::matmul_quant's for every shape, batch and split.
+// Compiled with AVX-512 VNNI flags; reached only through the AVX-512 KernelTables.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/matmul_isa.h"
+#include "kernels/quant.h"
+
+namespace recur::kernels::detail {
+namespace {
+
+// Activation rows computed together against one block: they share each loaded code vector.
+constexpr int kTileRows = 4;
+
+using BlockFn = void (*)(const MatmulOperands& op, const MatmulBlock& b);
+
+inline __m512 load_group_params(const std::uint8_t* p, DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+      return _mm512_castsi512_ps(_mm512_slli_epi32(
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    case DType::kF16:
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    case DType::kF32:
+      break;
+  }
+  return _mm512_loadu_ps(p);
+}
+
+inline __m512i broadcast4(const std::int8_t* p) {
+  std::int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Rows [r0, r0 + kRows) of the activations against the 16 weight rows of one block; `mask` says
+// which of the block's rows exist. A row with few partners keeps several independent integer
+// chains (vpdpbusd's latency would otherwise bound it); they are summed exactly at the group end.
+template <int kBits, int kGroup, DType kDType, int kRows>
+void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_t* block,
+                std::int64_t cols, float* y, std::int64_t ldy, __mmask16 mask) {
+  constexpr int kChains = kRows >= 4 ? 1 : 4 / kRows;
+  constexpr std::int64_t kCodeBytes = kQuantBlockRows * kGroup * kBits / 8;
+  constexpr std::int64_t kParamBytes = kQuantBlockRows * (kDType == DType::kF32 ? 4 : 2);
+  constexpr std::int64_t kRecordBytes = kCodeBytes + 2 * kParamBytes;
+  const std::int64_t groups = cols / kGroup;
+  __m512 acc[kRows], bias[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = bias[r] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::uint8_t* rec = block + g * kRecordBytes;
+    const std::int8_t* x[kRows];
+    for (int r = 0; r < kRows; ++r) x[r] = a.q + (r0 + r) * cols + g * kGroup;
+    __m512i dot[kRows][kChains];
+    for (int r = 0; r < kRows; ++r) {
+      for (int c = 0; c < kChains; ++c) dot[r][c] = _mm512_setzero_si512();
+    }
+    if constexpr (kBits == 8) {
+      for (int k = 0; k < kGroup / 4; ++k) {
+        const __m512i w = _mm512_loadu_si512(rec + 64 * k);
+        for (int r = 0; r < kRows; ++r) {
+          __m512i& d = dot[r][k % kChains];
+          d = _mm512_dpbusd_epi32(d, w, broadcast4(x[r] + 4 * k));
+        }
+      }
+    } else {
+      for (int k = 0; k < kGroup / 8; ++k) {
+        const __m512i v = _mm512_loadu_si512(rec + 64 * k);
+        const __m512i lo = _mm512_and_si512(v, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        for (int r = 0; r < kRows; ++r) {
+          __m512i& d = dot[r][(2 * k) % kChains];
+          d = _mm512_dpbusd_epi32(d, lo, broadcast4(x[r] + 8 * k));
+          __m512i& e = dot[r][(2 * k + 1) % kChains];
+          e = _mm512_dpbusd_epi32(e, hi, broadcast4(x[r] + 8 * k + 4));
+        }
+      }
+    }
+    const __m512 s = load_group_params(rec + kCodeBytes, kDType);
+    const __m512 b = load_group_params(rec + kCodeBytes + kParamBytes, kDType);
+    for (int r = 0; r < kRows; ++r) {
+      __m512i sum = dot[r][0];
+      for (int c = 1; c < kChains; ++c) sum = _mm512_add_epi32(sum, dot[r][c]);
+      const std::int64_t at = (r0 + r) * groups + g;
+      const __m512 sd = _mm512_mul_ps(s, _mm512_set1_ps(a.d[at]));
+      acc[r] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(sum), acc[r]);
+      bias[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(a.xsum[at]), bias[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_mask_storeu_ps(y + (r0 + r) * ldy, mask, _mm512_add_ps(acc[r], bias[r]));
+  }
+}
+
+template <int kBits, int kGroup, DType kDType>
+void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
+  const WeightView& w = op.w;
+  const QuantizedActivations a =
+      quantized_rows_view(const_cast<void*>(op.xp), op.n_rows, w.cols, kGroup);
+  for (std::int64_t n = b.n0; n < b.n1; n += kQuantBlockRows) {
+    const auto* block = static_cast<const std::uint8_t*>(w.slice_rows(n, 0).data);
+    const std::int64_t lanes = std::min<std::int64_t>(kQuantBlockRows, w.rows - n);
+    const auto mask = static_cast<__mmask16>((1u << lanes) - 1u);
+    float* y = op.y + n;
+    std::int64_t r = b.m0;
+    for (; r + kTileRows <= b.m1; r += kTileRows) {
+      block_tile<kBits, kGroup, kDType, kTileRows>(a, r, block, w.cols, y, w.rows, mask);
+    }
+    switch (b.m1 - r) {
+      case 3:
+        block_tile<kBits, kGroup, kDType, 3>(a, r, block, w.cols, y, w.rows, mask);
+        break;
+      case 2:
+        block_tile<kBits, kGroup, kDType, 2>(a, r, block, w.cols, y, w.rows, mask);
+        break;
+      case 1:
+        block_tile<kBits, kGroup, kDType, 1>(a, r, block, w.cols, y, w.rows, mask);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+template <int kBits, int kGroup>
+BlockFn pick_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+      return quant_block<kBits, kGroup, DType::kBF16>;
+    case DType::kF16:
+      return quant_block<kBits, kGroup, DType::kF16>;
+    case DType::kF32:
+      break;
+  }
+  return quant_block<kBits, kGroup, DType::kF32>;
+}
+
+template <int kBits>
+BlockFn pick_group(int group_size, DType dtype) {
+  switch (group_size) {
+    case 32:
+      return pick_dtype<kBits, 32>(dtype);
+    case 64:
+      return pick_dtype<kBits, 64>(dtype);
+    default:
+      return pick_dtype<kBits, 128>(dtype);
+  }
+}
+
+}  // namespace
+
+void matmul_block_quant_avx512(const MatmulOperands& op, const MatmulBlock& b) {
+  const BlockFn fn = op.w.bits == 4 ? pick_group<4>(op.w.group_size, op.w.dtype)
+                                    : pick_group<8>(op.w.group_size, op.w.dtype);
+  fn(op, b);
+}
+
+}  // namespace recur::kernels::detail
