@@ -124,7 +124,10 @@ EngineStats Engine::stats() const {
 }
 
 bool Engine::idle() const {
-  return queue_.empty() && warmups_pending_.empty() && active_.empty() && warmups_running_.empty();
+  // A sequence waiting for the disk tier is no work until its load is done (which wakes us).
+  const bool active_waiting = std::all_of(active_.begin(), active_.end(),
+                                          [this](const auto& s) { return waiting_for_disk(*s); });
+  return queue_.empty() && warmups_pending_.empty() && active_waiting && warmups_running_.empty();
 }
 
 void Engine::run() {
@@ -157,6 +160,8 @@ void Engine::run() {
   }
   for (auto& s : queued) active_.push_back(std::move(s));
   for (auto& s : active_) {
+    // The disk tier's reader must not call back into an engine that is going away.
+    if (s->disk_load != nullptr) s->disk_load->cancel();
     if (!s->done) {
       Event e;
       e.done = true;

@@ -91,6 +91,13 @@ class Engine {
   void plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& owners);
   void restore_from_cache(model::SequenceState& state, const cache::CacheKey& key,
                           std::span<const TokenId> tokens, CacheTrace* trace);
+  // Admission's restore: a RAM lookup, then (with a disk tier, when RAM left tokens to compute)
+  // an asynchronous disk load that finish_restore() completes once done.
+  void begin_restore(Sequence& seq);
+  void finish_restore(Sequence& seq);
+  // Copies `r`'s state into `state` and truncates it to the usable length; false on failure.
+  bool apply_hit(model::SequenceState& state, const cache::LookupResult& r, CacheTrace* trace);
+  bool waiting_for_disk(const Sequence& seq) const;
   // Returns whether the cache admitted it.
   bool store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
                       cache::Origin origin, std::span<const TokenId> tokens);

@@ -23,6 +23,10 @@ struct Engine::Sequence {
   TokenId pending = -1;
   bool done = false;
   CacheTrace trace;
+  // While the disk tier loads a longer prefix than RAM had (not planned until it is done): the
+  // load, and the RAM lookup to fall back on.
+  std::shared_ptr<cache::DiskLoad> disk_load;
+  cache::LookupResult ram;
   std::chrono::steady_clock::time_point submitted_at;
   bool first_token_seen = false;
   Event out;  // what this step produced; pushed to the channel after the step

@@ -57,6 +57,11 @@ void Engine::restore_from_cache(model::SequenceState& state, const cache::CacheK
     trace->miss_reason = describe_miss(r);
     return;
   }
+  apply_hit(state, r, trace);
+}
+
+bool Engine::apply_hit(model::SequenceState& state, const cache::LookupResult& r,
+                       CacheTrace* trace) {
   const auto* cached = dynamic_cast<const CachedState*>(r.snapshot.get());
   RECUR_CHECK_MSG(cached != nullptr, "a cache entry that the engine did not store");
   Status s = state.restore(cached->model_snapshot());
@@ -65,11 +70,75 @@ void Engine::restore_from_cache(model::SequenceState& state, const cache::CacheK
     log::warn("cache restore failed, computing from scratch: {}", s.message());
     state.reset();
     trace->miss_reason = "restore_failed";
-    return;
+    return false;
   }
   trace->hit = true;
   trace->hit_tokens = state.n_tokens();
   trace->origin = cache::origin_name(r.origin);
+  return true;
+}
+
+bool Engine::waiting_for_disk(const Sequence& seq) const {
+  return seq.disk_load != nullptr && !seq.disk_load->done();
+}
+
+void Engine::begin_restore(Sequence& seq) {
+  CacheTrace& trace = seq.trace;
+  trace.store = truncatable_ ? "prefix" : "snapshot";
+  if (cache_ == nullptr) {
+    trace.miss_reason = "disabled";
+    return;
+  }
+  const auto prompt = std::span<const TokenId>(seq.req.prompt);
+  seq.ram = cache_->lookup(seq.req.cache_key, prompt, truncatable_);
+  // Both stores leave one prompt token to compute; a RAM hit of that length cannot be beaten.
+  const std::int64_t best_possible = static_cast<std::int64_t>(prompt.size()) - 1;
+  if (seq.ram.n_tokens_usable < best_possible) {
+    seq.disk_load = cache_->load_from_disk(seq.req.cache_key, prompt, truncatable_,
+                                           seq.ram.n_tokens_usable, [this] {
+                                             // Under mu_, so the engine cannot miss the wake-up
+                                             // between checking idle() and waiting.
+                                             { std::lock_guard lock(mu_); }
+                                             wake_.notify_all();
+                                           });
+  }
+  // finish_restore() runs once the load is done; other sequences step meanwhile.
+  if (seq.disk_load != nullptr) return;
+  finish_restore(seq);
+}
+
+void Engine::finish_restore(Sequence& seq) {
+  std::shared_ptr<cache::DiskLoad> load = std::move(seq.disk_load);
+  cache::LookupResult r = std::move(seq.ram);
+  if (load != nullptr) {
+    if (load->hit().has_value() && load->hit()->n_tokens_usable > r.n_tokens_usable) {
+      const cache::DiskHit& hit = *load->hit();
+      // Into RAM as well: the next turn of this conversation finds it there.
+      cache_->adopt(seq.req.cache_key, hit);
+      r = {.snapshot = hit.snapshot,
+           .n_tokens_usable = hit.n_tokens_usable,
+           .entry_tokens = static_cast<std::int64_t>(hit.tokens.size()),
+           .origin = hit.origin};
+      seq.trace.tier = "disk";
+    }
+  }
+  if (r.hit()) {
+    if (seq.trace.tier.empty()) seq.trace.tier = "ram";
+    apply_hit(*seq.state, r, &seq.trace);
+  } else {
+    seq.trace.miss_reason = describe_miss(r);
+  }
+  auto prompt = std::span<const TokenId>(seq.req.prompt);
+  // The snapshot store caps a hit so one prompt token is left to compute; a truncatable hit
+  // is capped here the same way, since the last position's logits are needed.
+  if (seq.state->n_tokens() >= static_cast<std::int64_t>(prompt.size())) {
+    RECUR_CHECK(seq.state->truncate(static_cast<std::int64_t>(prompt.size()) - 1).is_ok());
+    seq.trace.hit_tokens = seq.state->n_tokens();
+  }
+  seq.n_cached = seq.state->n_tokens();
+  seq.out.trace = seq.trace;
+  log::debug("admit req={} prompt={} cached={} trace='{}'", seq.req.id, prompt.size(), seq.n_cached,
+             seq.trace.to_header());
 }
 
 bool Engine::store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
@@ -85,6 +154,9 @@ bool Engine::store_snapshot(const model::SequenceState& state, const cache::Cach
 }
 
 void Engine::admit() {
+  for (auto& seq : active_) {
+    if (seq->disk_load != nullptr && seq->disk_load->done()) finish_restore(*seq);
+  }
   std::vector<std::unique_ptr<Sequence>> admitted;
   std::vector<std::unique_ptr<Warmup>> warmups;
   {
@@ -113,18 +185,7 @@ void Engine::admit() {
       continue;
     }
     seq->state = take_state();
-    // The snapshot store caps a hit so one prompt token is left to compute; a truncatable hit
-    // is capped here the same way, since the last position's logits are needed.
-    auto prompt = std::span<const TokenId>(seq->req.prompt);
-    restore_from_cache(*seq->state, seq->req.cache_key, prompt, &seq->trace);
-    if (seq->state->n_tokens() >= static_cast<std::int64_t>(prompt.size())) {
-      RECUR_CHECK(seq->state->truncate(static_cast<std::int64_t>(prompt.size()) - 1).is_ok());
-      seq->trace.hit_tokens = seq->state->n_tokens();
-    }
-    seq->n_cached = seq->state->n_tokens();
-    seq->out.trace = seq->trace;
-    log::debug("admit req={} prompt={} cached={} trace='{}'", seq->req.id, prompt.size(),
-               seq->n_cached, seq->trace.to_header());
+    begin_restore(*seq);
     active_.push_back(std::move(seq));
   }
   for (auto& w : warmups) {
@@ -161,7 +222,7 @@ void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& ow
   const std::size_t n = active_.size();
   for (std::size_t k = 0; k < n && budget - reserve > 0; ++k) {
     Sequence& seq = *active_[(prefill_rr_ + k) % n];
-    if (seq.done || seq.decoding) continue;
+    if (seq.done || seq.decoding || seq.disk_load != nullptr) continue;
     const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
     const std::int64_t start = seq.state->n_tokens();
     std::int64_t end = n_prompt;

@@ -48,6 +48,7 @@ struct CacheTrace {
   std::int64_t hit_tokens = 0;
   std::string store;   // "snapshot" or "prefix"
   std::string origin;  // origin of the entry used: completion, boundary, warmup
+  std::string tier;    // where the entry was found: ram, or disk (--prompt-cache-dir)
   std::string miss_reason;
   std::string to_header() const;
 };
@@ -57,9 +58,9 @@ struct Event {
   std::vector<SampleResult> samples;  // tokens sampled since the previous event
   bool done = false;
   FinishReason finish = FinishReason::kStop;
-  Usage usage;        // filled on done
-  CacheTrace trace;   // filled on the first event and on done
-  Status error;       // kError
+  Usage usage;       // filled on done
+  CacheTrace trace;  // filled on the first event and on done
+  Status error;      // kError
   // On done with kStop: which of the request's stop_strings ended the text (none: an end token).
   std::optional<std::size_t> stop_index;
   double ttft_s = 0;  // seconds from admission to the first token (first event with samples)
