@@ -22,7 +22,7 @@ constinit const KernelTable kAvx2Kernels{
                           .block_n = kLanesBlockN,
                           .wide_block_m = kLanesAvx2BlockM},
     .matmul_quant = {.x_bytes = quantized_x_bytes,
-                     .prepare_x = quantize_x_rows,
+                     .prepare_x = quantize_x_rows_avx2,
                      .block = matmul_block_quant_avx2},
     .attention_query = vec::attention_query,
     .attention_tile = vec::attention_tile,

@@ -24,7 +24,7 @@ constexpr KernelTable avx512_table() {
                             .block = matmul_block_lanes_avx512,
                             .block_n = kLanesBlockN},
       .matmul_quant = {.x_bytes = quantized_x_bytes,
-                       .prepare_x = quantize_x_rows,
+                       .prepare_x = quantize_x_rows_avx512,
                        .block = matmul_block_quant_avx512},
       .attention_query = vec::attention_query,
       .attention_tile = vec::attention_tile,

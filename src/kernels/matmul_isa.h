@@ -135,7 +135,11 @@ void quantize_x_rows(const ActivationRows& a, std::int64_t r0, std::int64_t r1, 
 void matmul_block_quant_scalar(const MatmulOperands& op, const MatmulBlock& b);
 // matmul_quant_avx512.cc: vpdpbusd over 16 weight rows per vector; matmul_quant_avx2.cc: 8 rows
 // per vector from 4-bit nibbles (vpmaddubsw). Both give the reference's bytes.
+// Their quantize_x_rows are quantize_x_rows' bytes (the scalar one calls libm's nearbyint per
+// input: it cost more than the 4-row matmul itself).
+void quantize_x_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_quant_avx512(const MatmulOperands& op, const MatmulBlock& b);
+void quantize_x_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_quant_avx2(const MatmulOperands& op, const MatmulBlock& b);
 
 }  // namespace recur::kernels::detail
