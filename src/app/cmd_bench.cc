@@ -40,6 +40,29 @@ Result<std::vector<std::int64_t>> parse_counts(const std::string& text, const ch
   return out;
 }
 
+// "none,q8,q4" -> {0, 8, 4}; empty: the --quantize setting alone.
+Result<std::vector<int>> parse_formats(const std::string& text, int quantize_bits) {
+  if (text.empty()) return std::vector<int>{quantize_bits};
+  std::vector<int> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    if (item == "none" || item == "q8" || item == "q4") {
+      out.push_back(item == "none" ? 0 : item == "q8" ? 8 : 4);
+    } else {
+      return Error(StatusCode::kInvalidArgument,
+                   "--bench-quantize '{}': item '{}' is not one of none, q8, q4", text, item);
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::string format_name(int bits, int group_size) {
+  return bits == 0 ? std::string("as stored") : fmt::format("q{} g{}", bits, group_size);
+}
+
 constexpr int kDecodeSteps = 32;
 
 double median(std::vector<double> v) {
@@ -72,71 +95,98 @@ int cmd_bench(const BenchSettings& settings) {
       return kExitFailure;
     }
   }
+  auto formats = parse_formats(settings.quantizations, settings.runtime.quantize_bits);
+  if (!formats) {
+    log::error("recur bench: {}", formats.status().message());
+    return kExitFailure;
+  }
   const std::int64_t max_seqs = *std::max_element(sequences->begin(), sequences->end());
   const std::int64_t context = settings.context_tokens;
   const std::int64_t max_batch =
       std::max<std::int64_t>(*std::max_element(prompts->begin(), prompts->end()), 64 * max_seqs);
-  auto rt = load_runtime(settings.runtime, max_batch, max_seqs);
-  if (!rt) {
-    log::error("recur bench: {}", rt.status().message());
-    return kExitFailure;
-  }
-  kernels::Ceilings c = kernels::measure_ceilings(*rt->pool, probe_s);
-  const double peak = c.peak_flops();
-  const double bw = c.read_bytes_per_s;
-  const ModelCost cost = model_cost(*rt->model);
-  fmt::print("model {} ({}), threads {}\n", settings.runtime.model_dir, rt->model->family(),
-             rt->n_threads);
-  fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s ({})\n", peak / 1e9,
-             bw / 1e9, c.read_mode);
-  fmt::print("cost: {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
-             cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
-  fmt::print(
-      "\nPrefill after --bench-prefix tokens already in the sequence; GFLOP/s counts the "
-      "matmuls, \"with attention\" adds attention's q·k and p·V.\n");
-  fmt::print(
-      "\n| phase | prefix | tokens | tokens/s | GFLOP/s | of peak | of peak with attention "
-      "|\n|---|---|---|---|---|---|---|\n");
-  for (std::int64_t prefix : *prefixes) {
-    for (std::int64_t n : *prompts) {
-      PrefillResult p = bench_prefill(*rt->model, *rt->pool, n, prefix, max_batch, 2);
-      fmt::print("| prefill | {} | {} | {:.1f} | {:.1f} | {:.0f}% | {:.0f}% |\n", prefix, n,
-                 p.tokens_per_s, p.flops_per_s / 1e9, 100 * p.flops_per_s / peak,
-                 100 * p.flops_with_attention_per_s / peak);
+  std::vector<std::string> prefill_rows, decode_rows;
+  std::vector<double> first_speeds;  // the first format's tokens/s, row by row
+  kernels::Ceilings c;
+  for (std::size_t f = 0; f < formats->size(); ++f) {
+    RuntimeSettings rs = settings.runtime;
+    rs.quantize_bits = (*formats)[f];
+    const std::string weights = format_name(rs.quantize_bits, rs.quantize_group_size);
+    auto rt = load_runtime(rs, max_batch, max_seqs);
+    if (!rt) {
+      log::error("recur bench: {}", rt.status().message());
+      return kExitFailure;
+    }
+    if (f == 0) {
+      c = kernels::measure_ceilings(*rt->pool, probe_s);
+      fmt::print("model {} ({}), threads {}\n", settings.runtime.model_dir, rt->model->family(),
+                 rt->n_threads);
+      fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s ({})\n",
+                 c.peak_flops() / 1e9, c.read_bytes_per_s / 1e9, c.read_mode);
+    }
+    const double peak = c.peak_flops();
+    const ModelCost cost = model_cost(*rt->model);
+    fmt::print("cost ({}): {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
+               weights, cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
+    std::size_t row = 0;
+    // The speed against the first format's on the same row ("1.00" on the first format's rows).
+    const auto versus_first = [&](double tokens_per_s) {
+      if (f == 0) first_speeds.push_back(tokens_per_s);
+      return fmt::format("{:.2f}", tokens_per_s / first_speeds[row++]);
+    };
+    for (std::int64_t prefix : *prefixes) {
+      for (std::int64_t n : *prompts) {
+        PrefillResult p = bench_prefill(*rt->model, *rt->pool, n, prefix, max_batch, 2);
+        prefill_rows.push_back(fmt::format(
+            "| prefill | {} | {} | {} | {:.1f} | {} | {:.1f} | {:.0f}% | {:.0f}% |", weights,
+            prefix, n, p.tokens_per_s, versus_first(p.tokens_per_s), p.flops_per_s / 1e9,
+            100 * p.flops_per_s / peak, 100 * p.flops_with_attention_per_s / peak));
+      }
+    }
+    // Decode: each step is paired with one probe pass just before it, and the fraction is the
+    // median of the per-pair fractions, so a change in the host's bandwidth between minutes (1.5x
+    // on the dev VM) cannot land between a ceiling and the step it divides.
+    kernels::ReadProbe probe(c.buffer_bytes);
+    probe.calibrate(*rt->pool);
+    for (std::int64_t n : *sequences) {
+      DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n), context, max_batch);
+      std::vector<double> bws, of_bound, of_total;
+      double seconds = 0;
+      double state_bytes = 0;
+      for (int s = 0; s < kDecodeSteps; ++s) {
+        const double bw_s = probe.pass(*rt->pool);
+        state_bytes = bench.state_bytes_per_step();
+        const double t = bench.step();
+        seconds += t;
+        bws.push_back(bw_s);
+        of_bound.push_back(cost.decode_step_bytes / t / bw_s);
+        of_total.push_back((cost.decode_step_bytes + state_bytes) / t / bw_s);
+      }
+      const double tokens_per_s = static_cast<double>(n * kDecodeSteps) / seconds;
+      const double bw_med = median(bws);
+      decode_rows.push_back(fmt::format(
+          "| decode | {} | {} | {:.1f} | {} | {:.1f} GB/s | {:.1f} | {:.0f}% | {:.1f} | {:.0f}% |",
+          weights, n, tokens_per_s, versus_first(tokens_per_s), bw_med / 1e9,
+          static_cast<double>(n) * bw_med / cost.decode_step_bytes, 100 * median(of_bound),
+          state_bytes / 1e6, 100 * median(of_total)));
     }
   }
-  // Decode: each step is paired with one probe pass just before it, and the fraction is the median
-  // of the per-pair fractions, so a change in the host's bandwidth between minutes (1.5x on the
-  // dev VM) cannot land between a ceiling and the step it divides.
+  fmt::print(
+      "\nPrefill after --bench-prefix tokens already in the sequence; GFLOP/s counts the "
+      "matmuls, \"with attention\" adds attention's q·k and p·V; \"vs first\" is the speed "
+      "against the first --bench-quantize format's on the same row.\n");
+  fmt::print(
+      "\n| phase | weights | prefix | tokens | tokens/s | vs first | GFLOP/s | of peak | of peak "
+      "with attention |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::string& r : prefill_rows) fmt::print("{}\n", r);
   fmt::print(
       "\nDecode with {} tokens of context per sequence (--bench-context); state MB/step is "
       "the KV read and recurrent state read and written.\n",
       context);
   fmt::print(
-      "\n| phase | sequences | tokens/s | bandwidth (paired) | bound tokens/s | of bound | "
-      "state MB/step | of weights+state bound |\n|---|---|---|---|---|---|---|---|\n");
-  kernels::ReadProbe probe(c.buffer_bytes);
-  probe.calibrate(*rt->pool);
-  for (std::int64_t n : *sequences) {
-    DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n), context, max_batch);
-    std::vector<double> bws, of_bound, of_total;
-    double seconds = 0;
-    double state_bytes = 0;
-    for (int s = 0; s < kDecodeSteps; ++s) {
-      const double bw_s = probe.pass(*rt->pool);
-      state_bytes = bench.state_bytes_per_step();
-      const double t = bench.step();
-      seconds += t;
-      bws.push_back(bw_s);
-      of_bound.push_back(cost.decode_step_bytes / t / bw_s);
-      of_total.push_back((cost.decode_step_bytes + state_bytes) / t / bw_s);
-    }
-    const double tokens_per_s = static_cast<double>(n * kDecodeSteps) / seconds;
-    const double bw_med = median(bws);
-    fmt::print("| decode | {} | {:.1f} | {:.1f} GB/s | {:.1f} | {:.0f}% | {:.1f} | {:.0f}% |\n", n,
-               tokens_per_s, bw_med / 1e9, static_cast<double>(n) * bw_med / cost.decode_step_bytes,
-               100 * median(of_bound), state_bytes / 1e6, 100 * median(of_total));
-  }
+      "\n| phase | weights | sequences | tokens/s | vs first | bandwidth (paired) | bound tokens/s "
+      "| of bound | state MB/step | of weights+state bound |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::string& r : decode_rows) fmt::print("{}\n", r);
   return kExitOk;
 }
 

@@ -140,6 +140,7 @@ BenchSettings read_bench_settings(const config::Options& opts) {
           .prompt_lengths = opts.get_string("bench-prompts"),
           .prefix_lengths = opts.get_string("bench-prefix"),
           .sequence_counts = opts.get_string("bench-sequences"),
+          .quantizations = opts.get_string("bench-quantize"),
           .context_tokens = opts.get_int("bench-context")};
 }
 

@@ -84,6 +84,7 @@ struct BenchSettings {
   std::string prompt_lengths;        // --bench-prompts
   std::string prefix_lengths;        // --bench-prefix
   std::string sequence_counts;       // --bench-sequences
+  std::string quantizations;         // --bench-quantize
   std::int64_t context_tokens = 64;  // --bench-context
 };
 BenchSettings read_bench_settings(const config::Options& opts);

@@ -364,6 +364,15 @@ std::vector<OptionSpec> build_table() {
        .help = "Concurrent sequence counts recur bench times decode at (comma-separated).",
        .scopes = kBench,
        .group = "bench"},
+      {.name = "bench-quantize",
+       .type = T::kString,
+       .default_text = "",
+       .help = "Weight formats recur bench measures the model in, one after another "
+               "(comma-separated from none, q8, q4; each is a load of the model, quantized on load "
+               "as --quantize does). Each row names its format and its speed against the first "
+               "format's. Empty: the --quantize setting alone.",
+       .scopes = kBench,
+       .group = "bench"},
       {.name = "bench-context",
        .type = T::kInt,
        .default_text = "64",

@@ -211,10 +211,14 @@ TEST(Settings, BenchFlagsLandInTheirFields) {
   EXPECT_EQ(d.prefix_lengths, "0");
   EXPECT_EQ(d.sequence_counts, "1,4");
   EXPECT_EQ(d.context_tokens, 64);
+  EXPECT_EQ(d.quantizations, "");
 
   const BenchSettings s = read_bench_settings(
       parse(scope_of("bench"), {"--bench-prompts", "16", "--bench-seconds", "0.5"},
-            {{"RECUR_BENCH_CONTEXT", "300"}, {"RECUR_THREAD_SPIN", "0"}}));
+            {{"RECUR_BENCH_CONTEXT", "300"},
+             {"RECUR_THREAD_SPIN", "0"},
+             {"RECUR_BENCH_QUANTIZE", "none,q4"}}));
+  EXPECT_EQ(s.quantizations, "none,q4");
   EXPECT_EQ(s.prompt_lengths, "16");
   EXPECT_DOUBLE_EQ(s.probe_seconds, 0.5);
   EXPECT_EQ(s.context_tokens, 300);

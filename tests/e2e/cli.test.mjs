@@ -84,6 +84,22 @@ test('recur run prints a completion and throughput', () => {
   assert.match(r.stderr, /prompt \d+ tokens, .* tok\/s prefill \| generated 5 tokens/);
 });
 
+test('recur bench measures each --bench-quantize format in turn, against the first', () => {
+  const model = makeModel('qwen3');
+  const args = ['bench', '-m', model, '--bench-prompts', '16', '--bench-sequences', '1',
+                '--bench-seconds', '0.05', '--threads', '1'];
+  const r = run([...args, '--bench-quantize', 'none,q4']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\| prefill \| as stored \| 0 \| 16 \| [\d.]+ \| 1\.00 \|/m);
+  assert.match(r.stdout, /^\| prefill \| q4 g64 \| 0 \| 16 \| [\d.]+ \| [\d.]+ \|/m);
+  assert.match(r.stdout, /^\| decode \| as stored \| 1 \| [\d.]+ \| 1\.00 \|/m);
+  assert.match(r.stdout, /^\| decode \| q4 g64 \| 1 \| [\d.]+ \| [\d.]+ \|/m);
+  assert.match(r.stdout, /cost \(q4 g64\): .* MB of weights per decode step/);
+  const bad = run([...args, '--bench-quantize', 'none,q3']);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /--bench-quantize 'none,q3': item 'q3' is not one of none, q8, q4/);
+});
+
 test('SIGTERM drains and exits 0', async () => {
   const server = await startServer(makeModel('mamba2'));
   assert.equal(await server.stop(), 0);
