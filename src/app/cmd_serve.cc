@@ -103,7 +103,14 @@ int cmd_serve(const ServeSettings& settings) {
     return kExitFailure;
   }
   SteadyClock clock;
-  auto cache = make_prompt_cache(settings.prompt_cache, eo.ctx_size, *rt->model, clock);
+  auto made_cache = make_prompt_cache(settings.prompt_cache, eo.ctx_size, *rt->model, clock);
+  if (!made_cache.is_ok()) {
+    log::error("recur serve: {}", made_cache.status().message());
+    http.stop();
+    listener.join();
+    return kExitFailure;
+  }
+  std::unique_ptr<cache::PromptCache> cache = std::move(*made_cache);
   engine::Engine engine(eo, *rt->model, *rt->tokenizer, cache.get(), *rt->pool);
   engine.start();
   service.set_backend({.engine = &engine,

@@ -100,7 +100,10 @@ PromptCacheSettings read_prompt_cache_settings(const config::Options& opts) {
                  .ttl = opts.describe("prompt-cache-ttl"),
                  .snapshot_capacity_bytes = opts.describe("prompt-cache-snapshot-capacity-bytes"),
                  .snapshot_max_entries = opts.describe("prompt-cache-snapshot-max-entries"),
-                 .snapshot_ttl = opts.describe("prompt-cache-snapshot-ttl")};
+                 .snapshot_ttl = opts.describe("prompt-cache-snapshot-ttl"),
+                 .disk_capacity_bytes = opts.describe("prompt-cache-disk-capacity-bytes")};
+  s.disk_dir = opts.get_string("prompt-cache-dir");
+  s.disk_capacity_bytes = unless_auto(opts, "prompt-cache-disk-capacity-bytes");
   return s;
 }
 

@@ -51,8 +51,11 @@ struct PromptCacheSettings {
     std::string snapshot_capacity_bytes;
     std::string snapshot_max_entries;
     std::string snapshot_ttl;
+    std::string disk_capacity_bytes;
   };
   Described described;
+  std::string disk_dir;                            // --prompt-cache-dir; empty: RAM only
+  std::optional<std::int64_t> disk_capacity_bytes;  // --prompt-cache-disk-capacity-bytes
 };
 PromptCacheSettings read_prompt_cache_settings(const config::Options& opts);
 

@@ -328,6 +328,32 @@ void DiskTier::refresh_session(std::uint64_t partition, std::uint64_t session) {
   }
 }
 
+std::optional<DiskHit> DiskTier::unwritten_hit(const DiskQuery& query) {
+  std::vector<DiskJob> jobs = writer_->unwritten(query.partition);
+  if (jobs.empty()) return std::nullopt;
+  DiskIndex pending;
+  for (const DiskJob& j : jobs) {
+    pending.add(DiskEntryHead{.header = j.header, .tokens = j.tokens, .rel_path = j.rel_path});
+  }
+  std::optional<DiskCandidate> c = pending.best(query);
+  if (!c) return std::nullopt;
+  {
+    // The index may hold a file at least as good (an older write of a longer entry).
+    MutexLock lock(mu_);
+    std::optional<DiskCandidate> on_disk = index_.best(query);
+    if (on_disk && on_disk->n_usable >= c->n_usable) return std::nullopt;
+    ++stats_.hits;
+    ++stats_.unwritten_hits;
+    stats_.tokens_reused += c->n_usable;
+  }
+  auto job = std::find_if(jobs.begin(), jobs.end(),
+                          [&](const DiskJob& j) { return j.rel_path == c->entry.rel_path; });
+  return DiskHit{.snapshot = job->snapshot,
+                 .tokens = std::move(job->tokens),
+                 .origin = job->header.origin,
+                 .n_tokens_usable = c->n_usable};
+}
+
 std::optional<DiskHit> DiskTier::serve(const DiskQuery& query, std::string& miss) {
   // Another replica may have written this conversation's newest state since we last looked.
   refresh_session(query.partition, query.session);
@@ -337,6 +363,7 @@ std::optional<DiskHit> DiskTier::serve(const DiskQuery& query, std::string& miss
     victims = over_budget();
   }
   unlink_all(victims);
+  if (std::optional<DiskHit> hit = unwritten_hit(query)) return hit;
   // A bad file is dropped and the next best tried; a few tries bound the time spent.
   for (int attempt = 0; attempt < 4; ++attempt) {
     std::optional<DiskCandidate> c;

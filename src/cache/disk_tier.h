@@ -54,8 +54,9 @@ struct DiskStats {
   std::int64_t writes_oversized = 0;  // entries larger than the whole disk budget
   std::int64_t pending_writes = 0;
   std::int64_t pending_write_bytes = 0;
-  std::int64_t lookups = 0;  // loads asked for (RAM had less than the disk might)
-  std::int64_t hits = 0;     // loads that found a longer prefix and read it
+  std::int64_t lookups = 0;         // loads asked for (RAM had less than the disk might)
+  std::int64_t hits = 0;            // loads that found a longer prefix (read, or not yet written)
+  std::int64_t unwritten_hits = 0;  // of which served from a write still queued
   std::int64_t tokens_reused = 0;
   std::int64_t read_bytes = 0;
   std::int64_t read_ns_total = 0;  // reading, checking and decoding hits
@@ -137,6 +138,7 @@ class DiskTier {
   void run_job(DiskJob& job);
   void read_loop();
   std::optional<DiskHit> serve(const DiskQuery& query, std::string& miss);
+  std::optional<DiskHit> unwritten_hit(const DiskQuery& query);
   void refresh_session(std::uint64_t partition, std::uint64_t session);
   // Drops a bad file: from the index, from the disk, into the counters.
   void drop_file(const std::string& rel_path, const Status& why);

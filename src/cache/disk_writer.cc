@@ -101,6 +101,17 @@ void DiskWriter::flush() {
   while (!queue_.empty() || running_job_) idle_.wait(mu_);
 }
 
+std::vector<DiskJob> DiskWriter::unwritten(std::uint64_t partition) const {
+  MutexLock lock(mu_);
+  std::vector<DiskJob> out;
+  for (const DiskJob& job : queue_) {
+    if (job.kind == DiskJob::Kind::kWrite && job.header.partition == partition) out.push_back(job);
+  }
+  if (running_write_ && running_write_->header.partition == partition)
+    out.push_back(*running_write_);
+  return out;
+}
+
 DiskWriterStats DiskWriter::stats() const {
   MutexLock lock(mu_);
   DiskWriterStats s = stats_;
@@ -120,12 +131,14 @@ void DiskWriter::loop() {
       if (job.kind == DiskJob::Kind::kWrite) pending_writes_.erase(job.rel_path);
       stats_.pending_bytes -= job_bytes(job);
       running_job_ = true;
+      if (job.kind == DiskJob::Kind::kWrite) running_write_ = job;
     }
     run_(job);
     job.snapshot.reset();  // the memory goes back before the next job starts
     {
       MutexLock lock(mu_);
       running_job_ = false;
+      running_write_.reset();
     }
     idle_.notify_all();
   }

@@ -11,6 +11,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -59,6 +60,9 @@ class DiskWriter {
   // generation is over (DiskTier::clear deletes what it writes).
   void cancel_all() RECUR_EXCLUDES(mu_);
   std::uint64_t generation() const RECUR_EXCLUDES(mu_);
+  // Copies of the writes of this partition not yet on disk (queued, or running until indexed):
+  // a lookup right after a store finds the entry here rather than miss it by a few milliseconds.
+  std::vector<DiskJob> unwritten(std::uint64_t partition) const RECUR_EXCLUDES(mu_);
   // Waits until every queued job has run.
   void flush() RECUR_EXCLUDES(mu_);
   DiskWriterStats stats() const RECUR_EXCLUDES(mu_);
@@ -76,6 +80,7 @@ class DiskWriter {
   std::unordered_map<std::string, std::list<DiskJob>::iterator> pending_writes_
       RECUR_GUARDED_BY(mu_);
   bool running_job_ RECUR_GUARDED_BY(mu_) = false;
+  std::optional<DiskJob> running_write_ RECUR_GUARDED_BY(mu_);  // a copy, for unwritten()
   bool stopping_ RECUR_GUARDED_BY(mu_) = false;
   std::uint64_t generation_ RECUR_GUARDED_BY(mu_) = 0;
   DiskWriterStats stats_ RECUR_GUARDED_BY(mu_);

@@ -46,6 +46,82 @@ json store_json(const cache::StoreStats& s) {
               {"last_miss", last_miss}};
 }
 
+json disk_json(const cache::DiskStats& s) {
+  const double read_ms_avg = s.hits > 0 ? double(s.read_ns_total) / double(s.hits) / 1e6 : 0;
+  return json{
+      {"enabled", s.enabled},
+      {"dir", s.dir},
+      {"entries", s.entries},
+      {"bytes", s.bytes},
+      {"capacity_bytes", s.capacity_bytes},
+      {"indexed_at_start", s.indexed_at_start},
+      {"discovered", s.discovered},
+      {"lookups", s.lookups},
+      {"hits", s.hits},
+      {"tokens_reused", s.tokens_reused},
+      {"read_bytes", s.read_bytes},
+      {"read_ms_avg", read_ms_avg},
+      {"read_ms_max", double(s.read_ns_max) / 1e6},
+      {"writes",
+       {{"done", s.writes},
+        {"bytes", s.write_bytes},
+        {"failed", s.write_failures},
+        {"dropped", s.writes_dropped},
+        {"coalesced", s.writes_coalesced},
+        {"cancelled", s.writes_cancelled},
+        {"oversized", s.writes_oversized},
+        {"pending", s.pending_writes},
+        {"pending_bytes", s.pending_write_bytes}}},
+      {"dropped_files",
+       {{"corrupt", s.corrupt_dropped}, {"temp", s.temps_dropped}, {"vanished", s.vanished}}},
+      {"read_failures", s.read_failures},
+      {"evictions", s.evictions},
+      {"supersedes", s.supersedes},
+      {"cleared_entries", s.cleared_entries}};
+}
+
+void sync_disk_metrics(ServerMetrics& m, const cache::DiskStats& s) {
+  auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v)); };
+  m.set_gauge("recur_cache_entries", "Entries held by the prompt-cache store.", "store=disk",
+              double(s.entries));
+  m.set_gauge("recur_cache_bytes", "Bytes held by the prompt-cache store.", "store=disk",
+              double(s.bytes));
+  m.set_gauge("recur_cache_capacity_bytes", "Byte budget of the prompt-cache store.", "store=disk",
+              double(s.capacity_bytes));
+  m.set_gauge("recur_cache_disk_pending_write_bytes",
+              "Snapshot bytes waiting for the disk tier's writer.", "",
+              double(s.pending_write_bytes));
+  m.sync_counter("recur_cache_disk_lookups_total", "Loads asked of the disk tier.", "",
+                 u(s.lookups));
+  m.sync_counter("recur_cache_disk_hits_total", "Disk loads that restored a longer prefix.", "",
+                 u(s.hits));
+  m.sync_counter("recur_cache_disk_read_bytes_total", "Bytes read by disk-tier hits.", "",
+                 u(s.read_bytes));
+  m.sync_counter("recur_cache_disk_read_nanoseconds_total",
+                 "Time disk-tier hits spent reading, checking and decoding (divide by hits).", "",
+                 u(s.read_ns_total));
+  m.sync_counter("recur_cache_disk_writes_total", "Disk-tier writes, by outcome.", "outcome=done",
+                 u(s.writes));
+  const std::pair<const char*, std::int64_t> writes[] = {{"failed", s.write_failures},
+                                                         {"dropped", s.writes_dropped},
+                                                         {"oversized", s.writes_oversized}};
+  for (auto [outcome, v] : writes) {
+    m.sync_counter("recur_cache_disk_writes_total", "", std::string("outcome=") + outcome, u(v));
+  }
+  m.sync_counter("recur_cache_disk_write_bytes_total", "Bytes written by the disk tier.", "",
+                 u(s.write_bytes));
+  const std::pair<const char*, std::int64_t> dropped[] = {
+      {"corrupt", s.corrupt_dropped}, {"temp", s.temps_dropped}, {"vanished", s.vanished}};
+  for (auto [reason, v] : dropped) {
+    m.sync_counter("recur_cache_disk_dropped_files_total",
+                   "Disk-tier files detected as bad (corrupt), left by dead writers (temp) or "
+                   "deleted by another replica (vanished).",
+                   std::string("reason=") + reason, u(v));
+  }
+  m.sync_counter("recur_cache_evictions_total", "Entries evicted, by reason.",
+                 "store=disk,reason=lru", u(s.evictions));
+}
+
 void sync_store_metrics(ServerMetrics& m, const char* store, const cache::StoreStats& s) {
   const std::string l = std::string("store=") + store;
   auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v)); };
@@ -112,6 +188,7 @@ HttpResponse Service::cache_stats(const HttpRequest&) const {
     cache::PromptCacheStats s = be->cache->stats();
     out["prefix"] = store_json(s.prefix);
     out["snapshot"] = store_json(s.snapshot);
+    if (s.disk) out["disk"] = disk_json(*s.disk);
   }
   if (be != nullptr) {
     engine::EngineStats e = be->engine->stats();
@@ -126,8 +203,12 @@ HttpResponse Service::cache_reset(const HttpRequest&) {
   if (be != nullptr && be->cache != nullptr) r = be->cache->clear();
   // What the entries held goes back to the system now, not at the allocator's leisure.
   malloc_trim(0);
-  return HttpResponse::json(
-      200, json{{"freed_entries", r.freed_entries}, {"freed_bytes", r.freed_bytes}}.dump());
+  json out{{"freed_entries", r.freed_entries}, {"freed_bytes", r.freed_bytes}};
+  if (be != nullptr && be->cache != nullptr && be->cache->disk() != nullptr) {
+    out["freed_disk_entries"] = r.freed_disk_entries;
+    out["freed_disk_bytes"] = r.freed_disk_bytes;
+  }
+  return HttpResponse::json(200, out.dump());
 }
 
 HttpResponse Service::metrics(const HttpRequest&) const {
@@ -149,6 +230,7 @@ HttpResponse Service::metrics(const HttpRequest&) const {
       cache::PromptCacheStats s = be->cache->stats();
       sync_store_metrics(metrics_, "prefix", s.prefix);
       sync_store_metrics(metrics_, "snapshot", s.snapshot);
+      if (s.disk) sync_disk_metrics(metrics_, *s.disk);
     }
   }
   HttpResponse r = HttpResponse::json(200, metrics_.render());

@@ -128,6 +128,20 @@ TEST(DiskTier, WritesThroughAndLoadsTheLongestPrefixOfTheSession) {
   EXPECT_GT(s.read_ns_total, 0);
 }
 
+TEST(DiskTier, ALoadRightAfterAStoreFindsItWrittenOrNot) {
+  ScratchDir dir;
+  auto tier = open_tier(dir.path());
+  const V t = iota_tokens(30);
+  for (int i = 0; i < 8; ++i) {
+    const CacheKey k = key_for("s" + std::to_string(i));
+    tier->store(k, Origin::kWarmup, t, bytes_snap(1 << 14, t.size(), i));
+    auto l = load(*tier, k, concat(t, V{1}));
+    ASSERT_TRUE(l->hit().has_value()) << i;
+    EXPECT_EQ(bytes_of(l->hit()->snapshot), bytes_snap(1 << 14, 30, i)->bytes());
+  }
+  EXPECT_EQ(tier->stats().hits, 8);
+}
+
 TEST(DiskTier, ARestartIndexesTheEntriesAndRestoresTheSameBytes) {
   ScratchDir dir;
   const CacheKey k = key_for("s1");

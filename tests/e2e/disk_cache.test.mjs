@@ -1,0 +1,212 @@
+// The prompt cache's disk tier (--prompt-cache-dir) with the real server: a conversation survives
+// a restart with the same cached counts and bytes; after SIGKILL mid-writing the next start drops
+// the bad files and serves correctly; two replicas behind nginx sharing the directory hand a
+// conversation over with a hit; a RAM budget of two conversations keeps ten in flight hitting.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, statSync, truncateSync, openSync, writeSync, closeSync,
+         writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { makeModel, startServer, tempDir, OpenAI } from './harness.mjs';
+import { USER_MESSAGES, generated } from './conversation.mjs';
+
+const FAMILY = 'qwen3_5';  // hybrid: the snapshot store, exact prefixes per session
+
+// One chat turn of `conv` ({ messages, key }) on `server`; returns what the transcript compares.
+async function turn(server, conv, t, client = server.client()) {
+  conv.messages.push({ role: 'user', content: USER_MESSAGES[t % USER_MESSAGES.length] });
+  const { data, response } = await client.chat.completions.create({
+    model: FAMILY, messages: conv.messages, max_tokens: 10, temperature: 0, logprobs: true,
+    prompt_cache_key: conv.key, chat_template_kwargs: { enable_thinking: false },
+  }).withResponse();
+  const choice = data.choices[0];
+  conv.messages.push({ role: 'assistant', content: choice.message.content ?? '' });
+  return { content: choice.message.content, reasoning: null, logprobs: JSON.stringify(choice.logprobs),
+           finish: choice.finish_reason, prompt_tokens: data.usage.prompt_tokens,
+           completion_tokens: data.usage.completion_tokens,
+           cached_tokens: data.usage.prompt_tokens_details.cached_tokens,
+           trace: response.headers.get('x-recur-cache') };
+}
+
+const newConv = (key) => ({ key, messages: [{ role: 'system', content: 'You are a concise assistant.' }] });
+
+// Waits until warm-ups are done and the disk tier has written everything queued.
+async function settled(server) {
+  for (let i = 0; i < 600; i++) {
+    const s = await server.stats();
+    if (s.warmup.pending === 0 && s.snapshot !== undefined && (!s.disk || s.disk.writes.pending === 0)) return s;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  throw new Error('did not settle');
+}
+
+function entryFiles(dir) {
+  const out = [];
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p); else if (p.endsWith('.rpc')) out.push(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+test('a conversation continued after a restart has the same cached counts and bytes', async () => {
+  const model = makeModel(FAMILY);
+  // Without a restart: six turns on one server.
+  const ref = await startServer(model, ['--prompt-cache-dir', tempDir('disk-ref')]);
+  const refConv = newConv('restart');
+  const want = [];
+  for (let t = 0; t < 6; t++) { want.push(await turn(ref, refConv, t)); await settled(ref); }
+  await ref.stop();
+
+  const dir = tempDir('disk-restart');
+  const conv = newConv('restart');
+  const got = [];
+  let server = await startServer(model, ['--prompt-cache-dir', dir]);
+  for (let t = 0; t < 3; t++) { got.push(await turn(server, conv, t)); await settled(server); }
+  assert.equal(await server.stop(), 0);
+  server = await startServer(model, ['--prompt-cache-dir', dir]);
+  const start = await server.stats();
+  assert.ok(start.disk.indexed_at_start >= 1, JSON.stringify(start.disk));
+  for (let t = 3; t < 6; t++) { got.push(await turn(server, conv, t)); await settled(server); }
+  const end = await server.stats();
+  await server.stop();
+
+  assert.deepEqual(got.map((x) => x.cached_tokens), want.map((x) => x.cached_tokens));
+  assert.deepEqual(generated(got), generated(want));
+  assert.ok(got[3].cached_tokens > got[2].prompt_tokens, `turn 4 cached ${got[3].cached_tokens}`);
+  assert.match(got[3].trace, /tier=disk/);
+  assert.ok(end.disk.hits >= 1 && end.disk.dropped_files.corrupt === 0, JSON.stringify(end.disk));
+});
+
+test('after SIGKILL mid-writing the next start drops bad files and serves correctly', async () => {
+  const model = makeModel(FAMILY);
+  const dir = tempDir('disk-kill');
+  const keys = Array.from({ length: 6 }, (_, i) => `kill-${i}`);
+  let server = await startServer(model, ['--prompt-cache-dir', dir, '--parallel', '4']);
+  const convs = keys.map(newConv);
+  for (const c of convs) { await turn(server, c, 0); }
+  await settled(server);
+  // Heavy writing: every conversation's next turn at once; killed while it runs.
+  const inflight = convs.map((c) => turn(server, c, 1).catch(() => null));
+  await new Promise((res) => setTimeout(res, 150));
+  server.proc.kill('SIGKILL');
+  await Promise.all(inflight);
+  // Beside whatever the kill left, damage two finished files: one truncated, one bit-flipped.
+  const files = entryFiles(dir);
+  assert.ok(files.length >= 2, `${files.length} files`);
+  truncateSync(files[0], statSync(files[0]).size - 7);
+  const fd = openSync(files[1], 'r+');
+  writeSync(fd, Buffer.from([0xa5]), 0, 1, statSync(files[1]).size - 3);
+  closeSync(fd);
+
+  server = await startServer(model, ['--prompt-cache-dir', dir, '--parallel', '4']);
+  const atStart = (await server.stats()).disk;
+  assert.ok(atStart.dropped_files.corrupt >= 1, JSON.stringify(atStart));
+  // Every conversation continues from the history the client holds, with the bytes a cache-off
+  // server produces for the same messages.
+  const off = await startServer(model, ['--no-prompt-cache']);
+  for (const c of convs) {
+    c.messages = c.messages.slice(0, 3);  // system, user, assistant of turn 1
+    const offConv = { key: c.key, messages: [...c.messages] };
+    const a = await turn(server, c, 1);
+    const b = await turn(off, offConv, 1);
+    assert.deepEqual(generated([a]), generated([b]));
+    await settled(server);
+  }
+  const after = (await server.stats()).disk;
+  await off.stop();
+  await server.stop();
+  // The bit-flipped payload is found when read (or its conversation was never asked again).
+  assert.ok(after.dropped_files.corrupt >= atStart.dropped_files.corrupt, JSON.stringify(after));
+  assert.equal(after.read_failures, 0);
+});
+
+const freePort = () => new Promise((resolve) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+test('two replicas sharing the directory behind nginx hand a conversation over with a hit', async () => {
+  const model = makeModel(FAMILY);
+  const dir = tempDir('disk-shared');
+  const replicas = await Promise.all([startServer(model, ['--prompt-cache-dir', dir]),
+                                      startServer(model, ['--prompt-cache-dir', dir])]);
+  const ngDir = tempDir('disk-nginx');
+  const port = await freePort();
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
+    .map((t) => { mkdirSync(join(ngDir, t)); return `${t}_temp_path ${join(ngDir, t)};`; }).join('\n');
+  writeFileSync(join(ngDir, 'nginx.conf'), `
+${process.getuid?.() === 0 ? 'user root;' : ''}
+worker_processes 1; daemon off; pid ${join(ngDir, 'nginx.pid')}; error_log stderr warn;
+events { worker_connections 64; }
+http { access_log off; ${temp}
+  upstream rr { ${replicas.map((r) => `server 127.0.0.1:${r.port};`).join(' ')} }
+  server { listen 127.0.0.1:${port}; proxy_http_version 1.1; proxy_set_header Connection "";
+           proxy_read_timeout 600s; add_header X-Upstream $upstream_addr always;
+           location / { proxy_pass http://rr; } } }`);
+  const nginx = spawn('nginx', ['-c', join(ngDir, 'nginx.conf'), '-p', ngDir], { stdio: 'ignore' });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      const r = await fetch(`${base}/health`).catch(() => null);
+      if (r?.status === 200) break;
+      if (i > 200) throw new Error('nginx did not start');
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-none', maxRetries: 0 });
+    const conv = newConv('moving');
+    const ups = [];
+    const turns = [];
+    for (let t = 0; t < 3; t++) {
+      const x = await turn(replicas[0], conv, t, client);
+      turns.push(x);
+      await Promise.all(replicas.map(settled));
+      ups.push(x);
+    }
+    const served = await Promise.all(replicas.map((r) => r.stats()));
+    // Round robin sent the turns to both replicas; each follow-up hit the whole previous turn.
+    assert.ok(served.every((s) => s.snapshot.lookups >= 1), 'both replicas served turns');
+    for (let t = 1; t < turns.length; t++) {
+      assert.ok(turns[t].cached_tokens > turns[t - 1].prompt_tokens,
+                `turn ${t + 1}: cached ${turns[t].cached_tokens} of ${turns[t].prompt_tokens}`);
+    }
+    assert.ok(served.some((s) => s.disk.hits >= 1 && s.disk.discovered >= 1),
+              JSON.stringify(served.map((s) => s.disk)));
+  } finally {
+    nginx.kill('SIGQUIT');
+    await Promise.all(replicas.map((r) => r.stop()));
+  }
+});
+
+test('a RAM budget of two conversations keeps ten in flight hitting through the disk', async () => {
+  const model = makeModel(FAMILY);
+  const dir = tempDir('disk-overflow');
+  // Two conversations' entries (boundary + warm-up each) fit in RAM; ten take turns.
+  const server = await startServer(model, ['--prompt-cache-dir', dir, '--parallel', '4',
+                                           '--prompt-cache-snapshot-max-entries', '4']);
+  const convs = Array.from({ length: 10 }, (_, i) => newConv(`overflow-${i}`));
+  const results = await Promise.all(convs.map(async (c) => {
+    const out = [];
+    for (let t = 0; t < 3; t++) {
+      out.push(await turn(server, c, t));
+      await settled(server);
+    }
+    return out;
+  }));
+  const s = await server.stats();
+  await server.stop();
+  for (const [i, turns] of results.entries()) {
+    for (let t = 1; t < turns.length; t++) {
+      assert.ok(turns[t].cached_tokens > turns[t - 1].prompt_tokens,
+                `conversation ${i} turn ${t + 1}: cached ${turns[t].cached_tokens} of ` +
+                `${turns[t].prompt_tokens} (${turns[t].trace})`);
+    }
+  }
+  assert.ok(s.snapshot.evictions.lru > 0, 'RAM evicted');
+  assert.ok(s.disk.hits > 0, JSON.stringify(s.disk));
+});
