@@ -4,6 +4,7 @@
 // batch.
 #include "model/blocks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -142,8 +143,132 @@ LayerStateSpec attention_state(const AttentionW& w) {
           .n_kv_heads = w.n_kv_heads,
           .n_heads = w.n_heads,
           .head_dim = w.head_dim,
-          .kv_dtype = w.kv_dtype};
+          .kv_dtype = w.kv_dtype,
+          .window = w.window};
 }
+
+namespace {
+
+float score_scale(const AttentionW& w) {
+  return w.scale != 0.0f ? w.scale : 1.0f / std::sqrt(static_cast<float>(w.head_dim));
+}
+
+// One token's K or V row of one kv head (f32) into `slot` of a head's buffer, in the KV dtype.
+void store_row(const AttentionW& w, std::uint8_t* head, std::int64_t slot, const float* row) {
+  const std::int64_t hd = w.head_dim;
+  if (w.kv_dtype == k::DType::kF32) {
+    std::memcpy(reinterpret_cast<float*>(head) + slot * hd, row,
+                static_cast<std::size_t>(hd) * sizeof(float));
+    return;
+  }
+  RECUR_CHECK(w.kv_dtype == k::DType::kBF16);
+  auto* dst = reinterpret_cast<std::uint16_t*>(head) + slot * hd;
+  for (std::int64_t d = 0; d < hd; ++d) dst[d] = k::f32_to_bf16(row[d]);
+}
+
+// Rows [r0, r0 + n) of a chunk into the ring: position p at slot p % R and at slot p % R + R
+// (LayerStateSpec::window), so every window of positions is one contiguous run of slots.
+void append_ring(const AttentionW& w, const ChunkRows& c, std::int64_t r0, std::int64_t n,
+                 const float* k_rows, const float* v_rows) {
+  const std::int64_t hd = w.head_dim, width = w.n_kv_heads * hd;
+  const std::int64_t slots = attention_state(w).ring_slots();
+  const std::int64_t head_bytes = 2 * slots * hd * k::dtype_bytes(w.kv_dtype);
+  for (std::int64_t h = 0; h < w.n_kv_heads; ++h) {
+    std::uint8_t* kh = c.seq->k_data(w.layer) + h * head_bytes;
+    std::uint8_t* vh = c.seq->v_data(w.layer) + h * head_bytes;
+    for (std::int64_t r = r0; r < r0 + n; ++r) {
+      const std::int64_t slot = (c.pos0 + r) % slots;
+      for (std::int64_t copy : {slot, slot + slots}) {
+        store_row(w, kh, copy, k_rows + r * width + h * hd);
+        store_row(w, vh, copy, v_rows + r * width + h * hd);
+      }
+    }
+  }
+}
+
+// Full causal attention: every sequence's K/V appended, then one dispatch for all of them (a
+// decode step of N sequences would otherwise be N dispatches of a few microseconds each, per
+// layer).
+void full_attention(ForwardCtx& ctx, const AttentionW& w, const float* q, const float* kr,
+                    const float* vr, float* att) {
+  const std::int64_t hd = w.head_dim, qw = q_head_width(w), kv_width = w.n_kv_heads * hd;
+  thread_local std::vector<k::AttentionJob> jobs;
+  jobs.clear();
+  for (const ChunkRows& c : ctx.chunks) {
+    append_kv(w, c, kr + c.row0 * kv_width, vr + c.row0 * kv_width);
+    jobs.push_back({.q = q + c.row0 * w.n_heads * qw,
+                    .k_cache = c.seq->k_data(w.layer),
+                    .v_cache = c.seq->v_data(w.layer),
+                    .out = att + c.row0 * w.n_heads * hd,
+                    .shape = {.n_q = c.n_rows,
+                              .pos0 = c.pos0,
+                              .n_kv = c.pos0 + c.n_rows,
+                              .n_heads = w.n_heads,
+                              .n_kv_heads = w.n_kv_heads,
+                              .head_dim = hd,
+                              .q_head_stride = qw,
+                              .scale = score_scale(w),
+                              .kv_dtype = w.kv_dtype,
+                              .kv_token_stride = hd,
+                              .kv_head_stride = c.seq->capacity_tokens() * hd}});
+  }
+  k::attention_batch(*ctx.pool, jobs);
+}
+
+// Sliding-window attention over the rings, in pieces of kRingPieceTokens rows per sequence: a
+// piece's K/V are written, then its queries read. Queries still inside the first window see
+// positions 0.. (slots 0.., not wrapped yet) and share one job, as in full attention; each later
+// query gets a job over its own window (pos0 = window - 1 in the job's numbering), so its bytes
+// depend on its position alone, never on how the prompt was chunked.
+void ring_attention(ForwardCtx& ctx, const AttentionW& w, const float* q, const float* kr,
+                    const float* vr, float* att) {
+  const std::int64_t hd = w.head_dim, qw = q_head_width(w), kv_width = w.n_kv_heads * hd;
+  const std::int64_t slots = attention_state(w).ring_slots(), window = w.window;
+  const std::int64_t row_bytes = hd * k::dtype_bytes(w.kv_dtype);
+  std::int64_t longest = 0;
+  for (const ChunkRows& c : ctx.chunks) longest = std::max(longest, c.n_rows);
+  thread_local std::vector<k::AttentionJob> jobs;
+  for (std::int64_t p0 = 0; p0 < longest; p0 += kRingPieceTokens) {
+    jobs.clear();
+    for (const ChunkRows& c : ctx.chunks) {
+      const std::int64_t n = std::min(kRingPieceTokens, c.n_rows - p0);
+      if (n <= 0) continue;
+      append_ring(w, c, p0, n, kr + c.row0 * kv_width, vr + c.row0 * kv_width);
+      const k::AttentionShape base{.n_heads = w.n_heads,
+                                   .n_kv_heads = w.n_kv_heads,
+                                   .head_dim = hd,
+                                   .q_head_stride = qw,
+                                   .scale = score_scale(w),
+                                   .kv_dtype = w.kv_dtype,
+                                   .kv_token_stride = hd,
+                                   .kv_head_stride = 2 * slots * hd};
+      const std::int64_t row0 = c.row0 + p0, pos0 = c.pos0 + p0;
+      const std::int64_t first = std::clamp<std::int64_t>(window - pos0, 0, n);
+      if (first > 0) {  // positions pos0 .. pos0 + first - 1 < window
+        k::AttentionShape s = base;
+        s.n_q = first, s.pos0 = pos0, s.n_kv = pos0 + first;
+        jobs.push_back({.q = q + row0 * w.n_heads * qw,
+                        .k_cache = c.seq->k_data(w.layer),
+                        .v_cache = c.seq->v_data(w.layer),
+                        .out = att + row0 * w.n_heads * hd,
+                        .shape = s});
+      }
+      for (std::int64_t i = first; i < n; ++i) {
+        const std::int64_t start = (pos0 + i - window + 1) % slots;
+        k::AttentionShape s = base;
+        s.n_q = 1, s.pos0 = window - 1, s.n_kv = window;
+        jobs.push_back({.q = q + (row0 + i) * w.n_heads * qw,
+                        .k_cache = c.seq->k_data(w.layer) + start * row_bytes,
+                        .v_cache = c.seq->v_data(w.layer) + start * row_bytes,
+                        .out = att + (row0 + i) * w.n_heads * hd,
+                        .shape = s});
+      }
+    }
+    k::attention_batch(*ctx.pool, jobs);
+  }
+}
+
+}  // namespace
 
 // Spec 0.3 / 2.4: q,k = RoPE(norm(proj(x))); a = softmax(q kᵀ·hd^-½) v; out = o(a [⊙ σ(gate)]).
 void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float* out) {
@@ -173,29 +298,11 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
               .head_stride = qw});
   apply_rope(w, kr, ctx.positions,
              {.n_tokens = n, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim});
-  // Every sequence's K/V first, then one attention dispatch for all of them (a decode step of
-  // N sequences would otherwise be N dispatches of a few microseconds each, per layer).
-  thread_local std::vector<k::AttentionJob> jobs;
-  jobs.clear();
-  for (const ChunkRows& c : ctx.chunks) {
-    append_kv(w, c, kr + c.row0 * kv_width, vr + c.row0 * kv_width);
-    jobs.push_back({.q = q + c.row0 * w.n_heads * qw,
-                    .k_cache = c.seq->k_data(w.layer),
-                    .v_cache = c.seq->v_data(w.layer),
-                    .out = att + c.row0 * w.n_heads * hd,
-                    .shape = {.n_q = c.n_rows,
-                              .pos0 = c.pos0,
-                              .n_kv = c.pos0 + c.n_rows,
-                              .n_heads = w.n_heads,
-                              .n_kv_heads = w.n_kv_heads,
-                              .head_dim = hd,
-                              .q_head_stride = qw,
-                              .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
-                              .kv_dtype = w.kv_dtype,
-                              .kv_token_stride = hd,
-                              .kv_head_stride = c.seq->capacity_tokens() * hd}});
+  if (w.window > 0) {
+    ring_attention(ctx, w, q, kr, vr, att);
+  } else {
+    full_attention(ctx, w, q, kr, vr, att);
   }
-  k::attention_batch(*ctx.pool, jobs);
   if (w.output_gate) {
     for (std::int64_t r = 0; r < n * w.n_heads; ++r)
       k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);
@@ -232,6 +339,29 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   k::swiglu(g, u, g, n * d_ff);
   k::matmul(*ctx.pool, g, n, w.down, out);
   add_bias(out, w.down_bias, n);
+}
+
+// torch.nn.functional.gelu(approximate="tanh") in f32: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// Spread over the pool in fixed blocks: tanh over a whole d_ff row per token is a visible share of
+// a step on one thread. Each element's bytes depend on itself alone.
+void geglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
+  ScratchFrame frame(ctx.scratch);
+  const std::int64_t n = ctx.n_rows, d_ff = w.gate.rows;
+  float* g = ctx.scratch->take(n * d_ff);  // [n, d_ff]
+  float* u = ctx.scratch->take(n * d_ff);  // [n, d_ff]
+  const k::MatmulOut gate_up[] = {{w.gate, g}, {w.up, u}};
+  k::matmul_fused(*ctx.pool, x, n, gate_up);
+  constexpr std::int64_t kBlock = 4096;
+  const std::int64_t total = n * d_ff;
+  ctx.pool->run(static_cast<std::size_t>((total + kBlock - 1) / kBlock), [&](std::size_t b) {
+    const std::int64_t end = std::min(total, (static_cast<std::int64_t>(b) + 1) * kBlock);
+    for (std::int64_t i = static_cast<std::int64_t>(b) * kBlock; i < end; ++i) {
+      const float v = g[i];
+      const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+      g[i] = 0.5f * v * (1.0f + std::tanh(inner)) * u[i];
+    }
+  });
+  k::matmul(*ctx.pool, g, n, w.down, out);
 }
 
 // ---- Gated DeltaNet (spec 2.5)

@@ -35,6 +35,9 @@ struct AttentionW {
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, rotary_dim = 0;
   float rope_theta = 1e6f;
   std::vector<float> inv_freq;  // [rotary_dim / 2]; empty: 1 / theta^(2i / rotary_dim)
+  float scale = 0.0f;  // of the scores; 0: head_dim^-0.5 (Gemma: query_pre_attn_scalar^-0.5)
+  // > 0: a query sees the last `window` positions (itself included), kept in a ring (state.h).
+  std::int64_t window = 0;
   bool output_gate = false;
   bool qk_norm = true;
   bool bias = false;                                  // q/k/v/o_proj.bias (attention_bias)
@@ -57,6 +60,8 @@ void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std
                MlpW* w);
 std::int64_t mlp_scratch_per_row(const MlpW& w);
 void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out);
+// down(gelu_tanh(gate(x)) ⊙ up(x)): Gemma's MLP (torch's gelu with approximate="tanh").
+void geglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out);
 
 // Gated DeltaNet token mixer (Qwen3.5 linear_attn), per-token recurrence.
 struct GatedDeltaW {

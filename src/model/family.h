@@ -100,6 +100,8 @@ class FamilyModel {
   virtual void forward_layers(ForwardCtx& ctx, float* h) = 0;
   // Final norm in place over rows of h [n, d_model].
   virtual void final_norm(float* h, std::int64_t n_rows) const = 0;
+  // Last touch on logit rows [n, vocab] after the head (Gemma's final_logit_softcapping).
+  virtual void finish_logits(float* /*logits*/, std::int64_t /*n_rows*/) const {}
   virtual const kernels::WeightView& embedding() const = 0;
   virtual const kernels::WeightView& lm_head() const = 0;
 };
@@ -123,6 +125,7 @@ Result<const FamilyInfo*> find_family(const ConfigJson& config);
 Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix);
 
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic

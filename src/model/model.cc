@@ -443,6 +443,7 @@ Result<Logits> Model::forward(ThreadPool& pool, std::span<const SeqChunk> batch)
   if (n_logit > 0) {
     impl_->final_norm(h_logit_.data(), n_logit);
     k::matmul(pool, h_logit_.data(), n_logit, impl_->lm_head(), logits_.data());
+    impl_->finish_logits(logits_.data(), n_logit);
   }
   for (const ChunkRows& c : chunks) c.seq->advance(c.n_rows);
   return Logits{.data = logits_.data(), .n_rows = n_logit, .vocab_size = impl_->vocab_size()};

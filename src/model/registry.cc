@@ -27,6 +27,14 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"backbone."},
        .probe_tensor = "embeddings.weight",
        .create = create_mamba2},
+      // Gemma3ForCausalLM: model.*; Gemma3ForConditionalGeneration (model_type gemma3, the text
+      // config nested): language_model.model.* (transformers 4.50-4.51, mlx-vlm) or
+      // model.language_model.* (later transformers).
+      {.name = "gemma3",
+       .model_types = {"gemma3_text", "gemma3"},
+       .tensor_prefixes = {"model.", "language_model.model.", "model.language_model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_gemma3},
       {.name = "llama",
        .model_types = {"llama"},
        .tensor_prefixes = {"model."},

@@ -1,7 +1,8 @@
 // Snapshot payload layout, layer by layer: attention K[n_kv, n, hd] then V[n_kv, n, hd] for the
-// first n tokens only (the live state's head-major layout without its spare capacity); recurrent
-// state then conv window. No padding, so byte_size() equals StateLayout::snapshot_bytes(n)
-// exactly.
+// first n tokens only (the live state's head-major layout without its spare capacity); a ring the
+// same for its last min(n, window) tokens in position order; recurrent state then conv window. No
+// padding, so byte_size() equals StateLayout::snapshot_bytes(n) exactly. Where a ring's tokens sit
+// follows from n alone (slot = position % ring_slots), so the payload needs no write index.
 #include "model/state.h"
 
 #include <algorithm>
@@ -26,27 +27,59 @@ void copy_heads(const std::uint8_t* src, std::int64_t src_cap, std::uint8_t* dst
                 static_cast<std::size_t>(n * row));
   }
 }
+// Bytes of one token's row of one kv head.
+std::int64_t row_bytes(const LayerStateSpec& spec) {
+  return spec.head_dim * kernels::dtype_bytes(spec.kv_dtype);
+}
+
+// A ring's last `kept` tokens before position n, head by head, into packed [n_kv, kept, hd]: one
+// contiguous run of slots thanks to the mirrored half.
+void ring_to_packed(const std::uint8_t* ring, std::uint8_t* out, std::int64_t n,
+                    const LayerStateSpec& spec) {
+  const std::int64_t kept = spec.kept_tokens(n), slots = spec.ring_slots(), row = row_bytes(spec);
+  const std::int64_t first = (n - kept) % slots;
+  copy_heads(ring + first * row, 2 * slots, out, kept, kept, spec);
+}
+
+// The inverse: packed rows of positions n - kept .. n - 1 to both their slots.
+void packed_to_ring(const std::uint8_t* in, std::uint8_t* ring, std::int64_t n,
+                    const LayerStateSpec& spec) {
+  const std::int64_t kept = spec.kept_tokens(n), slots = spec.ring_slots(), row = row_bytes(spec);
+  for (std::int64_t h = 0; h < spec.n_kv_heads; ++h) {
+    for (std::int64_t j = 0; j < kept; ++j) {
+      const std::int64_t slot = (n - kept + j) % slots;
+      const std::uint8_t* src = in + (h * kept + j) * row;
+      std::uint8_t* head = ring + h * 2 * slots * row;
+      std::memcpy(head + slot * row, src, static_cast<std::size_t>(row));
+      std::memcpy(head + (slot + slots) * row, src, static_cast<std::size_t>(row));
+    }
+  }
+}
 }  // namespace
 
 std::int64_t StateLayout::kv_bytes_per_token() const {
   std::int64_t n = 0;
-  for (const auto& l : layers) n += l.kv_bytes_per_token();
+  for (const auto& l : layers) n += l.ring() ? 0 : l.kv_bytes_per_token();
   return n;
 }
 
 std::int64_t StateLayout::fixed_bytes() const {
   std::int64_t n = 0;
-  for (const auto& l : layers) n += l.fixed_bytes();
+  for (const auto& l : layers) {
+    if (l.kind == LayerStateSpec::Kind::kRecurrent || l.ring()) n += l.snapshot_bytes(l.window);
+  }
   return n;
 }
 
 std::int64_t StateLayout::snapshot_bytes(std::int64_t n_tokens) const {
-  return fixed_bytes() + n_tokens * kv_bytes_per_token();
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += l.snapshot_bytes(n_tokens);
+  return n;
 }
 
 bool StateLayout::truncatable() const {
   return std::all_of(layers.begin(), layers.end(), [](const LayerStateSpec& l) {
-    return l.kind == LayerStateSpec::Kind::kAttention;
+    return l.kind == LayerStateSpec::Kind::kAttention && !l.ring();
   });
 }
 
@@ -67,13 +100,22 @@ SequenceState::SequenceState(const StateLayout* layout, std::uint64_t fingerprin
 }
 
 void SequenceState::reserve_tokens(std::int64_t n) {
+  // A ring is allocated whole, once: its size does not depend on the context.
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    if (!spec.ring() || !layers_[i].k.empty() || n == 0) continue;
+    const auto bytes = static_cast<std::size_t>(spec.n_kv_heads * 2 * spec.ring_slots()) *
+                       static_cast<std::size_t>(row_bytes(spec));
+    layers_[i].k.resize(bytes);
+    layers_[i].v.resize(bytes);
+  }
   if (n <= capacity_tokens_) return;
   std::int64_t cap = std::max(n, capacity_tokens_ * 2);
   cap = (cap + kKvGrowTokens - 1) / kKvGrowTokens * kKvGrowTokens;
   // Each head's rows move to their place in the larger buffer (only the live tokens).
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
-    if (spec.kind != LayerStateSpec::Kind::kAttention) continue;
+    if (spec.kind != LayerStateSpec::Kind::kAttention || spec.ring()) continue;
     const auto bytes = static_cast<std::size_t>(cap * spec.kv_bytes_per_token() / 2);
     for (std::vector<std::uint8_t>* buf : {&layers_[i].k, &layers_[i].v}) {
       std::vector<std::uint8_t> grown(bytes);
@@ -93,7 +135,14 @@ std::shared_ptr<const Snapshot> SequenceState::snapshot() const {
   };
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
-    if (spec.kind == LayerStateSpec::Kind::kAttention) {
+    if (spec.ring()) {
+      const auto n = static_cast<std::size_t>(spec.snapshot_bytes(n_tokens_) / 2);
+      if (n > 0) {
+        ring_to_packed(layers_[i].k.data(), out, n_tokens_, spec);
+        ring_to_packed(layers_[i].v.data(), out + n, n_tokens_, spec);
+      }
+      out += 2 * n;
+    } else if (spec.kind == LayerStateSpec::Kind::kAttention) {
       const auto n = static_cast<std::size_t>(n_tokens_ * spec.kv_bytes_per_token() / 2);
       copy_heads(layers_[i].k.data(), capacity_tokens_, out, n_tokens_, n_tokens_, spec);
       copy_heads(layers_[i].v.data(), capacity_tokens_, out + n, n_tokens_, n_tokens_, spec);
@@ -127,7 +176,12 @@ Status SequenceState::restore(const Snapshot& snap) {
   };
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
-    if (spec.kind == LayerStateSpec::Kind::kAttention) {
+    if (spec.ring()) {
+      const auto n = static_cast<std::size_t>(spec.snapshot_bytes(snap.n_tokens()) / 2);
+      packed_to_ring(in, layers_[i].k.data(), snap.n_tokens(), spec);
+      packed_to_ring(in + n, layers_[i].v.data(), snap.n_tokens(), spec);
+      in += 2 * n;
+    } else if (spec.kind == LayerStateSpec::Kind::kAttention) {
       const std::int64_t t = snap.n_tokens();
       const auto n = static_cast<std::size_t>(t * spec.kv_bytes_per_token() / 2);
       copy_heads(in, t, layers_[i].k.data(), capacity_tokens_, t, spec);
@@ -145,7 +199,8 @@ Status SequenceState::restore(const Snapshot& snap) {
 Status SequenceState::truncate(std::int64_t n) {
   if (!truncatable()) {
     return Error(StatusCode::kFailedPrecondition,
-                 "this model's state has recurrent layers and cannot be truncated");
+                 "this model's state has recurrent or sliding-window layers and cannot be "
+                 "truncated");
   }
   if (n < 0 || n > n_tokens_) {
     return Error(StatusCode::kOutOfRange, "cannot truncate a {}-token state to {} tokens",

@@ -1,5 +1,6 @@
 // Per-sequence model state and its immutable snapshots (design section 4). A SequenceState holds,
-// per layer, either attention K/V for n tokens (growable, truncatable) or a fixed recurrent state
+// per layer, attention K/V for n tokens (growable, truncatable), a sliding-window ring of K/V
+// (the last `window` tokens in fixed memory; Gemma 3's local layers), or a fixed recurrent state
 // (Gated DeltaNet / Mamba2: f32 state + conv window). A Snapshot is an exact copy of the payload
 // with the model fingerprint and token count; restore copies and never consumes. Thread-compatible.
 #pragma once
@@ -14,6 +15,11 @@
 
 namespace recur::model {
 
+// A ring layer's attention runs a chunk in pieces of at most this many tokens (blocks.cc): the
+// ring keeps window + kRingPieceTokens - 1 slots, so writing a piece never overwrites a key that
+// a query of the same piece still sees.
+inline constexpr std::int64_t kRingPieceTokens = 64;
+
 // What one layer keeps between forward calls.
 struct LayerStateSpec {
   enum class Kind : std::uint8_t { kAttention, kRecurrent };
@@ -24,27 +30,44 @@ struct LayerStateSpec {
   std::int64_t n_heads = 0;
   std::int64_t head_dim = 0;
   kernels::DType kv_dtype = kernels::DType::kF32;
+  // kAttention with window > 0: a query sees only the last `window` positions (itself included),
+  // and only they are kept, in a ring of ring_slots() slots. Each token is written twice, at slot
+  // pos % ring_slots() and ring_slots() further, so every window is one contiguous run of slots
+  // (what the attention kernel reads) even where the ring wraps. Not truncatable.
+  std::int64_t window = 0;
   // kRecurrent: f32 recurrent state and f32 conv window (last K-1 conv inputs).
   std::int64_t state_floats = 0;
   std::int64_t conv_floats = 0;
 
+  bool ring() const { return kind == Kind::kAttention && window > 0; }
+  std::int64_t ring_slots() const { return window + kRingPieceTokens - 1; }
+  // K and V bytes of one token (any attention layer, ring or not).
   std::int64_t kv_bytes_per_token() const {
     return kind == Kind::kAttention ? 2 * n_kv_heads * head_dim * kernels::dtype_bytes(kv_dtype)
                                     : 0;
   }
-  std::int64_t fixed_bytes() const {
-    return kind == Kind::kRecurrent ? (state_floats + conv_floats) * 4 : 0;
+  // Tokens of K/V this layer keeps (and a snapshot holds) after n tokens.
+  std::int64_t kept_tokens(std::int64_t n) const { return ring() && n > window ? window : n; }
+  // Snapshot bytes of this layer after n tokens.
+  std::int64_t snapshot_bytes(std::int64_t n) const {
+    if (kind == Kind::kRecurrent) return (state_floats + conv_floats) * 4;
+    return kept_tokens(n) * kv_bytes_per_token();
   }
 };
 
 struct StateLayout {
   std::vector<LayerStateSpec> layers;
 
-  // Payload bytes of a snapshot at n_tokens: per-token KV plus fixed recurrent bytes.
+  // Payload bytes of a snapshot at n_tokens: the growing KV, the rings' last min(n, window)
+  // tokens and the recurrent states (equal to fixed_bytes() + n · kv_bytes_per_token() once n
+  // reaches every window).
   std::int64_t snapshot_bytes(std::int64_t n_tokens) const;
+  // K/V bytes per token of the layers whose KV grows with the context (rings excluded).
   std::int64_t kv_bytes_per_token() const;
+  // Bytes that do not grow with the context: recurrent states and full rings.
   std::int64_t fixed_bytes() const;
-  // True when every layer is attention: any prefix of the state is a valid state.
+  // True when every layer is full attention: any prefix of the state is a valid state. A ring or
+  // a recurrent layer has forgotten what a shorter prefix would hold.
   bool truncatable() const;
 };
 
@@ -90,6 +113,7 @@ class SequenceState {
   // An attention layer's K and V, each head-major: [n_kv_heads, capacity_tokens(), head_dim], so
   // a decode task reads one kv head's keys as one contiguous stream (token-major rows put 256
   // bytes of a head in every 2 KiB, which the hardware prefetchers follow at half the bandwidth).
+  // A ring layer's buffers are [n_kv_heads, 2 · ring_slots(), head_dim] (LayerStateSpec::window).
   std::uint8_t* k_data(std::size_t layer) { return layers_[layer].k.data(); }
   std::uint8_t* v_data(std::size_t layer) { return layers_[layer].v.data(); }
   float* recurrent(std::size_t layer) { return layers_[layer].state.data(); }
@@ -99,7 +123,7 @@ class SequenceState {
 
  private:
   struct LayerData {
-    std::vector<std::uint8_t> k, v;  // [n_kv_heads, capacity_tokens_, head_dim] each
+    std::vector<std::uint8_t> k, v;  // [n_kv_heads, capacity_tokens_ or 2 · ring, head_dim]
     std::vector<float> state, conv;
   };
   const StateLayout* layout_;
