@@ -1,5 +1,6 @@
 // The chat templates written into tokenizer_config.json: the models' own templates, verbatim, as
-// data (Qwen3.5-4B: thinking on/off through enable_thinking, past reasoning dropped; Qwen3-0.6B).
+// data (Qwen3.5-4B: thinking on/off through enable_thinking, past reasoning dropped; Qwen3-0.6B;
+// Gemma 3).
 #include "modelgen/tokenizer_gen.h"
 
 namespace recur::modelgen {
@@ -246,5 +247,57 @@ const char* const kQwen3ChatTemplate = R"jinja({%- if tools %}
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
 {%- endif %})jinja";
+
+// Gemma 3 instruction-tuned models (google/gemma-3-1b-it and the larger ones share it): the
+// tokenizer_config.json chat_template, verbatim. A system message becomes a prefix of the first
+// user turn; roles must alternate; the assistant is "model".
+const char* const kGemma3ChatTemplate = R"jinja({{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '
+
+' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '
+
+' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '
+' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>
+' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model
+'}}
+{%- endif -%}
+)jinja";
 
 }  // namespace recur::modelgen

@@ -107,6 +107,56 @@ Json qwen3_5_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
           {"transformers_version", "5.7.0"}};
 }
 
+// google/gemma-3-1b-it's config.json (sliding_window_pattern); gemma-3-270m and tiny write
+// layer_types instead, as transformers 4.53+ does.
+Json gemma3_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  Json j = {{"architectures", {"Gemma3ForCausalLM"}},
+            {"attention_bias", false},
+            {"attention_dropout", 0.0},
+            {"attn_logit_softcapping", nullptr},
+            {"bos_token_id", 2},
+            {"cache_implementation", "hybrid"},
+            {"eos_token_id", {ids.endoftext, ids.im_end}},
+            {"final_logit_softcapping", nullptr},
+            {"head_dim", g.head_dim},
+            {"hidden_activation", "gelu_pytorch_tanh"},
+            {"hidden_size", g.d_model},
+            {"initializer_range", 0.02},
+            {"intermediate_size", g.d_ff},
+            {"max_position_embeddings", g.max_position},
+            {"model_type", "gemma3_text"},
+            {"num_attention_heads", g.n_heads},
+            {"num_hidden_layers", g.n_layers},
+            {"num_key_value_heads", g.n_kv_heads},
+            {"pad_token_id", 0},
+            {"query_pre_attn_scalar", g.query_pre_attn_scalar},
+            {"rms_norm_eps", g.norm_eps},
+            {"rope_local_base_freq", g.rope_local_theta},
+            {"rope_scaling", nullptr},
+            {"rope_theta", g.rope_theta},
+            {"sliding_window", g.sliding_window},
+            {"torch_dtype", torch_dtype(dtype)},
+            {"transformers_version", "4.50.0.dev0"},
+            {"use_cache", true},
+            {"vocab_size", g.vocab_size}};
+  if (g.layer_types) {
+    Json types = Json::array();
+    for (int i = 0; i < g.n_layers; ++i) {
+      types.push_back(g.is_full_attention(i) ? "full_attention" : "sliding_attention");
+    }
+    j["layer_types"] = types;
+    j["_sliding_window_pattern"] = g.sliding_pattern;
+    j["transformers_version"] = "4.55.0.dev0";
+  } else {
+    j["sliding_window_pattern"] = g.sliding_pattern;
+  }
+  if (g.rope_linear_factor > 0.0) {
+    j["rope_scaling"] = {{"factor", g.rope_linear_factor}, {"rope_type", "linear"}};
+  }
+  if (g.final_softcap > 0.0) j["final_logit_softcapping"] = g.final_softcap;
+  return j;
+}
+
 // time_step_limit is written as a placeholder string and replaced by the bare Infinity that
 // Python's json module writes (invalid JSON, which loaders must accept).
 constexpr const char* kInfinityPlaceholder = "__recur_infinity__";
@@ -154,6 +204,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return qwen3_config(g, dtype, ids).dump(2) + "\n";
     case Family::kQwen3_5:
       return qwen3_5_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kGemma3:
+      return gemma3_config(g, dtype, ids).dump(2) + "\n";
     case Family::kMamba2: {
       std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
       const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);
@@ -165,6 +217,13 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
 }
 
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
+  if (g.family == Family::kGemma3) {  // gemma-3-1b-it's
+    const Json j = {{"bos_token_id", 2}, {"cache_implementation", "hybrid"},
+                    {"do_sample", true}, {"eos_token_id", {ids.endoftext, ids.im_end}},
+                    {"pad_token_id", 0}, {"top_k", 64},
+                    {"top_p", 0.95},     {"transformers_version", "4.50.0.dev0"}};
+    return j.dump(2) + "\n";
+  }
   const bool thinking_default = g.family == Family::kQwen3;
   Json j = {{"bos_token_id", ids.endoftext},
             {"do_sample", true},

@@ -1,5 +1,6 @@
-// Presets, overrides and tensor tables of qwen3, qwen3_5 and mamba2 checkpoints. Names, shapes
-// and per-tensor dtypes follow model-families.md sections 1.2, 2.3 and 4.2.
+// Presets, overrides and tensor tables of qwen3, qwen3_5, mamba2 and gemma3 checkpoints. Names,
+// shapes and per-tensor dtypes follow model-families.md sections 1.2, 2.3 and 4.2 and docs/model.md
+// (Gemma 3).
 #include "modelgen/families.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
+  if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
   if (family != Family::kQwen3_5) return family == Family::kQwen3;
   return (layer + 1) % full_attention_interval == 0;
 }
@@ -56,7 +58,35 @@ Geometry mamba2_preset(bool real) {
   return g;
 }
 
+// google/gemma-3-1b-it, google/gemma-3-270m; tiny: two sliding layers and a global one, a
+// 16-token window (tests cross it cheaply), query_pre_attn_scalar unlike head_dim, linear RoPE
+// scaling on the global layer (as gemma-3-4b and larger) and final logit softcapping, so every
+// path of the family runs.
+Geometry gemma3_preset(const std::string& preset) {
+  Geometry g{.family = Family::kGemma3, .rope_theta = 1e6, .norm_eps = 1e-6};
+  g.max_position = 32768, g.sliding_window = 512, g.sliding_pattern = 6;
+  g.rope_local_theta = 1e4, g.query_pre_attn_scalar = 256, g.head_dim = 256;
+  g.n_heads = 4, g.n_kv_heads = 1, g.vocab_size = 262144;
+  if (preset == "gemma-3-1b") {
+    g.n_layers = 26, g.d_model = 1152, g.d_ff = 6912;
+  } else if (preset == "gemma-3-270m") {
+    g.n_layers = 18, g.d_model = 640, g.d_ff = 2048, g.layer_types = true;
+  } else {
+    g.n_layers = 3, g.d_model = 64, g.d_ff = 192, g.vocab_size = 0;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 32, g.query_pre_attn_scalar = 24;
+    g.sliding_window = 16, g.sliding_pattern = 3, g.layer_types = true;
+    g.rope_linear_factor = 8.0, g.final_softcap = 30.0;
+  }
+  return g;
+}
+
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  if (family == Family::kGemma3 &&
+      (preset == "tiny" || preset == "gemma-3-1b" || preset == "gemma-3-270m")) {
+    Geometry g = gemma3_preset(preset);
+    g.preset = preset;
+    return g;
+  }
   const bool tiny = preset == "tiny";
   if (tiny || (family == Family::kQwen3 && preset == "qwen3-0.6b") ||
       (family == Family::kQwen3_5 && preset == "qwen3.5-0.8b") ||
@@ -69,7 +99,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
   }
   return Error(StatusCode::kInvalidArgument,
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
-               "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2)",
+               "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, gemma-3-1b and gemma-3-270m "
+               "for gemma3)",
                preset, family_name(family));
 }
 
@@ -238,6 +269,30 @@ std::vector<GenTensor> qwen3_5_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
+// Gemma3ForCausalLM (tied, no lm_head.weight in the file). Every norm is used as (1 + w).
+std::vector<GenTensor> gemma3_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  t.embedding("model.embed_tokens.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.zero_centred_norm(p + "input_layernorm.weight", d);
+    t.linear(p + "self_attn.q_proj.weight", q_rows, d);
+    t.linear(p + "self_attn.k_proj.weight", kv_rows, d);
+    t.linear(p + "self_attn.v_proj.weight", kv_rows, d);
+    t.out_linear(p + "self_attn.o_proj.weight", d, q_rows);
+    t.zero_centred_norm(p + "self_attn.q_norm.weight", g.head_dim);
+    t.zero_centred_norm(p + "self_attn.k_norm.weight", g.head_dim);
+    t.zero_centred_norm(p + "post_attention_layernorm.weight", d);
+    t.zero_centred_norm(p + "pre_feedforward_layernorm.weight", d);
+    qwen_mlp(t, g, p);
+    t.zero_centred_norm(p + "post_feedforward_layernorm.weight", d);
+  }
+  t.zero_centred_norm("model.norm.weight", d);
+  return std::move(t.out);
+}
+
 // Mamba2 as initialised by mamba_ssm: A in [1, 16], dt in [0.001, 0.1] (decays exp(-dt A) of
 // about 0.2..0.999 per token), D = 1.
 std::vector<GenTensor> mamba2_table(const Geometry& g, DType dtype) {
@@ -272,6 +327,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return qwen3_5_table(g, dtype);
     case Family::kMamba2:
       return mamba2_table(g, dtype);
+    case Family::kGemma3:
+      return gemma3_table(g, dtype);
   }
   return {};
 }

@@ -38,12 +38,20 @@ struct Geometry {
   int ssm_state = 0;
   int ssm_groups = 0;
   int expand = 0;
+  // gemma3: sliding-window layers, global every sliding_pattern-th layer
+  int sliding_window = 0;
+  int sliding_pattern = 0;
+  bool layer_types = false;  // write layer_types (gemma-3-270m) instead of sliding_window_pattern
+  double query_pre_attn_scalar = 0.0;
+  double rope_local_theta = 0.0;
+  double rope_linear_factor = 0.0;  // 0: rope_scaling null
+  double final_softcap = 0.0;       // 0: final_logit_softcapping null
   // shared
   int max_position = 0;
   double rope_theta = 0.0;
   double norm_eps = 0.0;
 
-  bool is_full_attention(int layer) const;  // qwen3_5 schedule; qwen3: every layer
+  bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   int lin_conv_dim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }
   int ssm_d_inner() const { return ssm_heads * ssm_head_dim; }
   int ssm_conv_dim() const { return ssm_d_inner() + 2 * ssm_groups * ssm_state; }

@@ -24,6 +24,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "qwen3") return Family::kQwen3;
   if (word == "qwen3_5") return Family::kQwen3_5;
   if (word == "mamba2") return Family::kMamba2;
+  if (word == "gemma3") return Family::kGemma3;
   return std::nullopt;
 }
 
@@ -35,6 +36,8 @@ const char* family_name(Family family) {
       return "qwen3_5";
     case Family::kMamba2:
       return "mamba2";
+    case Family::kGemma3:
+      return "gemma3";
   }
   return "?";
 }
@@ -141,24 +144,32 @@ Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const
 }
 
 Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary) {
-  const BpeTokenizer& tok = generated_tokenizer();
-  RECUR_ASSIGN_OR_RETURN(Geometry g, resolve_geometry(spec, tok.n_tokens()));
+  // Gemma's tokenizer is SentencePiece-style; the other families' byte-level.
+  const bool sentencepiece = spec.family == Family::kGemma3;
+  const SpTokenizer* sp = sentencepiece ? &generated_sp_tokenizer() : nullptr;
+  const BpeTokenizer* bpe = sentencepiece ? nullptr : &generated_tokenizer();
+  const SpecialIds& ids = sentencepiece ? sp->ids : bpe->ids;
+  RECUR_ASSIGN_OR_RETURN(Geometry g,
+                         resolve_geometry(spec, sentencepiece ? sp->n_tokens() : bpe->n_tokens()));
   const std::vector<GenTensor> table = tensor_table(g, spec.dtype);
   std::vector<TensorEntry> entries;
   for (const GenTensor& t : table) {
     entries.push_back(t.entry);
     summary.n_params += t.entry.n_elems();
   }
-  std::string config = config_json(g, spec.dtype, tok.ids);
+  std::string config = config_json(g, spec.dtype, ids);
   if (spec.bits != 0) {
     const QuantFormat format{.bits = spec.bits, .group_size = spec.group_size};
     RECUR_ASSIGN_OR_RETURN(config, add_quantization_config(config, format));
   }
   const TextFile files[] = {
       {"config.json", std::move(config)},
-      {"generation_config.json", generation_config_json(g, tok.ids)},
-      {"tokenizer.json", tokenizer_json(tok, spec.family)},
-      {"tokenizer_config.json", tokenizer_config_json(tok, spec.family, g.max_position)},
+      {"generation_config.json", generation_config_json(g, ids)},
+      {"tokenizer.json",
+       sentencepiece ? sp_tokenizer_json(*sp) : tokenizer_json(*bpe, spec.family)},
+      {"tokenizer_config.json", sentencepiece
+                                    ? sp_tokenizer_config_json(*sp, g.max_position)
+                                    : tokenizer_config_json(*bpe, spec.family, g.max_position)},
   };
   for (const TextFile& f : files) {
     RECUR_RETURN_IF_ERROR(write_text(dir, f));

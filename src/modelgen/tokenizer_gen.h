@@ -1,6 +1,7 @@
-// The generated tokenizer: a byte-level BPE learned deterministically from a built-in corpus,
+// The generated tokenizers: a byte-level BPE learned deterministically from a built-in corpus,
 // plus Qwen's added tokens, written as tokenizer.json and tokenizer_config.json in the shape of
-// the real Qwen3 / Qwen3.5 files so the Hugging Face tokenizers library loads them unchanged.
+// the real Qwen3 / Qwen3.5 files, and a SentencePiece-style BPE in the shape of Gemma 3's, so the
+// Hugging Face tokenizers library loads them unchanged.
 #pragma once
 
 #include <string>
@@ -41,5 +42,23 @@ const BpeTokenizer& generated_tokenizer();
 // Qwen3.5's file (its pre-tokenizer regex) for qwen3_5 and mamba2; Qwen3's regex for qwen3.
 std::string tokenizer_json(const BpeTokenizer& tok, Family family);
 std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int max_position);
+
+// Gemma's kind (tokenizer_sp.cc): a SentencePiece BPE as Hugging Face converts it. Spaces are
+// normalized to U+2581 ("▁"), the whole text is one word, pieces are code points merged by rank,
+// and characters outside the vocabulary fall back to <0xXX> byte tokens. Ids as in Gemma 3: 0
+// <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4 <mask>, 5 [multimodal], <unused0..98>, 105 <start_of_turn>,
+// 106 <end_of_turn>; then the 256 byte tokens, the merged pieces, and the single characters.
+extern const char* const kGemma3ChatTemplate;
+struct SpTokenizer {
+  std::vector<std::string> vocab;                           // id -> piece, added tokens first
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  int n_added = 0;                                          // ids [0, n_added) are added tokens
+  SpecialIds ids;  // endoftext: <eos>, im_start: <start_of_turn>, im_end: <end_of_turn>
+  int n_tokens() const { return static_cast<int>(vocab.size()); }
+};
+// Learned from kTrainingCorpus up to 1000 tokens, once per process. Deterministic.
+const SpTokenizer& generated_sp_tokenizer();
+std::string sp_tokenizer_json(const SpTokenizer& tok);
+std::string sp_tokenizer_config_json(const SpTokenizer& tok, int max_position);
 
 }  // namespace recur::modelgen
