@@ -11,6 +11,7 @@ using json = nlohmann::ordered_json;
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -97,6 +98,70 @@ std::optional<chat::ToolCall> parse_xml_call(std::string_view body, const json& 
   return call;
 }
 
+bool has_tool(const json& tools, std::string_view fn) {
+  if (!tools.is_array()) return false;
+  for (const auto& t : tools) {
+    if (t.is_object() && t.contains("function") && t["function"].is_object() &&
+        t["function"].contains("name") && t["function"]["name"] == fn) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The end (one past the closing brace) of the JSON object that starts at s[0] == '{', or npos.
+size_t object_end(std::string_view s) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Llama 3.x: the whole reply is one or more {"name": ..., "parameters": {...}} objects (the
+// template writes "parameters"; "arguments" is accepted too), separated by ";", optionally after
+// <|python_tag|>. A name that is not one of the request's tools leaves the reply as text: a JSON
+// answer is not a call.
+std::vector<chat::ToolCall> parse_llama_calls(std::string_view text, const json& tools) {
+  std::string_view rest = trim(text);
+  if (rest.starts_with(kPythonTag)) rest = trim(rest.substr(kPythonTag.size()));
+  std::vector<chat::ToolCall> calls;
+  while (!rest.empty()) {
+    if (rest.front() != '{') return {};
+    const size_t end = object_end(rest);
+    if (end == std::string_view::npos) return {};
+    json j = json::parse(rest.substr(0, end), nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string() ||
+        !has_tool(tools, j["name"].get<std::string>())) {
+      return {};
+    }
+    const char* args_key = j.contains("parameters") ? "parameters" : "arguments";
+    const json args = j.contains(args_key) ? j[args_key] : json::object();
+    if (!args.is_object()) return {};
+    calls.push_back({.name = j["name"].get<std::string>(),
+                     .arguments_json = args.dump(-1, ' ', false, json::error_handler_t::replace)});
+    rest = trim(rest.substr(end));
+    if (!rest.empty() && rest.front() == ';') rest = trim(rest.substr(1));
+  }
+  return calls;
+}
+
 }  // namespace
 
 ParsedToolCalls parse_tool_calls(std::string_view text, std::string_view tools_json,
@@ -105,7 +170,11 @@ ParsedToolCalls parse_tool_calls(std::string_view text, std::string_view tools_j
   json tools = tools_json.empty() ? json() : json::parse(tools_json, nullptr, false);
   size_t first = text.find(kOpen);
   if (first == std::string_view::npos) {
-    out.content = std::string(text);
+    out.calls = parse_llama_calls(text, tools);
+    for (size_t i = 0; i < out.calls.size(); ++i) {
+      out.calls[i].id = fmt::format("{}{}", id_prefix, i);
+    }
+    if (out.calls.empty()) out.content = std::string(text);
     return out;
   }
   std::string_view rest = text.substr(first);
@@ -145,6 +214,18 @@ std::string ToolCallStreamFilter::push(std::string_view delta) {
     return "";
   }
   held_.append(delta);
+  if (!past_start_) {
+    // Llama's form has no opening tag: a reply that starts like a call is held from its start.
+    std::string_view head = trim(held_);
+    if (head.empty()) return "";
+    const bool brace = head.front() == '{';
+    const size_t n = std::min(head.size(), kPythonTag.size());
+    if (brace || head.substr(0, n) == kPythonTag.substr(0, n)) {
+      if (brace || n == kPythonTag.size()) in_call_ = true;
+      return "";
+    }
+    past_start_ = true;
+  }
   size_t open = held_.find(kOpen);
   if (open != std::string::npos) {
     in_call_ = true;

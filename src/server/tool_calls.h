@@ -1,10 +1,12 @@
-// Tool calls in generated text, both forms Qwen models emit:
+// Tool calls in generated text, in the forms Qwen and Llama models emit:
 //   Qwen3:   <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
 //   Qwen3.5:
 //   <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>
+//   Llama 3.x: the whole reply is {"name": "f", "parameters": {...}} (optionally after
+//   <|python_tag|>; several calls separated by ";"), the name one of the request's tools
 // parsed into OpenAI tool calls. Anything malformed stays text: a tool call is never lost.
 // Also the streaming side: text before the first <tool_call> flows out as content, the rest is
-// held until the end.
+// held until the end; a reply that starts with "{" or "<|python_tag|>" is held whole.
 #pragma once
 
 #include <optional>
@@ -28,7 +30,9 @@ ParsedToolCalls parse_tool_calls(std::string_view text, std::string_view tools_j
                                  std::string_view id_prefix);
 
 // Feeds content deltas; returns what can be sent as content now. Once "<tool_call>" starts, the
-// rest is held for parse_tool_calls at the end; a possible start of it is held back meanwhile.
+// rest is held for parse_tool_calls at the end; a possible start of it is held back meanwhile. A
+// reply whose first non-blank text is "{" or "<|python_tag|>" (Llama's form) is held from its
+// start: whether it is a call is known only at the end.
 class ToolCallStreamFilter {
  public:
   std::string push(std::string_view delta);
@@ -42,6 +46,7 @@ class ToolCallStreamFilter {
   std::string held_;
   std::string all_;
   bool in_call_ = false;
+  bool past_start_ = false;  // the reply's first non-blank text was seen and is not Llama's form
 };
 
 }  // namespace recur::server

@@ -56,6 +56,68 @@ TEST(ToolCalls, NoToolCallIsPlainContent) {
   EXPECT_EQ(r.content, "just an answer <tool");
 }
 
+// Llama 3.x: the reply is the call, as the template writes it back ("parameters"), optionally
+// after <|python_tag|>, several separated by ";".
+TEST(ToolCalls, Llama3JsonForm) {
+  auto r = parse_tool_calls(
+      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 2}}", kTools,
+      "call_");
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].id, "call_0");
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments_json, R"({"city":"Oslo","days":2})");
+
+  r = parse_tool_calls(
+      "<|python_tag|>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a; {b}\"}}; "
+      "{\"name\": \"get_weather\", \"parameters\": {}}\n",
+      kTools, "c");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].arguments_json, R"({"city":"a; {b}"})");
+  EXPECT_EQ(r.calls[1].arguments_json, "{}");
+  EXPECT_EQ(r.calls[1].id, "c1");
+}
+
+TEST(ToolCalls, Llama3FormThatIsNotACallStaysText) {
+  const char* cases[] = {
+      "{\"name\": \"unknown_tool\", \"parameters\": {}}",           // not a tool of the request
+      "{\"name\": \"get_weather\", \"parameters\": {\"city\": }}",  // bad JSON
+      "{\"name\": \"get_weather\", \"parameters\": {}} and more",   // text after it
+      "{\"name\": \"get_weather\", \"parameters\": \"Oslo\"}",      // arguments not an object
+      "Sure: {\"name\": \"get_weather\", \"parameters\": {}}",      // text before it
+      "{\"name\": \"get_weather\", \"parameters\": {}",             // unterminated
+  };
+  for (const char* text : cases) {
+    auto r = parse_tool_calls(text, kTools, "c");
+    EXPECT_TRUE(r.calls.empty()) << text;
+    EXPECT_EQ(r.content, text);
+  }
+  EXPECT_TRUE(parse_tool_calls("{\"name\": \"get_weather\"}", "", "c").calls.empty());
+}
+
+TEST(ToolCallStreamFilter, HoldsALlamaCallFromItsStart) {
+  ToolCallStreamFilter f;
+  std::string out = f.push("\n<|python");
+  out += f.push("_tag|>{\"name\"");
+  EXPECT_TRUE(f.in_tool_call());
+  out += f.push(": \"f\"}");
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(f.held(), "\n<|python_tag|>{\"name\": \"f\"}");
+
+  ToolCallStreamFilter g;
+  out = g.push("  {");
+  out += g.push("\"a\": 1}");
+  EXPECT_EQ(out, "");
+  EXPECT_TRUE(g.in_tool_call());
+
+  ToolCallStreamFilter h;  // a reply that only starts like the tag is released
+  out = h.push("<|py");
+  EXPECT_EQ(out, "");
+  out += h.push("ramid");
+  EXPECT_EQ(out, "<|pyramid");
+  EXPECT_FALSE(h.in_tool_call());
+}
+
 TEST(ToolCallStreamFilter, HoldsBackAPossibleTagAndTheCall) {
   ToolCallStreamFilter f;
   std::string out;
