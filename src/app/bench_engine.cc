@@ -61,20 +61,34 @@ ModelCost model_cost(const model::Model& model) {
     head_bytes = embed_bytes;
   }
   double per_key = 0;
+  std::vector<std::pair<double, std::int64_t>> windowed;
   for (const model::LayerStateSpec& l : model.state_layout().layers) {
     if (l.kind == model::LayerStateSpec::Kind::kAttention) {
-      per_key += 4.0 * static_cast<double>(l.n_heads * l.head_dim);
+      const double flops = 4.0 * static_cast<double>(l.n_heads * l.head_dim);
+      per_key += flops;
+      if (l.ring()) windowed.emplace_back(flops, l.window);
     }
   }
   return {.flops_per_token = 2 * layer_elems,
           .head_flops = 2 * head_elems,
           .decode_step_bytes = layer_bytes + head_bytes,
-          .attention_flops_per_key = per_key};
+          .attention_flops_per_key = per_key,
+          .windowed = std::move(windowed)};
 }
 
 double ModelCost::attention_flops(std::int64_t n, std::int64_t prefix) const {
   const auto nd = static_cast<double>(n);
-  return attention_flops_per_key * (nd * static_cast<double>(prefix) + nd * (nd + 1) / 2);
+  double full = attention_flops_per_key;
+  double windowed_flops = 0;
+  for (const auto& [flops, window] : windowed) {
+    full -= flops;
+    double keys = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      keys += static_cast<double>(std::min(prefix + i + 1, window));
+    }
+    windowed_flops += flops * keys;
+  }
+  return full * (nd * static_cast<double>(prefix) + nd * (nd + 1) / 2) + windowed_flops;
 }
 
 namespace {
@@ -142,12 +156,16 @@ double DecodeBench::step() {
 }
 
 double DecodeBench::state_bytes_per_step() const {
-  const model::StateLayout& layout = model_.state_layout();
-  const auto n_kv = static_cast<double>(seqs_.front()->n_tokens());
-  // Recurrent and conv states are read and written back; the KV cache is read once.
-  return static_cast<double>(seqs_.size()) *
-         (2.0 * static_cast<double>(layout.fixed_bytes()) +
-          n_kv * static_cast<double>(layout.kv_bytes_per_token()));
+  const std::int64_t n_kv = seqs_.front()->n_tokens();
+  // Recurrent and conv states are read and written back; the KV cache is read once (a ring:
+  // its window).
+  double bytes = 0;
+  for (const model::LayerStateSpec& l : model_.state_layout().layers) {
+    bytes += l.kind == model::LayerStateSpec::Kind::kRecurrent
+                 ? 2.0 * static_cast<double>(l.snapshot_bytes(n_kv))
+                 : static_cast<double>(l.kept_tokens(n_kv) * l.kv_bytes_per_token());
+  }
+  return static_cast<double>(seqs_.size()) * bytes;
 }
 
 }  // namespace recur::app

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -19,8 +20,10 @@ struct ModelCost {
   // Attention's q·k and p·V for one query token and one key it sees, all attention layers:
   // 4 x query heads x head_dim each.
   double attention_flops_per_key = 0;
+  // The sliding-window layers among them (Gemma 3): FLOPs per key and window.
+  std::vector<std::pair<double, std::int64_t>> windowed;
   // Attention FLOPs of a prompt of n tokens after `prefix` tokens (causal: token i sees
-  // prefix + i + 1 keys).
+  // prefix + i + 1 keys, at most the window on a sliding-window layer).
   double attention_flops(std::int64_t n, std::int64_t prefix) const;
 };
 ModelCost model_cost(const model::Model& model);

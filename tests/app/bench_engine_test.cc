@@ -97,6 +97,24 @@ TEST(ModelCost, AttentionFlopsCountEveryKeyEachQuerySees) {
   }
 }
 
+// Gemma 3's sliding-window layers see at most their window: the tiny preset has two layers with a
+// 16-token window and one global layer, 4 heads of 32 (512 FLOPs per key and layer).
+TEST(ModelCost, SlidingWindowLayersCountOnlyTheirWindow) {
+  TempDir dir;
+  auto m = load_generated(dir, modelgen::Family::kGemma3);
+  ASSERT_NE(m, nullptr);
+  const ModelCost cost = model_cost(*m);
+  EXPECT_EQ(cost.attention_flops_per_key, 3 * 512.0);
+  EXPECT_EQ(cost.attention_flops(3, 2), 3 * 512.0 * 12);  // all inside the window
+  // Three tokens after 20: the global layer sees 21 + 22 + 23 keys, each sliding one 3 x 16.
+  EXPECT_EQ(cost.attention_flops(3, 20), 512.0 * 66 + 2 * 512.0 * 48);
+  ThreadPool pool(2);
+  DecodeBench bench(*m, pool, 3, 70, 32);
+  EXPECT_GT(bench.step(), 0.0);
+  // 72 tokens of the global layer's K/V (256 B each) and both rings' 16, per sequence.
+  EXPECT_EQ(bench.state_bytes_per_step(), 3.0 * (72 * 256 + 2 * 16 * 256));
+}
+
 TEST(BenchPrefill, TimesThePromptAfterTheRestoredPrefix) {
   TempDir dir;
   ThreadPool pool(2);

@@ -6,13 +6,17 @@ import assert from 'node:assert/strict';
 import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
-const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3'];
+const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3'];
+// The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
+const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
 
 // The text a turn must compute: its user message, the tokens closing it and the generation
 // prompt. Qwen3's template (qwen3 checkpoints) adds an empty think block only when thinking is
-// off; Qwen3.5's (qwen3_5 and the generated mamba2) opens one when thinking is on.
+// off; Qwen3.5's (qwen3_5 and the generated mamba2) opens one when thinking is on. Gemma 3's
+// has no thinking switch and calls the assistant "model".
 function newTokensOf(family, user, thinking) {
+  if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
   const qwen3 = family === 'qwen3';
   const think = thinking ? (qwen3 ? '' : '<think>\n') : '<think>\n\n</think>\n\n';
   return `${user}<|im_end|>\n<|im_start|>assistant\n${think}`;
@@ -47,6 +51,11 @@ for (const family of FAMILIES) {
             assert.equal(turn.cached_tokens, turn.prompt_tokens - fresh,
                          `turn ${t + 1}: ${turn.cached_tokens} cached of ${turn.prompt_tokens}`);
             assert.equal(without[t].cached_tokens, 0);
+          }
+          if (family === 'gemma3') {
+            // Past three windows: later turns reuse the sliding-window rings' snapshots.
+            assert.ok(withCache.at(-1).prompt_tokens > 3 * GEMMA_WINDOW,
+                      `${withCache.at(-1).prompt_tokens} prompt tokens`);
           }
         });
       }

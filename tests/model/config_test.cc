@@ -201,6 +201,76 @@ TEST(StateSizes, RopeScalingIsRefused) {
       << r.status().message();
 }
 
+// google/gemma-3-1b-it's config.json: 26 layers, every sixth global (sliding_window_pattern), the
+// others keep a 512-token ring; 1 kv head of 256, bf16.
+constexpr const char* kGemma3_1b = R"({
+  "architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid",
+  "eos_token_id": [1, 106], "final_logit_softcapping": null, "head_dim": 256,
+  "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02,
+  "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+  "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true,
+  "vocab_size": 262144})";
+
+TEST(StateSizes, Gemma3RingsAndGlobalLayers) {
+  auto layout = state_layout_from_config(kGemma3_1b);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 26u);
+  for (std::size_t i = 0; i < 26; ++i) {
+    EXPECT_EQ(layout->layers[i].window, i % 6 == 5 ? 0 : 512) << i;
+  }
+  EXPECT_EQ(layout->kv_bytes_per_token(), 4096);  // 4 global layers · 2 · 1 · 256 · 2
+  EXPECT_EQ(layout->fixed_bytes(), 11534336);     // 22 rings · 512 tokens · 1024 B
+  EXPECT_FALSE(layout->truncatable());
+  // Below the window a ring holds every token; past it, its window.
+  EXPECT_EQ(*snapshot_bytes_from_config(kGemma3_1b, 100), 100 * 4096 + 22 * 100 * 1024);
+  EXPECT_EQ(*snapshot_bytes_from_config(kGemma3_1b, 1000), 1000 * 4096 + 11534336);
+}
+
+// gemma-3-4b-it style: Gemma3ForConditionalGeneration whose text_config names only what differs
+// from Gemma3TextConfig's defaults (8 heads, 4 kv heads, head_dim 256, pattern 6).
+TEST(StateSizes, Gemma3WrapperTakesTextConfigDefaults) {
+  auto layout = state_layout_from_config(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16"})");
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 34u);
+  EXPECT_EQ(layout->layers[0].n_kv_heads, 4);
+  EXPECT_EQ(layout->layers[0].window, 1024);
+  EXPECT_EQ(layout->layers[5].window, 0);
+  EXPECT_EQ(layout->kv_bytes_per_token(), 5 * 4096);
+  EXPECT_EQ(layout->fixed_bytes(), 29 * 1024 * 4096);
+}
+
+TEST(StateSizes, Gemma3UnsupportedKeysAreNamed) {
+  auto with = [](std::string_view from, std::string_view to) {
+    std::string text = kGemma3_1b;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::pair<std::string, std::string_view> cases[] = {
+      {with(R"("attn_logit_softcapping": null)", R"("attn_logit_softcapping": 50.0)"),
+       "attn_logit_softcapping"},
+      {with(R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "yarn", "factor": 2})"),
+       "rope_scaling.rope_type 'yarn'"},
+      {with(R"("gelu_pytorch_tanh")", R"("silu")"), "hidden_activation 'silu'"},
+      {with(R"("sliding_window": 512)", R"("sliding_window": 0)"), "sliding_window"},
+      {with(R"("sliding_window_pattern": 6)", R"("layer_types": ["full_attention"])"),
+       "layer_types has 1 entries for 26 layers"},
+  };
+  for (const auto& [config, error] : cases) {
+    auto r = state_layout_from_config(config);
+    ASSERT_FALSE(r.is_ok()) << error;
+    EXPECT_NE(r.status().message().find(error), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(StateSizes, BadGeometryIsAnError) {
   auto r = state_layout_from_config(
       R"({"model_type":"mamba2","hidden_size":768,"num_hidden_layers":2,"vocab_size":10,

@@ -48,6 +48,7 @@ void rope(double* head, std::int64_t rotary_dim, std::int64_t pos, double theta)
 std::vector<Vec> forward_qwen3(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_mamba2(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+std::vector<Vec> forward_gemma3(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 
 // Config field as double/int (text_config first, then top level), with a default.
 double cfg(const Checkpoint& ck, const std::string& key, double fallback);

@@ -25,9 +25,9 @@ constexpr int kTokens = 24;
 constexpr double kMaxRelError = 1e-4;      // of the reference logit range
 constexpr double kMaxRelErrorBf16 = 1e-3;  // margin for a rare bf16 rounding flip (measured ~6e-8)
 // Without an int8 rounding flip the quantized engine is within ~2e-7 of the range; an input that
-// f32 and f64 round to neighbouring int8 codes (about one per forward here) moves these random-weight
-// logits by up to ~1e-2 of the range (measured 5e-3..1e-2 over token seeds). Wrong scales, groups
-// or layouts show up as tens of percents.
+// f32 and f64 round to neighbouring int8 codes (about one per forward here) moves these
+// random-weight logits by up to ~1e-2 of the range (measured 5e-3..1e-2 over token seeds). Wrong
+// scales, groups or layouts show up as tens of percents.
 constexpr double kMaxRelErrorQuant = 2.5e-2;
 
 std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoint& ck,
@@ -39,6 +39,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_qwen3_5(ck, tokens);
     case modelgen::Family::kMamba2:
       return reference::forward_mamba2(ck, tokens);
+    case modelgen::Family::kGemma3:
+      return reference::forward_gemma3(ck, tokens);
   }
   return {};
 }
@@ -120,6 +122,50 @@ TEST_P(Reference, EngineMatchesReferenceQuantizedOnLoad) {
     check_against_reference(GetParam(), modelgen::DType::kBF16, kMaxRelErrorQuant, bits);
     check_against_reference(GetParam(), modelgen::DType::kF32, kMaxRelErrorQuant, bits);
   }
+}
+
+// Gemma 3 past its window: 150 tokens through the tiny preset's 16-token window in chunks of
+// 1, 70 (more than one ring piece), 5, 40 and 34 rows, so the ring (79 slots) wraps and windows
+// span its seam; every position's logits against the reference's explicit sliding-window mask.
+// f32 (measured 4.2e-7 of the range): over 150 bf16 positions the rare bf16 rounding flips of the
+// 24-token test add up (measured 1.3e-3 at one position), which would hide nothing a wrong window
+// or slot shows (tens of percents) but makes the bound loose.
+TEST(ReferenceGemma3, RingMatchesSlidingWindowMaskPastTheWindow) {
+  TempDir tmp("ref_gemma_ring");
+  const std::string dir =
+      make_checkpoint(tmp, "m", modelgen::Family::kGemma3, modelgen::DType::kF32, 8);
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  auto m = Model::load(dir, {.max_batch_tokens = 70, .max_logit_rows = 70});
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  std::mt19937 rng(7);
+  std::vector<std::int32_t> tokens(150);
+  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % (*m)->vocab_size());
+  const auto want = reference::forward_gemma3(*ck, tokens);
+  double lo = 1e300, hi = -1e300;
+  for (const auto& row : want) {
+    for (double v : row) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  ThreadPool pool(2);
+  auto seq = (*m)->new_sequence();
+  double max_err = 0.0;
+  std::size_t at = 0;
+  for (std::size_t n : {1, 70, 5, 40, 34}) {
+    SeqChunk c{
+        .seq = seq.get(), .tokens = std::span(tokens).subspan(at, n), .logits = LogitsWanted::kAll};
+    auto got = (*m)->forward(pool, {&c, 1});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto row = got->row(static_cast<std::int64_t>(r));
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        max_err = std::max(max_err, std::abs(static_cast<double>(row[i]) - want[at + r][i]));
+      }
+    }
+    at += n;
+  }
+  EXPECT_LE(max_err / (hi - lo), kMaxRelError) << "max error " << max_err;
+  std::printf("[ reference ] gemma3 f32, 150 tokens: max error %.3g of the logit range %.3g\n",
+              max_err / (hi - lo), hi - lo);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Reference, ::testing::ValuesIn(testing::kAllFamilies),

@@ -179,10 +179,11 @@ TEST(Truncate, AttentionOnlyStateTruncatesExactly) {
 // K/V are head-major with spare capacity per head: growing the capacity moves every head's live
 // rows, and a snapshot packs them. A sequence that grows twice while decoding (past 256 and 512
 // tokens) gives the bytes of one that reserved room for everything first, and a snapshot of it
-// restores into a sequence that continues with the same bytes.
+// restores into a sequence that continues with the same bytes. Gemma 3's sliding-window rings
+// (16-token window, 79 slots) wrap many times on the way, decoded token by token or in chunks.
 TEST(KvCache, GrowingKeepsEveryHeadsRows) {
   TempDir tmp("kv_grow");
-  for (auto f : {modelgen::Family::kQwen3, modelgen::Family::kQwen3_5}) {
+  for (auto f : {modelgen::Family::kQwen3, modelgen::Family::kQwen3_5, modelgen::Family::kGemma3}) {
     SCOPED_TRACE(modelgen::family_name(f));
     Loaded l = load(tmp, f);
     ASSERT_TRUE(l.model);
@@ -211,9 +212,10 @@ TEST(KvCache, GrowingKeepsEveryHeadsRows) {
   }
 }
 
-TEST(Truncate, RecurrentStatesRefuse) {
+TEST(Truncate, RecurrentStatesAndRingsRefuse) {
   TempDir tmp("truncate_rec");
-  for (auto f : {modelgen::Family::kQwen3_5, modelgen::Family::kMamba2}) {
+  for (auto f :
+       {modelgen::Family::kQwen3_5, modelgen::Family::kMamba2, modelgen::Family::kGemma3}) {
     Loaded l = load(tmp, f);
     ASSERT_TRUE(l.model);
     auto seq = l.model->new_sequence();
