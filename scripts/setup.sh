@@ -5,7 +5,7 @@
 #               chat (no npm: it talks to recur with Node's own fetch); builds the `recur` target.
 #   --for test (default): also the test and benchmark tooling (GoogleTest, Google Benchmark,
 #               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx, npm and
-#               the npm oracles and OpenAI SDK, promtool); builds every target.
+#               the npm oracles and the OpenAI and Anthropic SDKs, promtool); builds every target.
 # No service that a package installs is started, nor left enabled at boot (the tests start their own
 # nginx). Usage: scripts/setup.sh [--for demo|test] [BUILD_DIR]
 #   (env RECUR_SANITIZE=address,undefined|thread for sanitizer builds)
@@ -217,7 +217,7 @@ build_targets() {
 
 install_debian_packages
 if [ "$mode" = test ]; then
-  install_npm_packages "$root/tests/node" "of the tests (tokenizer and template oracles, OpenAI SDK)"
+  install_npm_packages "$root/tests/node" "of the tests (oracles, OpenAI and Anthropic SDKs)"
   install_promtool
 fi
 configure

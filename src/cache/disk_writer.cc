@@ -115,7 +115,9 @@ std::vector<DiskJob> DiskWriter::unwritten(std::uint64_t partition) const {
 DiskWriterStats DiskWriter::stats() const {
   MutexLock lock(mu_);
   DiskWriterStats s = stats_;
-  s.pending_jobs = static_cast<std::int64_t>(queue_.size());
+  // The running job counts: a caller waiting for "nothing pending" (a test, a replica about to
+  // read the file) must not see zero while the last write is still in progress.
+  s.pending_jobs = static_cast<std::int64_t>(queue_.size()) + (running_job_ ? 1 : 0);
   return s;
 }
 

@@ -34,11 +34,11 @@ struct DiskJob {
 };
 
 struct DiskWriterStats {
-  std::int64_t pending_jobs = 0;
-  std::int64_t pending_bytes = 0;
-  std::int64_t dropped = 0;    // pending writes dropped to stay under the byte bound
-  std::int64_t coalesced = 0;  // pending writes replaced by a newer write of the same file
-  std::int64_t cancelled = 0;  // pending writes cancelled (retired or cleared before written)
+  std::int64_t pending_jobs = 0;   // queued or running
+  std::int64_t pending_bytes = 0;  // snapshot bytes of the queued writes
+  std::int64_t dropped = 0;        // pending writes dropped to stay under the byte bound
+  std::int64_t coalesced = 0;      // pending writes replaced by a newer write of the same file
+  std::int64_t cancelled = 0;      // pending writes cancelled (retired or cleared before written)
 };
 
 class DiskWriter {

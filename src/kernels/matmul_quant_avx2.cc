@@ -12,14 +12,13 @@
 
 #include "kernels/matmul_isa.h"
 #include "kernels/quant.h"
+#include "kernels/quant_pick.h"
 
 namespace recur::kernels::detail {
 namespace {
 
 constexpr int kTileRows = 4;
 constexpr std::int64_t kHalfRows = kQuantBlockRows / 2;
-
-using BlockFn = void (*)(const MatmulOperands& op, const MatmulBlock& b);
 
 // The 8 values of one half's rows from a 16-value array of group parameters.
 inline __m256 load_group_params(const std::uint8_t* p, DType dtype, int half) {
@@ -121,31 +120,6 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   }
 }
 
-template <int kBits, int kGroup>
-BlockFn pick_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::kBF16:
-      return quant_block<kBits, kGroup, DType::kBF16>;
-    case DType::kF16:
-      return quant_block<kBits, kGroup, DType::kF16>;
-    case DType::kF32:
-      break;
-  }
-  return quant_block<kBits, kGroup, DType::kF32>;
-}
-
-template <int kBits>
-BlockFn pick_group(int group_size, DType dtype) {
-  switch (group_size) {
-    case 32:
-      return pick_dtype<kBits, 32>(dtype);
-    case 64:
-      return pick_dtype<kBits, 64>(dtype);
-    default:
-      return pick_dtype<kBits, 128>(dtype);
-  }
-}
-
 inline float max_lanes(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -159,6 +133,14 @@ inline std::int32_t sum_lanes(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10110001));
   return _mm_cvtsi128_si32(s);
 }
+
+// The block functions of every format, for run_quant_block (quant_pick.h).
+struct Avx2Quant {
+  template <int kBits, int kGroup, DType kDType>
+  static void block(const MatmulOperands& op, const MatmulBlock& b) {
+    quant_block<kBits, kGroup, kDType>(op, b);
+  }
+};
 
 }  // namespace
 
@@ -199,9 +181,7 @@ void quantize_x_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t
 }
 
 void matmul_block_quant_avx2(const MatmulOperands& op, const MatmulBlock& b) {
-  const BlockFn fn = op.w.bits == 4 ? pick_group<4>(op.w.group_size, op.w.dtype)
-                                    : pick_group<8>(op.w.group_size, op.w.dtype);
-  fn(op, b);
+  run_quant_block<Avx2Quant>(op, b);
 }
 
 }  // namespace recur::kernels::detail

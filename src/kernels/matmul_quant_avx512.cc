@@ -11,14 +11,13 @@
 
 #include "kernels/matmul_isa.h"
 #include "kernels/quant.h"
+#include "kernels/quant_pick.h"
 
 namespace recur::kernels::detail {
 namespace {
 
 // Activation rows computed together against one block: they share each loaded code vector.
 constexpr int kTileRows = 4;
-
-using BlockFn = void (*)(const MatmulOperands& op, const MatmulBlock& b);
 
 inline __m512 load_group_params(const std::uint8_t* p, DType dtype) {
   switch (dtype) {
@@ -128,30 +127,13 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   }
 }
 
-template <int kBits, int kGroup>
-BlockFn pick_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::kBF16:
-      return quant_block<kBits, kGroup, DType::kBF16>;
-    case DType::kF16:
-      return quant_block<kBits, kGroup, DType::kF16>;
-    case DType::kF32:
-      break;
+// The block functions of every format, for run_quant_block (quant_pick.h).
+struct Avx512Quant {
+  template <int kBits, int kGroup, DType kDType>
+  static void block(const MatmulOperands& op, const MatmulBlock& b) {
+    quant_block<kBits, kGroup, kDType>(op, b);
   }
-  return quant_block<kBits, kGroup, DType::kF32>;
-}
-
-template <int kBits>
-BlockFn pick_group(int group_size, DType dtype) {
-  switch (group_size) {
-    case 32:
-      return pick_dtype<kBits, 32>(dtype);
-    case 64:
-      return pick_dtype<kBits, 64>(dtype);
-    default:
-      return pick_dtype<kBits, 128>(dtype);
-  }
-}
+};
 
 }  // namespace
 
@@ -192,9 +174,7 @@ void quantize_x_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64
 }
 
 void matmul_block_quant_avx512(const MatmulOperands& op, const MatmulBlock& b) {
-  const BlockFn fn = op.w.bits == 4 ? pick_group<4>(op.w.group_size, op.w.dtype)
-                                    : pick_group<8>(op.w.group_size, op.w.dtype);
-  fn(op, b);
+  run_quant_block<Avx512Quant>(op, b);
 }
 
 }  // namespace recur::kernels::detail

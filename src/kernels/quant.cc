@@ -131,17 +131,37 @@ void pack_quantized_rows(const MlxQuantized& m, std::int64_t r0, std::int64_t n,
       std::min(out.rows, r0 + n) == out.rows
           ? (out.rows + kQuantBlockRows - 1) / kQuantBlockRows * kQuantBlockRows
           : r0 + n;
+  const std::int64_t lanes_bytes = 4;  // one 32-bit lane of a 64-byte code vector
   for (std::int64_t r = r0; r < end; ++r) {
     const bool real = r < r0 + n;
-    const std::uint32_t* codes = m.codes + (r - r0) * words;
+    // MLX's words are little-endian: element j of an 8-bit row is byte j, and of a 4-bit row the
+    // low (even j) or high (odd j) nibble of byte j / 2.
+    const auto* src = reinterpret_cast<const std::uint8_t*>(m.codes + (r - r0) * words);
     const std::int64_t lane = r % kQuantBlockRows;
     for (std::int64_t g = 0; g < groups; ++g) {
       std::uint8_t* rec = record_of(out, r, g);
-      for (std::int64_t i = 0; i < m.group_size; ++i) {
-        const CodeSlot slot = code_slot(m.bits, lane, i);
-        if (slot.shift == 0) rec[slot.byte] = 0;
-        const std::uint32_t q = real ? quant_code(codes, m.bits, g * m.group_size + i) : 0;
-        rec[slot.byte] = static_cast<std::uint8_t>(rec[slot.byte] | (q << slot.shift));
+      const std::int64_t e0 = g * m.group_size;
+      if (m.bits == 8) {
+        for (std::int64_t k = 0; k < m.group_size / 4; ++k) {
+          std::uint8_t* dst = rec + k * 64 + lane * lanes_bytes;
+          if (real) {
+            std::memcpy(dst, src + e0 + 4 * k, 4);
+          } else {
+            std::memset(dst, 0, 4);
+          }
+        }
+      } else {
+        const auto nibble = [&](std::int64_t e) -> std::uint8_t {
+          const std::uint8_t byte = src[e / 2];
+          return e % 2 == 0 ? byte & 15u : byte >> 4;
+        };
+        for (std::int64_t k = 0; k < m.group_size / 8; ++k) {
+          std::uint8_t* dst = rec + k * 64 + lane * lanes_bytes;
+          for (std::int64_t j = 0; j < 4; ++j) {
+            const std::int64_t e = e0 + 8 * k + j;
+            dst[j] = real ? static_cast<std::uint8_t>(nibble(e) | nibble(e + 4) << 4) : 0;
+          }
+        }
       }
       std::uint8_t* scale = rec + codes_bytes(out) + lane * sbytes;
       std::uint8_t* bias = scale + kQuantBlockRows * sbytes;

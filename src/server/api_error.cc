@@ -12,6 +12,31 @@ std::string ApiError::to_json() const {
                                                      nlohmann::json::error_handler_t::replace);
 }
 
+ErrorShape error_shape_for_path(std::string_view path) {
+  return path == "/v1/messages" || path.starts_with("/v1/messages/") ? ErrorShape::kAnthropic
+                                                                     : ErrorShape::kOpenAI;
+}
+
+std::string ApiError::to_anthropic_json() const {
+  // Anthropic's type names for the statuses recur answers with.
+  std::string t = type;
+  if (http_status == 413) {
+    t = "request_too_large";
+  } else if (http_status == 503 || http_status == 529) {
+    t = "overloaded_error";
+  } else if (http_status == 429) {
+    t = "rate_limit_error";
+  } else if (http_status >= 500) {
+    t = "api_error";
+  }
+  // Anthropic's error has no param field: the message names the field itself.
+  std::string text =
+      param.empty() || message.find(param) != std::string::npos ? message : param + ": " + message;
+  nlohmann::ordered_json err = {{"type", t}, {"message", text}};
+  return nlohmann::ordered_json{{"type", "error"}, {"error", err}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 ApiError invalid_request(std::string param, std::string message, std::string code) {
   return {.http_status = 400,
           .type = "invalid_request_error",

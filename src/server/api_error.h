@@ -1,13 +1,19 @@
-// Errors in OpenAI's shape: {"error":{"message","type","param","code"}} with the HTTP status that
-// goes with them. The one place where recur's failures become HTTP responses.
+// Errors in OpenAI's shape, {"error":{"message","type","param","code"}}, or for Anthropic's routes
+// in Anthropic's, {"type":"error","error":{"type","message"}}, with the HTTP status that goes with
+// them. The one place where recur's failures become HTTP responses.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "util/status.h"
 
 namespace recur::server {
+
+enum class ErrorShape { kOpenAI, kAnthropic };
+// The shape the clients of a route read: Anthropic's under /v1/messages, OpenAI's elsewhere.
+ErrorShape error_shape_for_path(std::string_view path);
 
 struct ApiError {
   int http_status = 500;
@@ -18,6 +24,11 @@ struct ApiError {
   int retry_after_s = 0;  // > 0: send a Retry-After header (429/503)
 
   std::string to_json() const;
+  // Anthropic's error types (overloaded_error, api_error, ...); the param leads the message.
+  std::string to_anthropic_json() const;
+  std::string to_json(ErrorShape shape) const {
+    return shape == ErrorShape::kAnthropic ? to_anthropic_json() : to_json();
+  }
 };
 
 ApiError invalid_request(std::string param, std::string message, std::string code = "");
@@ -26,6 +37,10 @@ ApiError not_found(std::string message, std::string code = "");
 ApiError payload_too_large(std::size_t limit_bytes);
 ApiError overloaded(std::string message, int retry_after_s);
 ApiError internal_error(std::string message);
+// A parse result: the value or the 400 to send.
+template <typename T>
+using Parsed = std::variant<T, ApiError>;
+
 // Maps a recoverable Status from a lower module (e.g. a prompt beyond the context) to the API.
 ApiError from_status(const Status& status, std::string param = "");
 

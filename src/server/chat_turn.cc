@@ -13,20 +13,6 @@ namespace {
 
 constexpr auto kHeartbeatEvery = std::chrono::milliseconds(250);
 
-// Collected output of a finished turn, for the non-streaming body and the warm-up.
-struct Collected {
-  std::string reasoning;
-  std::string content;  // before tool-call parsing
-  std::vector<engine::SampleResult> samples;
-  engine::Event last;
-};
-
-ApiError finish_error(const engine::Event& e) {
-  return e.finish == engine::FinishReason::kCancelled
-             ? overloaded(e.error.message().empty() ? "cancelled" : e.error.message(), 1)
-             : internal_error(e.error.message());
-}
-
 void write_failure(ChunkWriter& out, const engine::Event& done) {
   ApiError err = finish_error(done);
   out.fail(err, sse_error(err.to_json()) + sse_done());
@@ -36,13 +22,6 @@ bool tools_active(const ChatRequest& r) {
   return !r.tools_json.empty() && r.tool_choice_json != "\"none\"";
 }
 
-void add_trace(std::string& json_body, const engine::CacheTrace& trace) {
-  // A debug field beside the OpenAI ones (clients ignore unknown fields): the cache trace.
-  if (json_body.empty() || json_body.back() != '}') return;
-  json_body.pop_back();
-  json_body += ",\"x_recur_cache\":\"" + trace.to_header() + "\"}";
-}
-
 void observe(ServerMetrics* m, const engine::Event& done, double ttft) {
   if (m == nullptr) return;
   m->add_tokens(done.usage.prompt_tokens, done.usage.cached_tokens, done.usage.completion_tokens);
@@ -50,6 +29,19 @@ void observe(ServerMetrics* m, const engine::Event& done, double ttft) {
 }
 
 }  // namespace
+
+ApiError finish_error(const engine::Event& e) {
+  return e.finish == engine::FinishReason::kCancelled
+             ? overloaded(e.error.message().empty() ? "cancelled" : e.error.message(), 1)
+             : internal_error(e.error.message());
+}
+
+void add_trace(std::string& json_body, const engine::CacheTrace& trace) {
+  // A debug field beside the API's own (clients ignore unknown fields): the cache trace.
+  if (json_body.empty() || json_body.back() != '}') return;
+  json_body.pop_back();
+  json_body += ",\"x_recur_cache\":\"" + trace.to_header() + "\"}";
+}
 
 std::string quoted_for_log(std::string_view text) {
   return nlohmann::json(std::string(text))
@@ -71,27 +63,34 @@ void ChatTurn::run(ChunkWriter& out) {
   const bool stream = request.gen.stream;
   const bool logprobs = request.gen.sampling.logprobs;
   const bool parse_tools = tools_active(request);
-  chat::ReasoningSplitter splitter(prompt.starts_in_reasoning);
   const bool split = backend->formatter->has_reasoning();
+  const std::string heartbeat = renderer->heartbeat();
+  chat::ReasoningSplitter splitter(prompt.starts_in_reasoning);
   ToolCallStreamFilter filter;
-  Collected got;
+  std::string reasoning, content;  // content before tool-call parsing
+  std::vector<engine::SampleResult> samples;
+  engine::Event done;
   double ttft = 0;
+  bool first = true;
   auto last_token_at = std::chrono::steady_clock::now();
-
-  if (stream && !out.write(chat_chunk_sse(meta, {.role = true}, *backend->tokenizer))) {
+  auto gone = [&] {
     channel->cancel();
-    return;
-  }
+    if (metrics) metrics->add_cancelled("client_disconnect");
+  };
+
+  if (stream && !renderer->start(out)) return gone();
   for (;;) {
-    auto ev = wait_event(*channel, out, ": keep-alive\n\n");
+    auto ev = wait_event(*channel, out, heartbeat);
     if (!ev) {
       if (metrics) metrics->add_cancelled("client_disconnect");
       return;
     }
+    if (stream && first && !renderer->first_event(out, *ev)) return gone();
+    first = false;
     if (ev->ttft_s > 0) ttft = ev->ttft_s;
     if (!ev->samples.empty() && metrics) {
       auto now = std::chrono::steady_clock::now();
-      if (got.samples.size() > 0 || !got.content.empty()) {
+      if (!samples.empty() || !content.empty()) {
         metrics->observe_inter_token(std::chrono::duration<double>(now - last_token_at).count() /
                                      static_cast<double>(ev->samples.size()));
       }
@@ -103,82 +102,62 @@ void ChatTurn::run(ChunkWriter& out) {
       part.reasoning += tail.reasoning;
       part.content += tail.content;
     }
-    got.reasoning += part.reasoning;
-    got.content += part.content;
-    if (logprobs) got.samples.insert(got.samples.end(), ev->samples.begin(), ev->samples.end());
+    reasoning += part.reasoning;
+    content += part.content;
+    if (logprobs) samples.insert(samples.end(), ev->samples.begin(), ev->samples.end());
     if (stream) {
-      ChatDelta d{.reasoning_content = part.reasoning, .logprobs = logprobs};
+      TurnDelta d{.reasoning = part.reasoning,
+                  .reasoning_block = split && splitter.saw_reasoning()};
       d.content = parse_tools ? filter.push(part.content) : part.content;
       if (logprobs) d.samples = ev->samples;
-      if ((!d.content.empty() || !d.reasoning_content.empty() || !d.samples.empty()) &&
-          !out.write(chat_chunk_sse(meta, d, *backend->tokenizer))) {
-        channel->cancel();
-        if (metrics) metrics->add_cancelled("client_disconnect");
-        return;
+      if ((!d.content.empty() || !d.reasoning.empty() || !d.samples.empty()) &&
+          !renderer->delta(out, d)) {
+        return gone();
       }
     }
     if (!ev->done) continue;
-    got.last = std::move(*ev);
+    done = std::move(*ev);
     break;
   }
 
-  engine::Event& done = got.last;
   observe(metrics, done, ttft);
   if (log_text) {
-    log::debug("completion id={} finish={} reasoning={} content={}", meta.id,
-               engine::finish_reason_name(done.finish), quoted_for_log(got.reasoning),
-               quoted_for_log(got.content));
+    log::debug("completion id={} finish={} reasoning={} content={}", id,
+               engine::finish_reason_name(done.finish), quoted_for_log(reasoning),
+               quoted_for_log(content));
   }
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
-    write_failure(out, done);
+    renderer->fail(out, finish_error(done));
     return;
   }
-  ParsedToolCalls calls =
-      parse_tools ? parse_tool_calls(got.content, request.tools_json, meta.id + "-call-")
-                  : ParsedToolCalls{got.content, {}};
-  const std::string finish = finish_reason_text(done.finish, !calls.calls.empty());
-  const bool has_reasoning = split && (splitter.saw_reasoning() || !got.reasoning.empty());
-  if (stream) {
-    ChatDelta tail{.finish_reason = finish};
-    if (!calls.calls.empty()) {
-      tail.tool_calls = calls.calls;
-    } else if (parse_tools) {
-      tail.content = filter.held();  // not a tool call after all: it is content
-    }
-    std::string body = chat_chunk_sse(meta, tail, *backend->tokenizer);
-    if (request.gen.include_usage) body += chat_usage_chunk_sse(meta, done.usage);
-    // The cache trace as an SSE comment: ignored by clients, visible to people and tests.
-    body += ": x-recur-cache " + done.trace.to_header() + "\n\n";
-    body += sse_done();
-    if (!out.write(body)) return;
-  } else {
-    ChatResult r{.content = calls.content,
-                 .tool_calls = calls.calls,
-                 .samples = got.samples,
-                 .logprobs = logprobs,
-                 .finish_reason = finish,
-                 .usage = done.usage};
-    if (has_reasoning) r.reasoning_content = got.reasoning;
-    std::string body = chat_completion_json(meta, r, *backend->tokenizer);
-    add_trace(body, done.trace);
-    if (!out.write(body)) return;
-  }
+  ParsedToolCalls calls = parse_tools ? parse_tool_calls(content, request.tools_json, id + "-call-")
+                                      : ParsedToolCalls{content, {}};
+  TurnResult r{.content = calls.content,
+               .tool_calls = calls.calls,
+               .samples = std::move(samples),
+               .finish = done.finish,
+               .stop_index = done.stop_index,
+               .usage = done.usage,
+               .trace = done.trace,
+               .prompt_stored = !done.completion_snapshot_tokens.empty()};
+  if (split && (splitter.saw_reasoning() || !reasoning.empty())) r.reasoning = reasoning;
+  if (stream && parse_tools && calls.calls.empty()) r.unstreamed_content = filter.held();
+  // The reply as the client will send it back next turn: the next turn's prompt starts with it.
+  r.reply.role = "assistant";
+  r.reply.content = r.content;
+  r.reply.reasoning_content = r.reasoning;
+  r.reply.tool_calls = r.tool_calls;
+  if (!renderer->finish(out, r)) return;
 
   if (!backend->engine->accepts_warmups()) return;
-  // The reply as the client will send it back next turn: the next turn's prompt starts with it.
-  chat::Message reply;
-  reply.role = "assistant";
-  reply.content = calls.content;
-  if (has_reasoning) reply.reasoning_content = got.reasoning;
-  reply.tool_calls = calls.calls;
   chat::ChatInputs in{.messages = request.messages,
                       .tools_json = request.tools_json,
                       .kwargs_json = request.chat_template_kwargs_json};
-  auto prefix = backend->formatter->next_turn_prefix(in, reply);
+  auto prefix = backend->formatter->next_turn_prefix(in, r.reply);
   if (!prefix.empty()) {
     backend->engine->submit_warmup(key, std::move(prefix),
-                                   std::move(got.last.completion_snapshot_tokens));
+                                   std::move(done.completion_snapshot_tokens));
   }
 }
 

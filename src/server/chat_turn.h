@@ -1,12 +1,16 @@
-// One chat completion after admission: pulls engine events, splits reasoning from content, finds
-// tool calls, writes SSE chunks or one JSON body, and afterwards queues the next-turn warm-up.
-// While the engine works the writer is asked every quarter second whether the client is still
-// there (a stream sends an SSE comment; a held JSON body checks the connection), so a client that
-// went away is noticed within a fraction of a second and its sequence freed.
+// One chat turn after admission, shared by the three chat-shaped APIs (chat/completions, messages,
+// responses): pulls engine events, splits reasoning from content, finds tool calls, hands each
+// piece to the API's TurnRenderer (which alone knows the wire format), and afterwards queues the
+// next-turn warm-up. While the engine works the writer is asked every quarter second whether the
+// client is still there (a stream sends the renderer's heartbeat; a held JSON body checks the
+// connection), so a client that went away is noticed within a fraction of a second and its
+// sequence freed. Also the raw-text turn of /v1/completions.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -16,15 +20,61 @@
 
 namespace recur::server {
 
+// Text a stream can send now: reasoning and content (a possible tool call held back).
+struct TurnDelta {
+  std::string reasoning;
+  std::string content;
+  std::vector<engine::SampleResult> samples;  // when logprobs were asked
+  // The turn has a reasoning block, maybe still empty: APIs with reasoning blocks open one first.
+  bool reasoning_block = false;
+};
+
+// A healthy finished turn.
+struct TurnResult {
+  std::string content;  // outside the tool calls
+  // Set when the template splits reasoning and this turn had a reasoning block (maybe empty).
+  std::optional<std::string> reasoning;
+  std::vector<chat::ToolCall> tool_calls;
+  std::vector<engine::SampleResult> samples;
+  engine::FinishReason finish = engine::FinishReason::kStop;
+  std::optional<std::size_t> stop_index;  // which request stop string ended the text
+  engine::Usage usage;
+  engine::CacheTrace trace;
+  // The prompt was stored in the cache by this turn (its completion snapshot was admitted).
+  bool prompt_stored = false;
+  // Content a stream held back as a possible tool call that turned out to be text.
+  std::string unstreamed_content;
+  // The assistant message as the client will send it back next turn.
+  chat::Message reply;
+};
+
+// How one API writes a chat turn. The write methods return false once the client is gone. Only a
+// stream gets start, first_event and delta; every turn gets finish or fail.
+class TurnRenderer {
+ public:
+  virtual ~TurnRenderer() = default;
+  // What a stream sends while the engine works (an SSE comment or ping event).
+  virtual std::string heartbeat() const { return ": keep-alive\n\n"; }
+  virtual bool start(ChunkWriter& /*out*/) { return true; }
+  // The first engine event arrived: its trace says how much of the prompt the cache restored.
+  virtual bool first_event(ChunkWriter& /*out*/, const engine::Event& /*ev*/) { return true; }
+  virtual bool delta(ChunkWriter& out, const TurnDelta& d) = 0;
+  // The stream's tail or the whole body.
+  virtual bool finish(ChunkWriter& out, const TurnResult& r) = 0;
+  // The engine failed or cancelled the turn.
+  virtual void fail(ChunkWriter& out, const ApiError& err) = 0;
+};
+
 struct ChatTurn {
   ChatRequest request;
   chat::Prompt prompt;
   cache::CacheKey key;
-  ResponseMeta meta;
+  std::string id;  // the response id: logs and tool-call ids
   const Backend* backend = nullptr;
   std::shared_ptr<engine::RequestChannel> channel;
   ServerMetrics* metrics = nullptr;
   bool log_text = false;  // --log-prompts
+  std::unique_ptr<TurnRenderer> renderer;
 
   // Writes the whole response (stream or not) to `out`.
   void run(ChunkWriter& out);
@@ -50,5 +100,11 @@ std::string quoted_for_log(std::string_view text);
 // client is gone (the channel has been cancelled).
 std::optional<engine::Event> wait_event(engine::RequestChannel& channel, ChunkWriter& out,
                                         std::string_view heartbeat);
+
+// The error a failed or cancelled engine event answers with.
+ApiError finish_error(const engine::Event& done);
+
+// The same cache trace clients of chat/completions see, as a field of a JSON body.
+void add_trace(std::string& json_body, const engine::CacheTrace& trace);
 
 }  // namespace recur::server

@@ -33,8 +33,8 @@ HttpResponse HttpResponse::json(int status, std::string body) {
   return r;
 }
 
-HttpResponse HttpResponse::error(const ApiError& err) {
-  HttpResponse r = json(err.http_status, err.to_json());
+HttpResponse HttpResponse::error(const ApiError& err, ErrorShape shape) {
+  HttpResponse r = json(err.http_status, err.to_json(shape));
   if (err.retry_after_s > 0)
     r.headers.emplace_back("Retry-After", std::to_string(err.retry_after_s));
   return r;
@@ -54,12 +54,13 @@ bool HeldResponse::keep_alive(std::string_view) {
 void HeldResponse::fail(const ApiError& err, std::string_view) { error_ = err; }
 
 HttpResponse HeldResponse::take() {
-  if (error_) return HttpResponse::error(*error_);
+  if (error_) return HttpResponse::error(*error_, shape_);
   if (gone_) {
     // nginx's "client closed request": only the request log and metrics see it.
     return HttpResponse::error(ApiError{.http_status = 499,
                                         .type = "client_closed_request",
-                                        .message = "the client closed the connection"});
+                                        .message = "the client closed the connection"},
+                               shape_);
   }
   return HttpResponse::json(200, std::move(body_));
 }
@@ -217,7 +218,22 @@ struct HttpServer::Impl {
   // listening and after shutdown. Only HTTP workers render metrics, so the pool outlives a read.
   std::shared_ptr<std::atomic<WorkerPool*>> pool = std::make_shared<std::atomic<WorkerPool*>>();
 
+  std::set<std::string> id_prefixes;  // get_by_id / del_by_id routes
+
   Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
+
+  // The metrics label of a path: a registered route, PREFIX{id}, or "other" (so unknown paths
+  // cannot grow the label set).
+  std::string route_label(const std::string& path) const {
+    if (known_paths.count(path)) return path;
+    for (const std::string& p : id_prefixes) {
+      if (path.size() > p.size() && path.starts_with(p) &&
+          path.find('/', p.size()) == std::string::npos) {
+        return p + "{id}";
+      }
+    }
+    return "other";
+  }
 
   httplib::Server::Handler wrap(Handler handler) {
     return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
@@ -268,12 +284,17 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
     }
     std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
+    // Anthropic's clients send the key as x-api-key.
+    const std::string x_api_key = req.get_header_value("x-api-key");
     bool ok = auth.size() > prefix.size() && auth.compare(0, prefix.size(), prefix) == 0 &&
               constant_time_equal(std::string_view(auth).substr(prefix.size()), s.options.api_key);
+    ok = ok || (!x_api_key.empty() && constant_time_equal(x_api_key, s.options.api_key));
     if (ok) return httplib::Server::HandlerResponse::Unhandled;
-    write_response(HttpResponse::error(unauthorized(
-                       auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'"
-                                    : "invalid API key")),
+    write_response(HttpResponse::error(unauthorized(auth.empty() && x_api_key.empty()
+                                                        ? "missing API key: send 'Authorization: "
+                                                          "Bearer KEY' or 'x-api-key: KEY'"
+                                                        : "invalid API key"),
+                                       error_shape_for_path(req.path)),
                    res);
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -292,13 +313,13 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
                      .type = "http_error",
                      .message = fmt::format("HTTP error {}", res.status)};
     }
-    write_response(HttpResponse::error(err), res);
+    write_response(HttpResponse::error(err, error_shape_for_path(req.path)), res);
   });
 
   s.server.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     double secs_taken =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_request_start).count();
-    std::string route = s.known_paths.count(req.path) ? req.path : "other";
+    std::string route = s.route_label(req.path);
     s.metrics.observe_request(route, res.status, secs_taken);
     log::debug("http method={} path={} status={} ms={:.1f}", req.method, route, res.status,
                secs_taken * 1000);
@@ -315,6 +336,16 @@ void HttpServer::get(const std::string& path, Handler handler) {
 void HttpServer::post(const std::string& path, Handler handler) {
   impl_->known_paths.insert(path);
   impl_->server.Post(path, impl_->wrap(std::move(handler)));
+}
+
+void HttpServer::get_by_id(const std::string& prefix, Handler handler) {
+  impl_->id_prefixes.insert(prefix);
+  impl_->server.Get(prefix + "[A-Za-z0-9_.-]+", impl_->wrap(std::move(handler)));
+}
+
+void HttpServer::del_by_id(const std::string& prefix, Handler handler) {
+  impl_->id_prefixes.insert(prefix);
+  impl_->server.Delete(prefix + "[A-Za-z0-9_.-]+", impl_->wrap(std::move(handler)));
 }
 
 void HttpServer::allow_without_key(const std::string& path) { impl_->open_paths.insert(path); }

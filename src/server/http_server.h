@@ -1,5 +1,6 @@
 // The HTTP layer: listening socket, worker pool sizing, keep-alive and timeouts, body limit,
-// API-key check, OpenAI-shaped errors for unknown routes and oversized bodies, request metrics.
+// API-key check (a bearer token or x-api-key), errors for unknown routes and oversized bodies in
+// the route's API's shape, request metrics.
 // The only file that includes httplib.h; routes see the plain structs below.
 #pragma once
 
@@ -65,7 +66,7 @@ struct HttpResponse {
   std::function<void(ChunkWriter&)> stream;
 
   static HttpResponse json(int status, std::string body);
-  static HttpResponse error(const ApiError& err);
+  static HttpResponse error(const ApiError& err, ErrorShape shape = ErrorShape::kOpenAI);
 };
 
 // A non-streaming body, held until it is complete so that the HTTP status can still say how the
@@ -73,7 +74,8 @@ struct HttpResponse {
 // is written while the engine works; the client's leaving is seen through the connection itself.
 class HeldResponse final : public ChunkWriter {
  public:
-  explicit HeldResponse(std::function<bool()> client_gone) : client_gone_(std::move(client_gone)) {}
+  explicit HeldResponse(std::function<bool()> client_gone, ErrorShape shape = ErrorShape::kOpenAI)
+      : client_gone_(std::move(client_gone)), shape_(shape) {}
   bool write(std::string_view data) override;
   bool keep_alive(std::string_view heartbeat) override;
   void fail(const ApiError& err, std::string_view stream_text) override;
@@ -82,6 +84,7 @@ class HeldResponse final : public ChunkWriter {
 
  private:
   std::function<bool()> client_gone_;
+  ErrorShape shape_;
   std::string body_;
   std::optional<ApiError> error_;
   bool gone_ = false;
@@ -98,6 +101,10 @@ class HttpServer {
 
   void get(const std::string& path, Handler handler);
   void post(const std::string& path, Handler handler);
+  // GET and DELETE of PREFIX + one path segment (an id: letters, digits, '_', '-', '.'); the
+  // handler reads the id from HttpRequest::path. Metrics label the route PREFIX{id}.
+  void get_by_id(const std::string& prefix, Handler handler);
+  void del_by_id(const std::string& prefix, Handler handler);
   // Paths that never need the API key (health checks from load balancers).
   void allow_without_key(const std::string& path);
 

@@ -3,93 +3,19 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "util/json_depth.h"
+#include "server/json_fields.h"
 
 namespace recur::server {
 namespace {
 
 using json = nlohmann::json;
 
-const char* kind(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::discarded:
-      return "invalid";
-    default:
-      return "a number";
-  }
-}
-
-ApiError wrong_type(const std::string& param, const char* expected, const json& got) {
-  return invalid_request(param, fmt::format("'{}' must be {}, got {}", param, expected, kind(got)));
-}
-
-// Field readers: absent or null leaves `out` alone; a wrong type is an error naming the field.
-std::optional<ApiError> read_string(const json& obj, const char* key, std::string& out,
-                                    const std::string& where = "") {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) return wrong_type(where + key, "a string", *it);
-  out = it->get<std::string>();
-  return std::nullopt;
-}
-
-std::optional<ApiError> read_bool(const json& obj, const char* key, bool& out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) return wrong_type(key, "a boolean", *it);
-  out = it->get<bool>();
-  return std::nullopt;
-}
-
-template <typename F>
-std::optional<ApiError> read_number(const json& obj, const char* key, F& out, double lo,
-                                    double hi) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) return wrong_type(key, "a number", *it);
-  double v = it->get<double>();
-  if (!(v >= lo && v <= hi)) {
-    return invalid_request(key,
-                           fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
-  }
-  out = static_cast<F>(v);
-  return std::nullopt;
-}
-
 std::optional<ApiError> read_int(const json& obj, const char* key, std::optional<std::int64_t>& out,
                                  std::int64_t lo, std::int64_t hi) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer() &&
-      !(it->is_number_float() && it->get<double>() == std::floor(it->get<double>()))) {
-    return wrong_type(key, "an integer", *it);
-  }
-  double v = it->get<double>();
-  if (v < static_cast<double>(lo) || v > static_cast<double>(hi)) {
-    return invalid_request(
-        key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v),
-        key == std::string("max_tokens") || key == std::string("max_completion_tokens")
-            ? "max_tokens_limit"
-            : "");
-  }
-  out = static_cast<std::int64_t>(v);
-  return std::nullopt;
+  const bool max_tokens =
+      key == std::string_view("max_tokens") || key == std::string_view("max_completion_tokens");
+  return server::read_int(obj, key, out, lo, hi, max_tokens ? "max_tokens_limit" : "");
 }
-
-#define RECUR_TRY_FIELD(expr)             \
-  do {                                    \
-    if (auto e_ = (expr); e_) return *e_; \
-  } while (0)
 
 std::optional<ApiError> parse_stop(const json& body, const RequestLimits& limits,
                                    std::vector<std::string>& out) {
@@ -260,20 +186,8 @@ std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message
   return std::nullopt;
 }
 
-// Checked before parsing: dump(), which tools and arguments go through, recurses once per level,
-// so "[[[[..." a few hundred kilobytes deep would overflow the stack.
 Parsed<json> parse_body(std::string_view body, const RequestLimits& limits) {
-  if (json_nesting_depth(body) > limits.max_json_depth) {
-    return invalid_request(
-        "",
-        fmt::format("request body nests arrays and objects deeper than {} levels",
-                    limits.max_json_depth),
-        "limit_exceeded");
-  }
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return invalid_request("", "request body is not valid JSON");
-  if (!j.is_object()) return invalid_request("", "request body must be a JSON object");
-  return j;
+  return parse_json_body<json>(body, limits.max_json_depth);
 }
 
 }  // namespace

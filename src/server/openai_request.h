@@ -57,10 +57,6 @@ struct CompletionRequest {
   bool echo = false;
 };
 
-// Parse results: the request or the 400 to send.
-template <typename T>
-using Parsed = std::variant<T, ApiError>;
-
 Parsed<ChatRequest> parse_chat_request(std::string_view body, const RequestLimits& limits);
 Parsed<CompletionRequest> parse_completion_request(std::string_view body,
                                                    const RequestLimits& limits);

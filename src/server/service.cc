@@ -3,18 +3,13 @@
 #include <chrono>
 
 #include "server/chat_turn.h"
+#include "server/openai_chat_renderer.h"
 #include "util/hash.h"
 #include "util/log.h"
 
 namespace recur::server {
 
 namespace {
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 template <typename T>
 const ApiError* as_error(const Parsed<T>& p) {
@@ -26,7 +21,7 @@ const ApiError* as_error(const Parsed<T>& p) {
 template <typename Turn>
 HttpResponse respond(bool stream, const HttpRequest& http, std::shared_ptr<Turn> turn) {
   if (!stream) {
-    HeldResponse held(http.client_gone);
+    HeldResponse held(http.client_gone, error_shape_for_path(http.path));
     turn->run(held);
     return held.take();
   }
@@ -39,8 +34,27 @@ HttpResponse respond(bool stream, const HttpRequest& http, std::shared_ptr<Turn>
 
 }  // namespace
 
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+HttpResponse respond_turn(const HttpRequest& http, std::shared_ptr<ChatTurn> turn) {
+  const bool stream = turn->request.gen.stream;  // read before the pointer moves into the call
+  return respond(stream, http, std::move(turn));
+}
+
+std::string api_key_identity(const HttpRequest& req) {
+  std::string auth = req.header("authorization");
+  // The x-api-key of Anthropic's clients names the same tenant as the bearer token of the same
+  // key.
+  if (auth.empty() && !req.header("x-api-key").empty()) auth = "Bearer " + req.header("x-api-key");
+  return auth.empty() ? std::string() : fmt::format("{:016x}", hash64(auth, 0x6b6579));
+}
+
 Service::Service(ServiceOptions options, ServerMetrics& metrics)
-    : options_(std::move(options)), metrics_(metrics) {}
+    : options_(std::move(options)), metrics_(metrics), response_store_(options_.response_store) {}
 
 void Service::set_backend(Backend backend) {
   backend_ = std::move(backend);
@@ -54,6 +68,12 @@ const Backend* Service::ready_backend() const {
 void Service::register_routes(HttpServer& http) {
   http.post("/v1/chat/completions", [this](const HttpRequest& r) { return chat_completions(r); });
   http.post("/v1/completions", [this](const HttpRequest& r) { return completions(r); });
+  http.post("/v1/messages", [this](const HttpRequest& r) { return messages(r); });
+  http.post("/v1/messages/count_tokens",
+            [this](const HttpRequest& r) { return messages_count_tokens(r); });
+  http.post("/v1/responses", [this](const HttpRequest& r) { return responses_create(r); });
+  http.get_by_id("/v1/responses/", [this](const HttpRequest& r) { return responses_get(r); });
+  http.del_by_id("/v1/responses/", [this](const HttpRequest& r) { return responses_delete(r); });
   http.get("/v1/models", [this](const HttpRequest& r) { return models(r); });
   http.get("/health", [this](const HttpRequest& r) { return health(r); });
   http.allow_without_key("/health");
@@ -74,8 +94,7 @@ cache::CacheKey Service::cache_key(const HttpRequest& req, const GenerationField
   cache::CacheKey key;
   // The tenant is an identity derived from the presented API key (never the key itself), plus
   // the request's cache_salt: either one differing keeps two requests' entries apart.
-  std::string auth = req.header("authorization");
-  if (!auth.empty()) key.tenant.api_key_identity = fmt::format("{:016x}", hash64(auth, 0x6b6579));
+  key.tenant.api_key_identity = api_key_identity(req);
   key.tenant.cache_salt = gen.cache_salt;
   key.bucket.model_id = options_.model_id;
   key.bucket.template_signature = template_signature;
@@ -112,52 +131,71 @@ ApiError submit_error(const Status& s) {
 
 }  // namespace
 
-HttpResponse Service::chat_completions(const HttpRequest& http) {
+std::optional<ApiError> Service::unavailable() const {
   const Backend* be = ready_backend();
-  if (be == nullptr || draining_.load()) {
-    return HttpResponse::error(
-        overloaded(be ? "the server is shutting down" : "the model is loading", 2));
-  }
-  auto parsed = parse_chat_request(http.body, options_.limits);
-  if (const ApiError* e = as_error(parsed)) return HttpResponse::error(*e);
-  auto turn = std::make_shared<ChatTurn>();
-  turn->request = std::move(std::get<ChatRequest>(parsed));
-  ChatRequest& req = turn->request;
-  if (auto e = check_model(req.gen.model)) return HttpResponse::error(*e);
-  if (be->formatter == nullptr) {
-    return HttpResponse::error(invalid_request(
-        "messages", "this model has no chat template; use /v1/completions with a raw prompt"));
+  if (be != nullptr && !draining_.load()) return std::nullopt;
+  return overloaded(be ? "the server is shutting down" : "the model is loading", 2);
+}
+
+Parsed<chat::Prompt> Service::render_prompt(const ChatRequest& req) const {
+  if (backend_.formatter == nullptr) {
+    return invalid_request(
+        "messages", "this model has no chat template; use /v1/completions with a raw prompt");
   }
   chat::ChatInputs in{.messages = req.messages,
                       .tools_json = req.tools_json,
                       .kwargs_json = req.chat_template_kwargs_json};
-  auto prompt = be->formatter->build_prompt(in);
-  if (!prompt) return HttpResponse::error(invalid_request("messages", prompt.status().message()));
-  turn->prompt = std::move(prompt).value();
-  turn->key = cache_key(http, req.gen, be->formatter->signature(in));
-  const RequestIdentity identity = request_ids_.next("chatcmpl");
-  turn->meta = {.id = identity.id, .model = options_.model_id, .created = unix_now()};
-  turn->backend = be;
+  auto prompt = backend_.formatter->build_prompt(in);
+  if (!prompt) return invalid_request("messages", prompt.status().message());
+  return std::move(prompt).value();
+}
+
+Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, ChatRequest request,
+                                                      const RequestIdentity& identity) {
+  if (auto e = check_model(request.gen.model)) return *e;
+  auto turn = std::make_shared<ChatTurn>();
+  turn->request = std::move(request);
+  const ChatRequest& req = turn->request;
+  auto prompt = render_prompt(req);
+  if (const ApiError* e = as_error(prompt)) return *e;
+  turn->prompt = std::move(std::get<chat::Prompt>(prompt));
+  chat::ChatInputs in{.messages = req.messages,
+                      .tools_json = req.tools_json,
+                      .kwargs_json = req.chat_template_kwargs_json};
+  turn->key = cache_key(http, req.gen, backend_.formatter->signature(in));
+  turn->id = identity.id;
+  turn->backend = &backend_;
   turn->metrics = &metrics_;
   turn->log_text = options_.log_prompts;
   if (options_.log_prompts) {
-    log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt.text));
+    log::debug("prompt id={} text={}", turn->id, quoted_for_log(turn->prompt.text));
   }
   engine::GenerationRequest ereq = engine_request(req.gen, identity, turn->prompt.tokens);
   ereq.history_boundary = turn->prompt.history_boundary;
   ereq.cache_key = turn->key;
-  auto channel = be->engine->submit(std::move(ereq));
-  if (!channel) return HttpResponse::error(submit_error(channel.status()));
+  auto channel = backend_.engine->submit(std::move(ereq));
+  if (!channel) return submit_error(channel.status());
   turn->channel = std::move(channel).value();
-  return respond(req.gen.stream, http, std::move(turn));
+  return turn;
+}
+
+HttpResponse Service::chat_completions(const HttpRequest& http) {
+  if (auto e = unavailable()) return HttpResponse::error(*e);
+  auto parsed = parse_chat_request(http.body, options_.limits);
+  if (const ApiError* e = as_error(parsed)) return HttpResponse::error(*e);
+  const RequestIdentity identity = request_ids_.next("chatcmpl");
+  auto started = start_chat(http, std::move(std::get<ChatRequest>(parsed)), identity);
+  if (const ApiError* e = as_error(started)) return HttpResponse::error(*e);
+  auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
+  ResponseMeta meta{.id = identity.id, .model = options_.model_id, .created = unix_now()};
+  turn->renderer =
+      std::make_unique<OpenAIChatRenderer>(std::move(meta), turn->request, *backend_.tokenizer);
+  return respond_turn(http, std::move(turn));
 }
 
 HttpResponse Service::completions(const HttpRequest& http) {
-  const Backend* be = ready_backend();
-  if (be == nullptr || draining_.load()) {
-    return HttpResponse::error(
-        overloaded(be ? "the server is shutting down" : "the model is loading", 2));
-  }
+  if (auto e = unavailable()) return HttpResponse::error(*e);
+  const Backend* be = &backend_;
   auto parsed = parse_completion_request(http.body, options_.limits);
   if (const ApiError* e = as_error(parsed)) return HttpResponse::error(*e);
   auto turn = std::make_shared<TextTurn>();

@@ -1,7 +1,9 @@
-// The OpenAI-compatible routes over one loaded model: chat and text completions (streaming or
-// not), models, health, cache stats/reset and metrics. Turns typed requests into engine requests
-// (prompt, history boundary, cache key), engine events into OpenAI responses, and queues the
-// next-turn warm-up after a healthy finish. Thread-safe: HTTP workers call the handlers.
+// The HTTP routes over one loaded model: OpenAI's chat and text completions and Responses,
+// Anthropic's Messages (streaming or not), models, health, cache stats/reset and metrics. Each
+// chat-shaped API parses into one ChatRequest and goes through one pipeline (start_chat: prompt,
+// history boundary, cache key, engine request; ChatTurn: events, reasoning, tool calls, warm-up);
+// only parsing and rendering differ, a file pair per API. Thread-safe: HTTP workers call the
+// handlers.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/request_ids.h"
+#include "server/response_store.h"
 #include "tokenizer/tokenizer.h"
 
 namespace recur::server {
@@ -25,7 +28,8 @@ struct ServiceOptions {
   std::string model_id;  // what /v1/models reports and requests may name
   RequestLimits limits;
   std::int64_t ctx_size = 8192;
-  bool log_prompts = false;  // --log-prompts: prompt and completion text in debug logs
+  bool log_prompts = false;            // --log-prompts: prompt and completion text in debug logs
+  ResponseStoreLimits response_store;  // what /v1/responses keeps for previous_response_id
 };
 
 // What the routes serve once the model is loaded. Everything must outlive the service.
@@ -36,6 +40,8 @@ struct Backend {
   cache::PromptCache* cache = nullptr;             // null: --no-prompt-cache
   std::vector<engine::TokenId> stop_token_ids;
 };
+
+struct ChatTurn;
 
 class Service {
  public:
@@ -49,6 +55,11 @@ class Service {
  private:
   HttpResponse chat_completions(const HttpRequest& req);
   HttpResponse completions(const HttpRequest& req);
+  HttpResponse messages(const HttpRequest& req);               // service_messages.cc
+  HttpResponse messages_count_tokens(const HttpRequest& req);  // service_messages.cc
+  HttpResponse responses_create(const HttpRequest& req);       // service_responses.cc
+  HttpResponse responses_get(const HttpRequest& req);          // service_responses.cc
+  HttpResponse responses_delete(const HttpRequest& req);       // service_responses.cc
   HttpResponse models(const HttpRequest& req) const;
   HttpResponse health(const HttpRequest& req) const;
   HttpResponse cache_stats(const HttpRequest& req) const;
@@ -56,6 +67,13 @@ class Service {
   HttpResponse metrics(const HttpRequest& req) const;
 
   const Backend* ready_backend() const;
+  // The 503 while loading or draining; nullopt when requests are served.
+  std::optional<ApiError> unavailable() const;
+  // The shared chat pipeline: model check, prompt, cache key, engine submission. The caller sets
+  // the turn's renderer and answers with respond_turn().
+  Parsed<std::shared_ptr<ChatTurn>> start_chat(const HttpRequest& http, ChatRequest request,
+                                               const RequestIdentity& identity);
+  Parsed<chat::Prompt> render_prompt(const ChatRequest& request) const;
   std::optional<ApiError> check_model(const std::string& requested) const;
   cache::CacheKey cache_key(const HttpRequest& req, const GenerationFields& gen,
                             std::uint64_t template_signature) const;
@@ -69,6 +87,17 @@ class Service {
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
   RequestIds request_ids_;
+  ResponseStore response_store_;
 };
+
+// The response of a started turn: run here for a held body, after the SSE headers for a stream.
+HttpResponse respond_turn(const HttpRequest& http, std::shared_ptr<ChatTurn> turn);
+
+// Seconds since the Unix epoch: the `created` of responses.
+std::int64_t unix_now();
+
+// Who presented which API key (`Authorization: Bearer` or `x-api-key`), as an identity that never
+// reveals the key: "" without one. The tenant of cache entries and stored responses.
+std::string api_key_identity(const HttpRequest& req);
 
 }  // namespace recur::server

@@ -172,6 +172,45 @@ class DiskCorruption : public ::testing::Test {
   std::vector<fs::path> files_;
 };
 
+// A payload larger than a read chunk: restored byte for byte, and a flipped byte in any chunk
+// (the first, a middle one, the short last one) is caught by the checksum.
+TEST(DiskTier, APayloadOfSeveralChunksIsRestoredWholeAndEveryChunkIsChecked) {
+  const std::size_t n = 2 * kDiskReadChunkBytes + 12345;
+  std::vector<std::uint8_t> bytes(n);
+  // Not periodic in any chunk size: chunks read out of order or twice would not compare equal.
+  for (std::size_t i = 0; i < n; ++i) bytes[i] = static_cast<std::uint8_t>((i * i + i / 7) >> 3);
+  const V t = iota_tokens(24);
+  const CacheKey k = key_for("chunks");
+  for (const std::size_t flip : {std::size_t{0}, kDiskReadChunkBytes + 99, n - 1}) {
+    SCOPED_TRACE(flip);
+    ScratchDir dir;
+    {
+      auto tier = open_tier(dir.path());
+      tier->store(k, Origin::kCompletion, t,
+                  std::make_shared<testing::BytesSnapshot>(bytes, 24, false));
+    }
+    {
+      auto tier = open_tier(dir.path());
+      auto l = load(*tier, k, concat(t, V{1}));
+      ASSERT_TRUE(l->hit().has_value()) << l->miss();
+      EXPECT_TRUE(bytes_of(l->hit()->snapshot) == bytes);
+    }
+    const std::vector<fs::path> files = entry_files(dir.path());
+    ASSERT_EQ(files.size(), 1u);
+    {
+      std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(fs::file_size(files[0]) - n + flip));
+      f.put(static_cast<char>(bytes[flip] ^ 0x10));
+    }
+    auto tier = open_tier(dir.path());
+    auto l = load(*tier, k, concat(t, V{1}));
+    EXPECT_FALSE(l->hit().has_value());
+    EXPECT_EQ(l->miss(), "corrupt");
+    EXPECT_EQ(tier->stats().corrupt_dropped, 1);
+    EXPECT_FALSE(fs::exists(files[0]));
+  }
+}
+
 TEST_F(DiskCorruption, ATruncatedFileIsDroppedAtStartup) {
   fs::resize_file(files_[0], fs::file_size(files_[0]) - 100);
   auto tier = open_tier(dir_.path());
@@ -223,6 +262,22 @@ TEST_F(DiskCorruption, ADeadWritersTempFileIsDeletedAndALiveOnesIsKept) {
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_EQ(tier->stats().entries, 1);
+}
+
+TEST(DiskWriter, ARunningJobCountsAsPendingUntilItIsDone) {
+  std::promise<void> started;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  DiskWriter writer(1 << 20, [&](DiskJob&) {
+    started.set_value();
+    released.wait();
+  });
+  writer.enqueue(DiskJob{.kind = DiskJob::Kind::kRemove, .rel_path = "p/s/x.rpc"});
+  started.get_future().wait();
+  EXPECT_EQ(writer.stats().pending_jobs, 1);  // running, no longer queued
+  release.set_value();
+  writer.flush();
+  EXPECT_EQ(writer.stats().pending_jobs, 0);
 }
 
 TEST(DiskTier, SupersedeRetireBudgetAndClearDeleteFiles) {

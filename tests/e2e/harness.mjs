@@ -1,5 +1,6 @@
 // Shared pieces of the end-to-end tests: generated checkpoints, a real `recur serve` process on a
-// free loopback port, the official OpenAI SDK pointed at it, and the real HF tokenizer as oracle.
+// free loopback port, the official OpenAI and Anthropic SDKs pointed at it, and the real HF
+// tokenizer as oracle.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, '../node/package.json'));
 export const OpenAI = require('openai').default ?? require('openai');
+export const Anthropic = require('@anthropic-ai/sdk').default ?? require('@anthropic-ai/sdk');
 const { Tokenizer } = require('@anush008/tokenizers');
 
 export const RECUR = process.env.RECUR_BIN ?? join(here, '../../build/bin/recur');
@@ -66,6 +68,8 @@ export async function startServer(modelDir, args = [], env = {}) {
     log: () => log,
     client: (opts = {}) => new OpenAI({ baseURL: `${base}/v1`, apiKey: opts.apiKey ?? 'sk-none',
                                         maxRetries: 0, timeout: 120000 }),
+    anthropic: (opts = {}) => new Anthropic({ baseURL: base, apiKey: opts.apiKey ?? 'sk-none',
+                                              maxRetries: 0, timeout: 120000 }),
     async json(path, init) {
       const r = await fetch(`${base}${path}`, init);
       return { status: r.status, body: await r.json(), headers: r.headers };

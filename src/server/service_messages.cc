@@ -1,0 +1,54 @@
+// Anthropic's Messages routes: POST /v1/messages and /v1/messages/count_tokens, through the shared
+// chat pipeline; errors in Anthropic's shape.
+#include <nlohmann/json.hpp>
+
+#include "server/anthropic_request.h"
+#include "server/anthropic_response.h"
+#include "server/chat_turn.h"
+#include "server/service.h"
+
+namespace recur::server {
+
+namespace {
+
+HttpResponse anthropic_error(const ApiError& e) {
+  return HttpResponse::error(e, ErrorShape::kAnthropic);
+}
+
+}  // namespace
+
+HttpResponse Service::messages(const HttpRequest& http) {
+  if (auto e = unavailable()) return anthropic_error(*e);
+  if (auto e = check_anthropic_version(http.header("anthropic-version"))) {
+    return anthropic_error(*e);
+  }
+  auto parsed = parse_messages_request(http.body, options_.limits);
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return anthropic_error(*e);
+  const RequestIdentity identity = request_ids_.next("msg");
+  auto started = start_chat(http, std::move(std::get<ChatRequest>(parsed)), identity);
+  if (const ApiError* e = std::get_if<ApiError>(&started)) return anthropic_error(*e);
+  auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
+  turn->renderer =
+      std::make_unique<AnthropicRenderer>(identity.id, options_.model_id, turn->request,
+                                          static_cast<std::int64_t>(turn->prompt.tokens.size()));
+  HttpResponse r = respond_turn(http, std::move(turn));
+  r.headers.emplace_back("request-id", identity.id);
+  return r;
+}
+
+HttpResponse Service::messages_count_tokens(const HttpRequest& http) {
+  if (auto e = unavailable()) return anthropic_error(*e);
+  if (auto e = check_anthropic_version(http.header("anthropic-version"))) {
+    return anthropic_error(*e);
+  }
+  auto parsed = parse_messages_request(http.body, options_.limits);
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return anthropic_error(*e);
+  const ChatRequest& req = std::get<ChatRequest>(parsed);
+  if (auto e = check_model(req.gen.model)) return anthropic_error(*e);
+  auto prompt = render_prompt(req);
+  if (const ApiError* e = std::get_if<ApiError>(&prompt)) return anthropic_error(*e);
+  const auto n = std::get<chat::Prompt>(prompt).tokens.size();
+  return HttpResponse::json(200, nlohmann::json{{"input_tokens", n}}.dump());
+}
+
+}  // namespace recur::server

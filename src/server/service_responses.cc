@@ -1,0 +1,112 @@
+// OpenAI's Responses routes: POST /v1/responses through the shared chat pipeline, with
+// previous_response_id continued from the ResponseStore; GET and DELETE /v1/responses/{id}.
+#include <nlohmann/json.hpp>
+
+#include "server/chat_turn.h"
+#include "server/responses_request.h"
+#include "server/responses_response.h"
+#include "server/service.h"
+
+namespace recur::server {
+
+namespace {
+
+constexpr std::string_view kResponsesPrefix = "/v1/responses/";
+
+ApiError response_not_found(const std::string& id, const char* param) {
+  ApiError e =
+      not_found(fmt::format("response '{}' not found: unknown, deleted, stored with "
+                            "store: false, another API key's, older than "
+                            "--responses-store-ttl or evicted by "
+                            "--responses-store-bytes",
+                            id));
+  e.param = param;
+  return e;
+}
+
+std::string id_of(const HttpRequest& http) {
+  return http.path.substr(std::min(http.path.size(), kResponsesPrefix.size()));
+}
+
+}  // namespace
+
+HttpResponse Service::responses_create(const HttpRequest& http) {
+  if (auto e = unavailable()) return HttpResponse::error(*e);
+  auto parsed = parse_responses_request(http.body, options_.limits);
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return HttpResponse::error(*e);
+  ResponsesRequest& req = std::get<ResponsesRequest>(parsed);
+  const RequestIdentity identity = request_ids_.next("resp");
+  const std::string tenant = api_key_identity(http);
+
+  std::shared_ptr<const StoredResponse> parent;
+  if (!req.previous_response_id.empty()) {
+    parent = response_store_.get(req.previous_response_id, tenant);
+    if (!parent) {
+      return HttpResponse::error(
+          response_not_found(req.previous_response_id, "previous_response_id"));
+    }
+  }
+  // The chain is one conversation: its cache session is the client's key or the chain's first
+  // response id, so each turn finds the snapshot its predecessor left.
+  GenerationFields& gen = req.chat.gen;
+  if (gen.prompt_cache_key.empty() && http.header("x-session-id").empty()) {
+    gen.prompt_cache_key = parent ? parent->session : identity.id;
+  }
+  ResponseStoring storing;
+  if (req.store) {
+    storing = {.store = &response_store_,
+               .tenant = tenant,
+               .session = gen.prompt_cache_key.empty() ? http.header("x-session-id")
+                                                       : gen.prompt_cache_key,
+               .input_messages = req.chat.messages,
+               .parent = parent};
+  }
+  std::vector<chat::Message> messages;
+  if (req.instructions) {
+    messages.push_back(chat::Message{.role = "system", .content = *req.instructions});
+  }
+  if (parent) {
+    std::vector<chat::Message> history = parent->history();
+    messages.insert(messages.end(), history.begin(), history.end());
+  }
+  messages.insert(messages.end(), req.chat.messages.begin(), req.chat.messages.end());
+  if (messages.size() > options_.limits.max_messages) {
+    return HttpResponse::error(invalid_request(
+        "input",
+        fmt::format("the conversation through previous_response_id has {} messages; at most {} "
+                    "are allowed",
+                    messages.size(), options_.limits.max_messages),
+        "limit_exceeded"));
+  }
+  req.chat.messages = std::move(messages);
+
+  ResponseEcho echo = response_echo(req, identity.id, options_.model_id, unix_now());
+  const bool stream = gen.stream;
+  auto started = start_chat(http, std::move(req.chat), identity);
+  if (const ApiError* e = std::get_if<ApiError>(&started)) {
+    ApiError err = *e;
+    if (err.param == "messages") err.param = "input";
+    return HttpResponse::error(err);
+  }
+  auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
+  turn->renderer = std::make_unique<ResponsesRenderer>(std::move(echo), stream, std::move(storing));
+  return respond_turn(http, std::move(turn));
+}
+
+HttpResponse Service::responses_get(const HttpRequest& http) {
+  const std::string id = id_of(http);
+  auto r = response_store_.get(id, api_key_identity(http));
+  if (!r) return HttpResponse::error(response_not_found(id, ""));
+  return HttpResponse::json(200, r->response_json);
+}
+
+HttpResponse Service::responses_delete(const HttpRequest& http) {
+  const std::string id = id_of(http);
+  if (!response_store_.erase(id, api_key_identity(http))) {
+    return HttpResponse::error(response_not_found(id, ""));
+  }
+  return HttpResponse::json(
+      200, nlohmann::json{{"id", id}, {"object", "response"}, {"deleted", true}}.dump());
+}
+
+}  // namespace recur::server

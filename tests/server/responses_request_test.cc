@@ -1,0 +1,91 @@
+#include "server/responses_request.h"
+
+#include <gtest/gtest.h>
+
+namespace recur::server {
+namespace {
+
+const RequestLimits kLimits;
+
+ResponsesRequest ok(const std::string& body) {
+  auto r = parse_responses_request(body, kLimits);
+  if (auto* e = std::get_if<ApiError>(&r)) {
+    ADD_FAILURE() << e->message;
+    return {};
+  }
+  return std::get<ResponsesRequest>(r);
+}
+
+ApiError bad(const std::string& body) {
+  auto r = parse_responses_request(body, kLimits);
+  if (std::holds_alternative<ResponsesRequest>(r)) {
+    ADD_FAILURE() << "accepted: " << body;
+    return {};
+  }
+  return std::get<ApiError>(r);
+}
+
+TEST(ResponsesRequest, StringInputIsOneUserMessage) {
+  auto r = ok(R"({"model": "m", "input": "hi", "instructions": "be brief", "store": false,
+                  "max_output_tokens": 32, "previous_response_id": "resp-1",
+                  "metadata": {"k": "v"}, "reasoning": {"effort": "minimal"}})");
+  ASSERT_EQ(r.chat.messages.size(), 1u);
+  EXPECT_EQ(r.chat.messages[0].role, "user");
+  EXPECT_EQ(r.chat.messages[0].content, "hi");
+  EXPECT_EQ(r.instructions, "be brief");
+  EXPECT_FALSE(r.store);
+  EXPECT_EQ(r.chat.gen.max_tokens, 32);
+  EXPECT_EQ(r.previous_response_id, "resp-1");
+  EXPECT_EQ(r.metadata_json, R"({"k":"v"})");
+  EXPECT_EQ(r.chat.chat_template_kwargs_json, R"({"enable_thinking":false})");
+}
+
+TEST(ResponsesRequest, AnAssistantTurnsItemsMergeIntoOneMessage) {
+  auto r = ok(R"({"input": [
+    {"role": "user", "content": [{"type": "input_text", "text": "weather?"}]},
+    {"type": "reasoning", "id": "rs_1", "summary": [],
+     "content": [{"type": "reasoning_text", "text": "call it"}]},
+    {"type": "message", "role": "assistant",
+     "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+    {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"z\":1}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    {"type": "function_call", "call_id": "c2", "name": "get_time", "arguments": "{}"}
+  ], "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+     "tool_choice": {"type": "function", "name": "get_weather"}})");
+  ASSERT_EQ(r.chat.messages.size(), 4u);
+  const auto& a = r.chat.messages[1];
+  EXPECT_EQ(a.role, "assistant");
+  EXPECT_EQ(a.reasoning_content, "call it");
+  EXPECT_EQ(a.content, "Checking.");
+  ASSERT_EQ(a.tool_calls.size(), 1u);
+  EXPECT_EQ(a.tool_calls[0].id, "c1");
+  EXPECT_EQ(a.tool_calls[0].arguments_json, R"({"z":1})");
+  EXPECT_EQ(r.chat.messages[2].role, "tool");
+  EXPECT_EQ(r.chat.messages[2].tool_call_id, "c1");
+  EXPECT_EQ(r.chat.messages[3].role, "assistant");
+  EXPECT_EQ(r.chat.messages[3].content, "");
+  EXPECT_EQ(r.chat.messages[3].tool_calls.size(), 1u);
+  EXPECT_EQ(
+      r.chat.tools_json,
+      R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
+  EXPECT_EQ(r.chat.tool_choice_json, R"({"type":"function","function":{"name":"get_weather"}})");
+  EXPECT_EQ(r.tool_choice_json, R"({"type":"function","name":"get_weather"})");
+}
+
+TEST(ResponsesRequest, ErrorsNameTheField) {
+  EXPECT_EQ(bad(R"({"model": "m"})").param, "input");
+  EXPECT_EQ(bad(R"({"input": 3})").param, "input");
+  EXPECT_EQ(bad(R"({"input": [{"type": "item_reference", "id": "x"}]})").param, "input[0].type");
+  EXPECT_EQ(bad(R"({"input": [{"role": "tool", "content": "x"}]})").param, "input[0].role");
+  EXPECT_EQ(bad(R"({"input": [{"role": "user", "content": [{"type": "input_image"}]}]})").param,
+            "input[0].content[0].type");
+  EXPECT_EQ(bad(R"({"input": "x", "tools": [{"type": "file_search"}]})").param, "tools[0].type");
+  EXPECT_EQ(bad(R"({"input": "x", "background": true})").param, "background");
+  EXPECT_EQ(bad(R"({"input": "x", "text": {"format": {"type": "json_schema"}}})").param,
+            "text.format");
+  EXPECT_EQ(bad(R"({"input": "x", "reasoning": {"effort": "max"}})").param, "reasoning.effort");
+  EXPECT_EQ(bad(R"({"input": "x", "max_output_tokens": 0})").param, "max_output_tokens");
+}
+
+}  // namespace
+}  // namespace recur::server
