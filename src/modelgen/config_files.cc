@@ -1,6 +1,6 @@
 // config.json and generation_config.json of generated checkpoints, with the real files' field
-// names and nesting (model-families.md 1.1, 2.1, 4.1). Keys are sorted and indented by 2, as
-// transformers writes them.
+// names and nesting (model-families.md 1.1, 2.1, 4.1; Llama 3.2 1B's for llama). Keys are sorted
+// and indented by 2, as transformers writes them.
 #include <nlohmann/json.hpp>
 
 #include "modelgen/families.h"
@@ -157,6 +157,44 @@ Json gemma3_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
   return j;
 }
 
+// meta-llama/Llama-3.2-1B-Instruct's config.json, field for field (tiny-bias: Llama 2's layout,
+// no head_dim and no rope_scaling).
+Json llama_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  Json j = {{"architectures", {"LlamaForCausalLM"}},
+            {"attention_bias", g.attention_bias},
+            {"attention_dropout", 0.0},
+            {"bos_token_id", ids.begin_of_text},
+            {"eos_token_id", {ids.end_of_text, ids.eom, ids.eot}},
+            {"hidden_act", "silu"},
+            {"hidden_size", g.d_model},
+            {"initializer_range", 0.02},
+            {"intermediate_size", g.d_ff},
+            {"max_position_embeddings", g.max_position},
+            {"mlp_bias", g.mlp_bias},
+            {"model_type", "llama"},
+            {"num_attention_heads", g.n_heads},
+            {"num_hidden_layers", g.n_layers},
+            {"num_key_value_heads", g.n_kv_heads},
+            {"pretraining_tp", 1},
+            {"rms_norm_eps", g.norm_eps},
+            {"rope_scaling", nullptr},
+            {"rope_theta", g.rope_theta},
+            {"tie_word_embeddings", g.tied},
+            {"torch_dtype", torch_dtype(dtype)},
+            {"transformers_version", "4.45.0.dev0"},
+            {"use_cache", true},
+            {"vocab_size", g.vocab_size}};
+  if (g.head_dim_key) j["head_dim"] = g.head_dim;
+  if (g.rope_factor > 0.0) {
+    j["rope_scaling"] = {{"factor", g.rope_factor},
+                         {"high_freq_factor", g.rope_high_freq_factor},
+                         {"low_freq_factor", g.rope_low_freq_factor},
+                         {"original_max_position_embeddings", g.rope_original_max_position},
+                         {"rope_type", "llama3"}};
+  }
+  return j;
+}
+
 // time_step_limit is written as a placeholder string and replaced by the bare Infinity that
 // Python's json module writes (invalid JSON, which loaders must accept).
 constexpr const char* kInfinityPlaceholder = "__recur_infinity__";
@@ -204,6 +242,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return qwen3_config(g, dtype, ids).dump(2) + "\n";
     case Family::kQwen3_5:
       return qwen3_5_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kLlama:
+      return llama_config(g, dtype, ids).dump(2) + "\n";
     case Family::kGemma3:
       return gemma3_config(g, dtype, ids).dump(2) + "\n";
     case Family::kMamba2: {
@@ -217,6 +257,15 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
 }
 
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
+  if (g.family == Family::kLlama) {  // Llama-3.2-1B-Instruct's
+    const Json j = {{"bos_token_id", ids.begin_of_text},
+                    {"do_sample", true},
+                    {"eos_token_id", {ids.end_of_text, ids.eom, ids.eot}},
+                    {"temperature", 0.6},
+                    {"top_p", 0.9},
+                    {"transformers_version", "4.45.0.dev0"}};
+    return j.dump(2) + "\n";
+  }
   if (g.family == Family::kGemma3) {  // gemma-3-1b-it's
     const Json j = {{"bos_token_id", 2}, {"cache_implementation", "hybrid"},
                     {"do_sample", true}, {"eos_token_id", {ids.endoftext, ids.im_end}},

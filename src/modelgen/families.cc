@@ -1,6 +1,6 @@
-// Presets, overrides and tensor tables of qwen3, qwen3_5, mamba2 and gemma3 checkpoints. Names,
-// shapes and per-tensor dtypes follow model-families.md sections 1.2, 2.3 and 4.2 and docs/model.md
-// (Gemma 3).
+// Presets, overrides and tensor tables of qwen3, qwen3_5, mamba2, gemma3 and llama checkpoints.
+// Names, shapes and per-tensor dtypes follow model-families.md sections 1.2, 2.3 and 4.2 and
+// docs/model.md (Gemma 3, Llama).
 #include "modelgen/families.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@ namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
   if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
-  if (family != Family::kQwen3_5) return family == Family::kQwen3;
+  if (family != Family::kQwen3_5) return family == Family::kQwen3 || family == Family::kLlama;
   return (layer + 1) % full_attention_interval == 0;
 }
 
@@ -58,6 +58,27 @@ Geometry mamba2_preset(bool real) {
   return g;
 }
 
+// Llama 3.2 1B; the tiny one keeps its rope_scaling (head_dim 16 has high, blended and divided
+// frequencies) but unties the head, as Llama 3.1 8B; tiny-bias is the other side of every flag.
+Geometry llama_preset(const std::string& preset) {
+  Geometry g{.family = Family::kLlama, .rope_theta = 500000.0, .norm_eps = 1e-5};
+  g.max_position = 131072, g.rope_factor = 32.0, g.rope_low_freq_factor = 1.0;
+  g.rope_high_freq_factor = 4.0, g.rope_original_max_position = 8192;
+  if (preset == "llama-3.2-1b") {  // meta-llama/Llama-3.2-1B-Instruct
+    g.n_layers = 16, g.d_model = 2048, g.vocab_size = 128256, g.d_ff = 8192;
+    g.n_heads = 32, g.n_kv_heads = 8, g.head_dim = 64;
+    return g;
+  }
+  g.n_layers = 2, g.d_model = 64, g.d_ff = 192;
+  g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+  g.tied = false;
+  if (preset == "tiny-bias") {
+    g.tied = true, g.attention_bias = true, g.mlp_bias = true, g.head_dim_key = false;
+    g.rope_theta = 10000.0, g.rope_factor = 0.0, g.max_position = 4096;
+  }
+  return g;
+}
+
 // google/gemma-3-1b-it, google/gemma-3-270m; tiny: two sliding layers and a global one, a
 // 16-token window (tests cross it cheaply), query_pre_attn_scalar unlike head_dim, linear RoPE
 // scaling on the global layer (as gemma-3-4b and larger) and final logit softcapping, so every
@@ -87,6 +108,12 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
     g.preset = preset;
     return g;
   }
+  if (family == Family::kLlama &&
+      (preset == "tiny" || preset == "tiny-bias" || preset == "llama-3.2-1b")) {
+    Geometry g = llama_preset(preset);
+    g.preset = preset;
+    return g;
+  }
   const bool tiny = preset == "tiny";
   if (tiny || (family == Family::kQwen3 && preset == "qwen3-0.6b") ||
       (family == Family::kQwen3_5 && preset == "qwen3.5-0.8b") ||
@@ -99,8 +126,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
   }
   return Error(StatusCode::kInvalidArgument,
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
-               "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, gemma-3-1b and gemma-3-270m "
-               "for gemma3)",
+               "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
+               "for llama, gemma-3-1b and gemma-3-270m for gemma3)",
                preset, family_name(family));
 }
 
@@ -269,6 +296,40 @@ std::vector<GenTensor> qwen3_5_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
+// Llama: Qwen3's layer without q/k norms, with optional biases (std 0.1: big enough that a
+// bias applied twice or not at all moves the logits), and lm_head.weight only when untied.
+std::vector<GenTensor> llama_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  const Init bias{.a = 0.0, .b = 0.1};
+  t.embedding("model.embed_tokens.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.plain_norm(p + "input_layernorm.weight", d);
+    t.linear(p + "self_attn.q_proj.weight", q_rows, d);
+    t.linear(p + "self_attn.k_proj.weight", kv_rows, d);
+    t.linear(p + "self_attn.v_proj.weight", kv_rows, d);
+    t.out_linear(p + "self_attn.o_proj.weight", d, q_rows);
+    if (g.attention_bias) {
+      t.add(p + "self_attn.q_proj.bias", {q_rows}, bias);
+      t.add(p + "self_attn.k_proj.bias", {kv_rows}, bias);
+      t.add(p + "self_attn.v_proj.bias", {kv_rows}, bias);
+      t.add(p + "self_attn.o_proj.bias", {d}, bias);
+    }
+    t.plain_norm(p + "post_attention_layernorm.weight", d);
+    qwen_mlp(t, g, p);
+    if (g.mlp_bias) {
+      t.add(p + "mlp.gate_proj.bias", {g.d_ff}, bias);
+      t.add(p + "mlp.up_proj.bias", {g.d_ff}, bias);
+      t.add(p + "mlp.down_proj.bias", {d}, bias);
+    }
+  }
+  t.plain_norm("model.norm.weight", d);
+  if (!g.tied) t.linear("lm_head.weight", g.vocab_size, d);
+  return std::move(t.out);
+}
+
 // Gemma3ForCausalLM (tied, no lm_head.weight in the file). Every norm is used as (1 + w).
 std::vector<GenTensor> gemma3_table(const Geometry& g, DType dtype) {
   TableBuilder t{dtype, g.n_layers, {}};
@@ -327,6 +388,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return qwen3_5_table(g, dtype);
     case Family::kMamba2:
       return mamba2_table(g, dtype);
+    case Family::kLlama:
+      return llama_table(g, dtype);
     case Family::kGemma3:
       return gemma3_table(g, dtype);
   }

@@ -1,6 +1,6 @@
-// Geometry, tensor tables and config files of the three generated families (qwen3, qwen3_5,
-// mamba2), following ../shared/reference/model-families.md sections 1, 2 and 4. Internal to
-// modelgen; tests use it to check the tensor table of the real presets without writing them.
+// Geometry, tensor tables and config files of the generated families: qwen3, qwen3_5, mamba2
+// (../shared/reference/model-families.md sections 1, 2 and 4) and llama (docs/model.md). Internal
+// to modelgen; tests use it to check the tensor table of the real presets without writing them.
 #pragma once
 
 #include <string>
@@ -50,6 +50,13 @@ struct Geometry {
   int max_position = 0;
   double rope_theta = 0.0;
   double norm_eps = 0.0;
+  bool tied = true;  // tie_word_embeddings
+  // llama
+  bool attention_bias = false, mlp_bias = false;
+  bool head_dim_key = true;  // config.json names head_dim (older Llama configs leave it out)
+  double rope_factor = 0.0;  // rope_scaling llama3 when > 0, with the three below
+  double rope_low_freq_factor = 0.0, rope_high_freq_factor = 0.0;
+  int rope_original_max_position = 0;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   int lin_conv_dim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }
@@ -62,6 +69,8 @@ struct SpecialIds {
   int endoftext = 0;
   int im_start = 0;
   int im_end = 0;
+  // Llama 3
+  int begin_of_text = 0, end_of_text = 0, eom = 0, eot = 0;
 };
 
 // The preset's geometry with spec's overrides applied; n_tokens is the tokenizer's size, which

@@ -25,6 +25,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "qwen3_5") return Family::kQwen3_5;
   if (word == "mamba2") return Family::kMamba2;
   if (word == "gemma3") return Family::kGemma3;
+  if (word == "llama") return Family::kLlama;
   return std::nullopt;
 }
 
@@ -38,6 +39,8 @@ const char* family_name(Family family) {
       return "mamba2";
     case Family::kGemma3:
       return "gemma3";
+    case Family::kLlama:
+      return "llama";
   }
   return "?";
 }
@@ -121,11 +124,11 @@ void read_generated(const GenTensor& t, std::uint64_t seed, std::int64_t begin,
   }
 }
 
-// The same tensors as an MLX quantized checkpoint (every generated family is tied).
+// The same tensors as an MLX quantized checkpoint.
 Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const GenSpec& spec,
-                 GenSummary& summary) {
+                 bool tied, GenSummary& summary) {
   const MlxRules rules{.family = spec.family,
-                       .tied = true,
+                       .tied = tied,
                        .format = {.bits = spec.bits, .group_size = spec.group_size}};
   std::vector<MlxTensor> tensors;
   for (const GenTensor& t : table) {
@@ -147,7 +150,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
   // Gemma's tokenizer is SentencePiece-style; the other families' byte-level.
   const bool sentencepiece = spec.family == Family::kGemma3;
   const SpTokenizer* sp = sentencepiece ? &generated_sp_tokenizer() : nullptr;
-  const BpeTokenizer* bpe = sentencepiece ? nullptr : &generated_tokenizer();
+  const BpeTokenizer* bpe = sentencepiece ? nullptr : &family_tokenizer(spec.family, spec.preset);
   const SpecialIds& ids = sentencepiece ? sp->ids : bpe->ids;
   RECUR_ASSIGN_OR_RETURN(Geometry g,
                          resolve_geometry(spec, sentencepiece ? sp->n_tokens() : bpe->n_tokens()));
@@ -176,7 +179,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     summary.n_bytes += static_cast<std::int64_t>(f.contents.size());
     ++summary.n_files;
   }
-  if (spec.bits != 0) return write_mlx(dir, table, spec, summary);
+  if (spec.bits != 0) return write_mlx(dir, table, spec, g.tied, summary);
   return write_weights(dir, table, entries, spec, summary);
 }
 

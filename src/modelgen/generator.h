@@ -1,7 +1,7 @@
 // Public API of the checkpoint generator: writes a complete Hugging Face checkpoint directory
 // (config.json, safetensors, tokenizer files, generation_config.json) with random but well-scaled
-// weights for qwen3, qwen3_5 or mamba2, optionally MLX-quantized. Deterministic from the seed. Not
-// a loader: model/ reads it.
+// weights for qwen3, qwen3_5, mamba2 or llama, optionally MLX-quantized. Deterministic from the
+// seed. Not a loader: model/ reads it.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 namespace recur::modelgen {
 
-enum class Family { kQwen3, kQwen3_5, kMamba2, kGemma3 };
+enum class Family { kQwen3, kQwen3_5, kMamba2, kGemma3, kLlama };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
 using recur::dtype_name;
@@ -22,7 +22,8 @@ using recur::parse_dtype;
 
 // What to generate. preset: "tiny" (tests: small, generates in milliseconds; gemma3's has a
 // 16-token sliding window), or the real geometry "qwen3-0.6b", "qwen3.5-0.8b", "mamba2-130m",
-// "gemma-3-1b", "gemma-3-270m" (benchmarks: hundreds of MB). A non-zero layers /
+// "gemma-3-1b", "gemma-3-270m", "llama-3.2-1b" (benchmarks: hundreds of MB); llama also has
+// "tiny-bias" (tied head, attention and MLP biases, no RoPE scaling). A non-zero layers /
 // hidden_size / vocab_size overrides the preset (heads are scaled with hidden_size).
 // bits != 0 writes an MLX affine-quantized checkpoint instead (4 or 8 bits, groups of group_size
 // = 32, 64 or 128 inputs; scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one
@@ -55,7 +56,7 @@ struct GenSummary {
 Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
                         GenSummary* summary = nullptr);
 
-// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3" (dtypes:
+// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama" (dtypes:
 // util/dtype.h).
 std::optional<Family> parse_family(std::string_view word);
 const char* family_name(Family family);

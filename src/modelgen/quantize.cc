@@ -30,9 +30,10 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "qwen3_5") return Family::kQwen3_5;
   if (type == "mamba2") return Family::kMamba2;
   if (type == "gemma3_text") return Family::kGemma3;
+  if (type == "llama") return Family::kLlama;
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
-               "gemma3_text)",
+               "gemma3_text, llama)",
                ck.dir(), type);
 }
 

@@ -1,5 +1,6 @@
 // A small deterministic BPE trainer over the built-in corpus, and the tokenizer.json /
-// tokenizer_config.json writers (layout of the real Qwen files, model-families.md section 9).
+// tokenizer_config.json writers (layout of the real Qwen files, model-families.md section 9, and of
+// Llama 3.1/3.2's, docs/model.md).
 #include "modelgen/tokenizer_gen.h"
 
 #include <array>
@@ -238,11 +239,60 @@ const BpeTokenizer& generated_tokenizer() {
 
 namespace {
 
+// Llama 3.1/3.2's 256 added tokens, in id order from <|begin_of_text|>.
+std::vector<AddedToken> llama3_added_tokens() {
+  std::vector<AddedToken> out = {{"<|begin_of_text|>"},
+                                 {"<|end_of_text|>"},
+                                 {"<|reserved_special_token_0|>"},
+                                 {"<|reserved_special_token_1|>"},
+                                 {"<|finetune_right_pad_id|>"},
+                                 {"<|reserved_special_token_2|>"},
+                                 {"<|start_header_id|>"},
+                                 {"<|end_header_id|>"},
+                                 {"<|eom_id|>"},
+                                 {"<|eot_id|>"},
+                                 {"<|python_tag|>"}};
+  for (int i = 3; out.size() < 256; ++i) {
+    out.push_back({fmt::format("<|reserved_special_token_{}|>", i)});
+  }
+  return out;
+}
+
+// pad_to > 0 fills the BPE vocabulary with tokens no text encodes to: "<fill" + n + ">" is never
+// one pre-tokenizer piece (letters and digits always split), so neither merges nor
+// ignore_merges' whole-word lookup can produce it.
+BpeTokenizer llama_tokenizer(int pad_to) {
+  BpeTokenizer tok = generated_tokenizer();
+  for (int i = 0; static_cast<int>(tok.vocab.size()) < pad_to; ++i) {
+    tok.vocab.push_back(fmt::format("<fill{}>", i));
+  }
+  tok.added = llama3_added_tokens();
+  const auto base = static_cast<int>(tok.vocab.size());
+  tok.ids = {.begin_of_text = base, .end_of_text = base + 1, .eom = base + 8, .eot = base + 9};
+  return tok;
+}
+
+}  // namespace
+
+const BpeTokenizer& family_tokenizer(Family family, std::string_view preset) {
+  if (family != Family::kLlama) return generated_tokenizer();
+  if (preset == "llama-3.2-1b") {
+    static const BpeTokenizer real = llama_tokenizer(128000);
+    return real;
+  }
+  static const BpeTokenizer tiny = llama_tokenizer(0);
+  return tiny;
+}
+
+namespace {
+
 using OJson = nlohmann::ordered_json;
 
 // Pre-tokenizer regexes of the real files (model-families.md section 9).
 constexpr const char* kQwen3_5Regex =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+constexpr const char* kLlama3Regex =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 constexpr const char* kQwen3Regex =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 
@@ -270,9 +320,100 @@ OJson bpe_model(const BpeTokenizer& tok) {
           {"merges", std::move(merges)}};
 }
 
+OJson added_tokens(const BpeTokenizer& tok) {
+  OJson added = OJson::array();
+  for (std::size_t i = 0; i < tok.added.size(); ++i) {
+    added.push_back({{"id", tok.vocab.size() + i},
+                     {"content", tok.added[i].content},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", tok.added[i].special}});
+  }
+  return added;
+}
+
+// Llama 3.1/3.2's tokenizer.json: no normalizer, merges as "a b" strings, ignore_merges, and a
+// post-processor that puts <|begin_of_text|> first (add_special_tokens).
+std::string llama_tokenizer_json(const BpeTokenizer& tok) {
+  const std::string bos = tok.added.front().content;
+  const OJson split = {{"type", "Split"},
+                       {"pattern", {{"Regex", kLlama3Regex}}},
+                       {"behavior", "Isolated"},
+                       {"invert", false}};
+  const OJson byte_level_pre = {{"type", "ByteLevel"},
+                                {"add_prefix_space", false},
+                                {"trim_offsets", true},
+                                {"use_regex", false}};
+  auto piece = [](const char* kind, const std::string& id, int type_id) {
+    return OJson{{kind, {{"id", id}, {"type_id", type_id}}}};
+  };
+  const OJson templ = {
+      {"type", "TemplateProcessing"},
+      {"single", {piece("SpecialToken", bos, 0), piece("Sequence", "A", 0)}},
+      {"pair",
+       {piece("SpecialToken", bos, 0), piece("Sequence", "A", 0), piece("SpecialToken", bos, 1),
+        piece("Sequence", "B", 1)}},
+      {"special_tokens",
+       {{bos, {{"id", bos}, {"ids", {tok.ids.begin_of_text}}, {"tokens", {bos}}}}}}};
+  const OJson post = {{"type", "Sequence"},
+                      {"processors",
+                       {{{"type", "ByteLevel"},
+                         {"add_prefix_space", true},
+                         {"trim_offsets", false},
+                         {"use_regex", true}},
+                        templ}}};
+  OJson model = bpe_model(tok);
+  model["continuing_subword_prefix"] = nullptr;
+  model["end_of_word_suffix"] = nullptr;
+  model["ignore_merges"] = true;
+  OJson merges = OJson::array();
+  for (const auto& [a, b] : tok.merges) merges.push_back(a + " " + b);
+  model["merges"] = std::move(merges);
+  const OJson j = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added_tokens(tok)},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level_pre}}}},
+      {"post_processor", post},
+      {"decoder",
+       {{"type", "ByteLevel"},
+        {"add_prefix_space", true},
+        {"trim_offsets", true},
+        {"use_regex", true}}},
+      {"model", std::move(model)}};
+  return j.dump(2) + "\n";
+}
+
+// Llama-3.2-1B-Instruct's tokenizer_config.json, with Llama 3.1's chat template (docs/model.md).
+std::string llama_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
+  OJson decoder = OJson::object();
+  for (std::size_t i = 0; i < tok.added.size(); ++i) {
+    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
+                                                     {"lstrip", false},
+                                                     {"normalized", false},
+                                                     {"rstrip", false},
+                                                     {"single_word", false},
+                                                     {"special", true}};
+  }
+  const OJson j = {{"added_tokens_decoder", std::move(decoder)},
+                   {"bos_token", "<|begin_of_text|>"},
+                   {"chat_template", kLlama3ChatTemplate},
+                   {"clean_up_tokenization_spaces", true},
+                   {"eos_token", "<|eot_id|>"},
+                   {"model_input_names", {"input_ids", "attention_mask"}},
+                   {"model_max_length", max_position},
+                   {"tokenizer_class", "PreTrainedTokenizerFast"}};
+  return j.dump(2) + "\n";
+}
+
 }  // namespace
 
 std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
+  if (family == Family::kLlama) return llama_tokenizer_json(tok);
   OJson added = OJson::array();
   for (std::size_t i = 0; i < tok.added.size(); ++i) {
     added.push_back({{"id", tok.vocab.size() + i},
@@ -302,6 +443,7 @@ std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
 }
 
 std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int max_position) {
+  if (family == Family::kLlama) return llama_tokenizer_config_json(tok, max_position);
   OJson decoder = OJson::object();
   OJson extra = OJson::array();
   for (std::size_t i = 0; i < tok.added.size(); ++i) {

@@ -15,6 +15,7 @@ namespace recur::modelgen {
 extern const char* const kTrainingCorpus;
 extern const char* const kQwen3_5ChatTemplate;
 extern const char* const kQwen3ChatTemplate;
+extern const char* const kLlama3ChatTemplate;
 
 struct AddedToken {
   std::string content;
@@ -38,8 +39,14 @@ BpeTokenizer train_bpe(std::string_view corpus, int bpe_vocab_size);
 
 // The tokenizer every generated checkpoint uses (1000 BPE tokens), trained once per process.
 const BpeTokenizer& generated_tokenizer();
+// The tokenizer of a family's checkpoints: generated_tokenizer() itself, or for llama its BPE
+// with Llama 3's 256 special tokens instead of Qwen's; the llama-3.2-1b preset pads the BPE with
+// unreachable tokens to 128000 so that the special tokens get Llama 3's ids (<|begin_of_text|> =
+// 128000).
+const BpeTokenizer& family_tokenizer(Family family, std::string_view preset);
 
-// Qwen3.5's file (its pre-tokenizer regex) for qwen3_5 and mamba2; Qwen3's regex for qwen3.
+// Qwen3.5's file (its pre-tokenizer regex) for qwen3_5 and mamba2; Qwen3's regex for qwen3; Llama
+// 3's file (regex, ignore_merges, the <|begin_of_text|> post-processor) for llama.
 std::string tokenizer_json(const BpeTokenizer& tok, Family family);
 std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int max_position);
 

@@ -279,6 +279,48 @@ TEST(TinyConfig, Mamba2WritesInfinityLikePython) {
   EXPECT_EQ(c["eos_token_id"], 1000);
 }
 
+// Llama: Llama 3's tokenizer files (special tokens after the BPE, the <|begin_of_text|>
+// post-processor, ignore_merges, Llama 3.1's chat template) and both tiny presets' configs.
+TEST(TinyConfig, LlamaTokenizerAndPresets) {
+  TempDir tmp;
+  ASSERT_TRUE(write_checkpoint({.family = Family::kLlama}, tmp.path().string()).is_ok());
+  const Json c = parse_json_file(tmp.path() / "config.json");
+  EXPECT_EQ(c["model_type"], "llama");
+  EXPECT_EQ(c["architectures"], Json::array({"LlamaForCausalLM"}));
+  EXPECT_EQ(c["tie_word_embeddings"], false);
+  EXPECT_EQ(c["head_dim"], 16);
+  EXPECT_EQ(c["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(c["bos_token_id"], 1000);
+  EXPECT_EQ(c["eos_token_id"], Json::array({1001, 1008, 1009}));
+  const Json tok = parse_json_file(tmp.path() / "tokenizer.json");
+  EXPECT_EQ(tok["model"]["ignore_merges"], true);
+  EXPECT_TRUE(tok["model"]["merges"][0].is_string());
+  EXPECT_EQ(tok["added_tokens"].size(), 256u);
+  EXPECT_EQ(tok["added_tokens"][0]["content"], "<|begin_of_text|>");
+  EXPECT_EQ(tok["added_tokens"][9]["content"], "<|eot_id|>");
+  EXPECT_EQ(tok["added_tokens"][9]["id"], 1009);
+  EXPECT_EQ(tok["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"]["ids"],
+            Json::array({1000}));
+  const Json cfg = parse_json_file(tmp.path() / "tokenizer_config.json");
+  EXPECT_EQ(cfg["bos_token"], "<|begin_of_text|>");
+  EXPECT_EQ(cfg["eos_token"], "<|eot_id|>");
+  const std::string tpl = cfg["chat_template"];
+  EXPECT_TRUE(tpl.starts_with("{{- bos_token }}"));
+  EXPECT_TRUE(tpl.ends_with("{%- endif %}"));
+  EXPECT_NE(tpl.find("Today Date: \" + date_string"), std::string::npos);
+
+  TempDir bias;
+  ASSERT_TRUE(
+      write_checkpoint({.family = Family::kLlama, .preset = "tiny-bias"}, bias.path().string())
+          .is_ok());
+  const Json b = parse_json_file(bias.path() / "config.json");
+  EXPECT_EQ(b["attention_bias"], true);
+  EXPECT_EQ(b["mlp_bias"], true);
+  EXPECT_EQ(b["tie_word_embeddings"], true);
+  EXPECT_FALSE(b.contains("head_dim"));
+  EXPECT_TRUE(b["rope_scaling"].is_null());
+}
+
 TEST(WriteCheckpoint, RefusesBadRequests) {
   TempDir tmp;
   const std::string out = (tmp.path() / "x").string();

@@ -127,6 +127,41 @@ inline Table mamba2_table(int layers, std::int64_t d, std::int64_t heads, std::i
   return t;
 }
 
+// Llama (docs/model.md): no q/k norms; biases when attention_bias / mlp_bias; lm_head only when
+// untied. q = n_heads * head_dim, kv = n_kv_heads * head_dim.
+inline Table llama_table(int layers, std::int64_t d, std::int64_t q, std::int64_t kv,
+                         std::int64_t ff, std::int64_t vocab, bool tied, bool bias,
+                         std::string dt) {
+  Table t;
+  t["model.embed_tokens.weight"] = {{vocab, d}, dt};
+  if (!tied) t["lm_head.weight"] = {{vocab, d}, dt};
+  t["model.norm.weight"] = {{d}, dt};
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t[p + "input_layernorm.weight"] = {{d}, dt};
+    t[p + "self_attn.q_proj.weight"] = {{q, d}, dt};
+    t[p + "self_attn.k_proj.weight"] = {{kv, d}, dt};
+    t[p + "self_attn.v_proj.weight"] = {{kv, d}, dt};
+    t[p + "self_attn.o_proj.weight"] = {{d, q}, dt};
+    t[p + "post_attention_layernorm.weight"] = {{d}, dt};
+    t[p + "mlp.gate_proj.weight"] = {{ff, d}, dt};
+    t[p + "mlp.up_proj.weight"] = {{ff, d}, dt};
+    t[p + "mlp.down_proj.weight"] = {{d, ff}, dt};
+    if (bias) {
+      for (auto [name, n] : {std::pair{"self_attn.q_proj", q},
+                             {"self_attn.k_proj", kv},
+                             {"self_attn.v_proj", kv},
+                             {"self_attn.o_proj", d},
+                             {"mlp.gate_proj", ff},
+                             {"mlp.up_proj", ff},
+                             {"mlp.down_proj", d}}) {
+        t[p + name + ".bias"] = {{n}, dt};
+      }
+    }
+  }
+  return t;
+}
+
 // The generated tiny presets' Hugging Face tables (the tiny preset's sizes).
 inline Table tiny_hf_table(Family family, const std::string& dt) {
   switch (family) {
@@ -148,6 +183,8 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
                            dt);
     case Family::kMamba2:
       return mamba2_table(2, 64, 8, 128, 160, 1024, dt);
+    case Family::kLlama:  // 1000 BPE tokens + Llama 3's 256 special ones, rounded up to 64
+      return llama_table(2, 64, 64, 32, 192, 1280, /*tied=*/false, /*bias=*/false, dt);
   }
   return {};
 }

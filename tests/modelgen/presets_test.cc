@@ -153,6 +153,43 @@ TEST(RealPresets, Mamba2_130m) {
   expect_superset(got, reference, {"bos_token_id", "eos_token_id", "pad_token_id"});
 }
 
+// meta-llama/Llama-3.2-1B-Instruct: 146 tensors (tied: no lm_head), 1,235,814,400 parameters,
+// the config.json field for field (token ids included: the preset's tokenizer puts the special
+// tokens at Llama 3's ids), and the tokenizer's special ids.
+TEST(RealPresets, Llama_3_2_1B) {
+  const BpeTokenizer& tok = family_tokenizer(Family::kLlama, "llama-3.2-1b");
+  EXPECT_EQ(tok.n_tokens(), 128256);
+  EXPECT_EQ(tok.ids.begin_of_text, 128000);
+  EXPECT_EQ(tok.added[6].content, "<|start_header_id|>");
+  EXPECT_EQ(tok.added[10].content, "<|python_tag|>");
+  EXPECT_EQ(tok.added[255].content, "<|reserved_special_token_247|>");
+  auto g = resolve_geometry({.family = Family::kLlama, .preset = "llama-3.2-1b"}, tok.n_tokens());
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const auto gen = tensor_table(*g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 146u);
+  EXPECT_EQ(n_params(gen), 1235814400);
+  EXPECT_EQ(testing::table_diff(table_of(gen), testing::llama_table(16, 2048, 2048, 512, 8192,
+                                                                    128256, true, false, "BF16")),
+            "");
+  const Json reference = Json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "head_dim": 64,
+    "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16,
+    "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256})");
+  const Json got = Json::parse(config_json(*g, DType::kBF16, tok.ids));
+  expect_superset(got, reference, {});
+  EXPECT_EQ(got.size(), reference.size());
+  const Json gen_config = Json::parse(generation_config_json(*g, tok.ids));
+  EXPECT_EQ(gen_config["eos_token_id"], Json::array({128001, 128008, 128009}));
+  EXPECT_EQ(gen_config["bos_token_id"], 128000);
+}
+
 TEST(RealPresets, FamilyIsDerivedNeverMixed) {
   auto g = resolve_geometry({.family = Family::kQwen3_5, .preset = "qwen3-0.6b"}, 1009);
   EXPECT_FALSE(g.is_ok());
