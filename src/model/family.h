@@ -36,6 +36,17 @@ class TensorVisitor {
   // An optional vector that is absent is left empty.
   virtual void vector(const std::string& name, std::vector<std::int64_t> shape,
                       std::vector<float>* slot, Need need = Need::kRequired) = 0;
+  // One Linear (`proj`: gate_proj, up_proj, down_proj) of each of slots->size() experts, each
+  // [rows, cols]. Hugging Face files hold a tensor per expert, `<p>experts.<e>.<proj>.weight`;
+  // MLX conversions stack them into `<p>switch_mlp.<proj>.weight` [experts, rows, cols] (quantized:
+  // codes, scales and biases each stacked). This default names the per-expert tensors; the loader
+  // reads either layout (model.cc).
+  virtual void expert_matrices(const std::string& p, const std::string& proj, std::int64_t rows,
+                               std::int64_t cols, std::vector<kernels::WeightView>* slots) {
+    for (std::size_t e = 0; e < slots->size(); ++e) {
+      matrix(p + "experts." + std::to_string(e) + "." + proj + ".weight", rows, cols, &(*slots)[e]);
+    }
+  }
   // The checkpoint's zero-centred norm weights already hold 1 + w (MLX writes them so): the
   // loader must not add the 1 again (model/blocks.h visit_norm).
   virtual bool norms_hold_one() const { return false; }
@@ -127,6 +138,8 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const s
 Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
+                                                      const std::string& prefix);
 
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.

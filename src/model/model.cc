@@ -52,6 +52,11 @@ struct QuantizedStore {
 
 namespace {
 
+// One expert's matrix of a stacked tensor: codes, scales and biases are [count, rows, ...].
+struct Stacked {
+  std::int64_t index = 0, count = 0;  // count 0: a plain 2-D tensor
+};
+
 // Binds a family's tensors to the checkpoint; the first error is kept and later calls are no-ops.
 class BindingVisitor final : public TensorVisitor {
  public:
@@ -78,6 +83,42 @@ class BindingVisitor final : public TensorVisitor {
       quantize_in_memory(slot);
       list_->back().n_bytes = static_cast<std::int64_t>(store_->bytes - before);
       drop_mapped_pages(t->data, t->n_bytes);  // the pages the row passes shared at their edges
+    }
+  }
+
+  // MLX's stacked experts (`<p>switch_mlp.<proj>.weight` [experts, rows, cols], quantized or
+  // not) when the checkpoint has them, else the per-expert tensors.
+  void expert_matrices(const std::string& p, const std::string& proj, std::int64_t rows,
+                       std::int64_t cols, std::vector<k::WeightView>* slots) override {
+    const std::string module = p + "switch_mlp." + proj;
+    if (ck_.find(module + ".weight") == nullptr) {
+      TensorVisitor::expert_matrices(p, proj, rows, cols, slots);
+      return;
+    }
+    const auto n = static_cast<std::int64_t>(slots->size());
+    if (ck_.find(module + ".scales") != nullptr) {
+      for (std::int64_t e = 0; e < n; ++e) {
+        bind_quantized(module, rows, cols, &(*slots)[static_cast<std::size_t>(e)], {e, n});
+      }
+      return;
+    }
+    const std::string name = module + ".weight";
+    list_->push_back({name, {n, rows, cols}, true});
+    const TensorInfo* t = lookup(name, {n, rows, cols}, Need::kRequired);
+    if (t == nullptr) return;
+    list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
+    const std::int64_t expert_bytes = rows * cols * k::dtype_bytes(*t->dtype);
+    const std::size_t before = store_->bytes;
+    for (std::int64_t e = 0; e < n; ++e) {
+      k::WeightView* slot = &(*slots)[static_cast<std::size_t>(e)];
+      *slot = {.data = t->data + e * expert_bytes, .dtype = *t->dtype, .rows = rows, .cols = cols};
+      if (opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0) {
+        quantize_in_memory(slot);
+      }
+    }
+    if (store_->bytes != before) {
+      list_->back().n_bytes = static_cast<std::int64_t>(store_->bytes - before);
+      drop_mapped_pages(t->data, t->n_bytes);
     }
   }
 
@@ -157,7 +198,7 @@ class BindingVisitor final : public TensorVisitor {
   // view reads all three in place. Bits and group size follow from the shapes and must agree with
   // config.json's quantization (its default or the module's override) when it has one.
   void bind_quantized(const std::string& module, std::int64_t rows, std::int64_t cols,
-                      k::WeightView* slot) {
+                      k::WeightView* slot, Stacked stack = {}) {
     if (!status_.is_ok()) return;
     const std::string name = module + ".weight";
     const TensorInfo* codes = ck_.find(name);
@@ -171,27 +212,38 @@ class BindingVisitor final : public TensorVisitor {
       return fail(StatusCode::kUnimplemented,
                   "no .biases: only MLX's affine mode (scales and biases) is supported");
     }
-    if (codes->dtype_text != "U32" || codes->shape.size() != 2 || codes->shape[0] != rows) {
+    // A stacked tensor leads with the expert count; the rest is one matrix's shape.
+    const std::vector<std::int64_t> lead =
+        stack.count > 0 ? std::vector<std::int64_t>{stack.count, rows} : std::vector{rows};
+    const std::string lead_text =
+        stack.count > 0 ? fmt::format("{}, {}", stack.count, rows) : fmt::format("{}", rows);
+    auto leads_with = [&](const TensorInfo* t) {
+      return t->shape.size() == lead.size() + 1 &&
+             std::equal(lead.begin(), lead.end(), t->shape.begin());
+    };
+    if (codes->dtype_text != "U32" || !leads_with(codes)) {
       return fail(StatusCode::kInvalidArgument,
-                  fmt::format("codes must be U32 [{}, cols*bits/32], got {} {}", rows,
+                  fmt::format("codes must be U32 [{}, cols*bits/32], got {} {}", lead_text,
                               codes->dtype_text, shape_to_string(codes->shape)));
     }
-    if (scales->shape.size() != 2 || scales->shape[0] != rows || scales->shape[1] <= 0 ||
-        cols % scales->shape[1] != 0 || scales->shape != biases->shape) {
-      return fail(
-          StatusCode::kInvalidArgument,
-          fmt::format("scales {} and biases {} must both be [{}, {} / group_size]",
-                      shape_to_string(scales->shape), shape_to_string(biases->shape), rows, cols));
+    const std::int64_t n_groups = scales->shape.empty() ? 0 : scales->shape.back();
+    const std::int64_t words = codes->shape.back();
+    if (!leads_with(scales) || n_groups <= 0 || cols % n_groups != 0 ||
+        scales->shape != biases->shape) {
+      return fail(StatusCode::kInvalidArgument,
+                  fmt::format("scales {} and biases {} must both be [{}, {} / group_size]",
+                              shape_to_string(scales->shape), shape_to_string(biases->shape),
+                              lead_text, cols));
     }
-    const std::int64_t group_size = cols / scales->shape[1];
-    const std::int64_t bits = codes->shape[1] * 32 / cols;
-    if (codes->shape[1] * 32 != bits * cols ||
+    const std::int64_t group_size = cols / n_groups;
+    const std::int64_t bits = words * 32 / cols;
+    if (words * 32 != bits * cols ||
         !k::quant_format_supported(static_cast<int>(bits), static_cast<int>(group_size))) {
-      return fail(StatusCode::kUnimplemented,
-                  fmt::format("{} words per row and {} groups for {} inputs are {} bits in groups "
-                              "of {}; supported: 4 or 8 bits, groups of 32, 64 or 128",
-                              codes->shape[1], scales->shape[1], cols,
-                              codes->shape[1] * 32.0 / static_cast<double>(cols), group_size));
+      return fail(
+          StatusCode::kUnimplemented,
+          fmt::format("{} words per row and {} groups for {} inputs are {} bits in groups "
+                      "of {}; supported: 4 or 8 bits, groups of 32, 64 or 128",
+                      words, n_groups, cols, words * 32.0 / static_cast<double>(cols), group_size));
     }
     if (quant_) {
       const QuantizationConfig::Format want = quant_->for_module(module);
@@ -214,22 +266,29 @@ class BindingVisitor final : public TensorVisitor {
         reinterpret_cast<std::uintptr_t>(biases->data) % scale_align != 0) {
       return fail(StatusCode::kDataLoss, "data is not aligned to its element size");
     }
-    list_->push_back({name, {rows, cols}, true, static_cast<std::int64_t>(codes->n_bytes)});
-    list_->push_back(
-        {module + ".scales", scales->shape, true, static_cast<std::int64_t>(scales->n_bytes)});
-    list_->push_back(
-        {module + ".biases", biases->shape, true, static_cast<std::int64_t>(biases->n_bytes)});
-    const k::MlxQuantized mlx{.codes = reinterpret_cast<const std::uint32_t*>(codes->data),
-                              .scales = scales->data,
-                              .biases = biases->data,
-                              .dtype = *scales->dtype,
-                              .rows = rows,
-                              .cols = cols,
-                              .bits = static_cast<int>(bits),
-                              .group_size = static_cast<int>(group_size)};
+    if (stack.index == 0) {  // a stacked tensor is listed once, with its full shape
+      std::vector<std::int64_t> shape = lead;
+      shape.push_back(cols);
+      list_->push_back({name, shape, true, static_cast<std::int64_t>(codes->n_bytes)});
+      list_->push_back(
+          {module + ".scales", scales->shape, true, static_cast<std::int64_t>(scales->n_bytes)});
+      list_->push_back(
+          {module + ".biases", biases->shape, true, static_cast<std::int64_t>(biases->n_bytes)});
+    }
+    const std::int64_t scale_bytes = rows * n_groups * k::dtype_bytes(*scales->dtype);
+    const k::MlxQuantized mlx{
+        .codes = reinterpret_cast<const std::uint32_t*>(codes->data) + stack.index * rows * words,
+        .scales = scales->data + stack.index * scale_bytes,
+        .biases = biases->data + stack.index * scale_bytes,
+        .dtype = *scales->dtype,
+        .rows = rows,
+        .cols = cols,
+        .bits = static_cast<int>(bits),
+        .group_size = static_cast<int>(group_size)};
     // Repacked into the kernels' layout; the file's pages are released behind the copy.
     *slot = store_->add(k::packed_view(mlx, nullptr));
     k::pack_quantized_rows(mlx, 0, rows, *slot);
+    if (stack.index + 1 < stack.count) return;  // the later experts still read these pages
     drop_mapped_pages(codes->data, codes->n_bytes);
     drop_mapped_pages(scales->data, scales->n_bytes);
     drop_mapped_pages(biases->data, biases->n_bytes);

@@ -40,6 +40,11 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_llama},
+      {.name = "qwen3_moe",
+       .model_types = {"qwen3_moe"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_qwen3_moe},
   };
   return kFamilies;
 }
