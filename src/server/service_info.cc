@@ -58,6 +58,7 @@ json disk_json(const cache::DiskStats& s) {
       {"discovered", s.discovered},
       {"lookups", s.lookups},
       {"hits", s.hits},
+      {"unwritten_hits", s.unwritten_hits},
       {"tokens_reused", s.tokens_reused},
       {"read_bytes", s.read_bytes},
       {"read_ms_avg", read_ms_avg},
