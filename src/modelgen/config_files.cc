@@ -195,6 +195,44 @@ Json llama_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
   return j;
 }
 
+// Qwen/Qwen3-30B-A3B's config.json, field for field.
+Json qwen3_moe_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  return {{"architectures", {"Qwen3MoeForCausalLM"}},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"bos_token_id", ids.endoftext},
+          {"decoder_sparse_step", g.sparse_step},
+          {"eos_token_id", ids.im_end},
+          {"head_dim", g.head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", g.d_model},
+          {"initializer_range", 0.02},
+          {"intermediate_size", g.d_ff},
+          {"max_position_embeddings", g.max_position},
+          {"max_window_layers", g.n_layers},
+          {"mlp_only_layers", g.mlp_only_layers},
+          {"model_type", "qwen3_moe"},
+          {"moe_intermediate_size", g.moe_d_ff},
+          {"norm_topk_prob", g.norm_topk_prob},
+          {"num_attention_heads", g.n_heads},
+          {"num_experts", g.n_experts},
+          {"num_experts_per_tok", g.experts_per_tok},
+          {"num_hidden_layers", g.n_layers},
+          {"num_key_value_heads", g.n_kv_heads},
+          {"output_router_logits", false},
+          {"rms_norm_eps", g.norm_eps},
+          {"rope_scaling", nullptr},
+          {"rope_theta", g.rope_theta},
+          {"router_aux_loss_coef", 0.001},
+          {"sliding_window", nullptr},
+          {"tie_word_embeddings", g.tied},
+          {"torch_dtype", torch_dtype(dtype)},
+          {"transformers_version", "4.51.0"},
+          {"use_cache", true},
+          {"use_sliding_window", false},
+          {"vocab_size", g.vocab_size}};
+}
+
 // time_step_limit is written as a placeholder string and replaced by the bare Infinity that
 // Python's json module writes (invalid JSON, which loaders must accept).
 constexpr const char* kInfinityPlaceholder = "__recur_infinity__";
@@ -246,6 +284,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return llama_config(g, dtype, ids).dump(2) + "\n";
     case Family::kGemma3:
       return gemma3_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kQwen3Moe:
+      return qwen3_moe_config(g, dtype, ids).dump(2) + "\n";
     case Family::kMamba2: {
       std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
       const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);
@@ -273,7 +313,7 @@ std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
                     {"top_p", 0.95},     {"transformers_version", "4.50.0.dev0"}};
     return j.dump(2) + "\n";
   }
-  const bool thinking_default = g.family == Family::kQwen3;
+  const bool thinking_default = g.family == Family::kQwen3 || g.family == Family::kQwen3Moe;
   Json j = {{"bos_token_id", ids.endoftext},
             {"do_sample", true},
             {"eos_token_id", {ids.im_end, ids.endoftext}},

@@ -10,8 +10,15 @@ namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
   if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
-  if (family != Family::kQwen3_5) return family == Family::kQwen3 || family == Family::kLlama;
+  if (family != Family::kQwen3_5) {
+    return family == Family::kQwen3 || family == Family::kLlama || family == Family::kQwen3Moe;
+  }
   return (layer + 1) % full_attention_interval == 0;
+}
+
+bool Geometry::is_sparse(int layer) const {
+  return n_experts > 0 && (layer + 1) % sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
 }
 
 namespace {
@@ -101,7 +108,29 @@ Geometry gemma3_preset(const std::string& preset) {
   return g;
 }
 
+// Qwen/Qwen3-30B-A3B; tiny: a dense layer between two sparse ones (mlp_only_layers), 3 of 8
+// experts per token, an untied head as the real one.
+Geometry qwen3_moe_preset(bool real) {
+  Geometry g{.family = Family::kQwen3Moe, .rope_theta = 1e6, .norm_eps = 1e-6};
+  g.max_position = 40960, g.tied = false, g.norm_topk_prob = true, g.sparse_step = 1;
+  if (real) {
+    g.n_layers = 48, g.d_model = 2048, g.vocab_size = 151936, g.d_ff = 6144;
+    g.n_heads = 32, g.n_kv_heads = 4, g.head_dim = 128;
+    g.n_experts = 128, g.experts_per_tok = 8, g.moe_d_ff = 768;
+  } else {
+    g.n_layers = 3, g.d_model = 64, g.d_ff = 192;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 32;
+    g.n_experts = 8, g.experts_per_tok = 3, g.moe_d_ff = 32, g.mlp_only_layers = {1};
+  }
+  return g;
+}
+
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  if (family == Family::kQwen3Moe && (preset == "tiny" || preset == "qwen3-30b-a3b")) {
+    Geometry g = qwen3_moe_preset(preset != "tiny");
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kGemma3 &&
       (preset == "tiny" || preset == "gemma-3-1b" || preset == "gemma-3-270m")) {
     Geometry g = gemma3_preset(preset);
@@ -127,7 +156,7 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
   return Error(StatusCode::kInvalidArgument,
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
-               "for llama, gemma-3-1b and gemma-3-270m for gemma3)",
+               "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe)",
                preset, family_name(family));
 }
 
@@ -153,6 +182,7 @@ Status apply_hidden_size(Geometry& g, int d) {
   g.n_kv_heads = std::min(scaled(g.n_kv_heads, d, old_d), g.n_heads);
   while (g.n_heads % g.n_kv_heads != 0) --g.n_kv_heads;
   g.d_ff = (scaled(g.d_ff, d, old_d) + 7) / 8 * 8;
+  if (g.moe_d_ff > 0) g.moe_d_ff = (scaled(g.moe_d_ff, d, old_d) + 7) / 8 * 8;
   if (g.family == Family::kQwen3_5) {
     g.lin_v_heads = scaled(g.lin_v_heads, d, old_d);
     g.lin_k_heads = std::min(scaled(g.lin_k_heads, d, old_d), g.lin_v_heads);
@@ -296,6 +326,33 @@ std::vector<GenTensor> qwen3_5_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
+// Qwen3-MoE: Qwen3's layer with, on sparse layers, the router (mlp.gate) and the experts'
+// SwiGLUs in place of the MLP; a separate head unless tied.
+std::vector<GenTensor> qwen3_moe_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  t.embedding("model.embed_tokens.weight", g.vocab_size, g.d_model);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.plain_norm(p + "input_layernorm.weight", g.d_model);
+    qwen_attention(t, g, p, /*gated=*/false);
+    t.plain_norm(p + "post_attention_layernorm.weight", g.d_model);
+    if (!g.is_sparse(i)) {
+      qwen_mlp(t, g, p);
+      continue;
+    }
+    t.linear(p + "mlp.gate.weight", g.n_experts, g.d_model);
+    for (int e = 0; e < g.n_experts; ++e) {
+      const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
+      t.linear(x + "gate_proj.weight", g.moe_d_ff, g.d_model);
+      t.linear(x + "up_proj.weight", g.moe_d_ff, g.d_model);
+      t.out_linear(x + "down_proj.weight", g.d_model, g.moe_d_ff);
+    }
+  }
+  t.plain_norm("model.norm.weight", g.d_model);
+  if (!g.tied) t.linear("lm_head.weight", g.vocab_size, g.d_model);
+  return std::move(t.out);
+}
+
 // Llama: Qwen3's layer without q/k norms, with optional biases (std 0.1: big enough that a
 // bias applied twice or not at all moves the logits), and lm_head.weight only when untied.
 std::vector<GenTensor> llama_table(const Geometry& g, DType dtype) {
@@ -392,6 +449,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return llama_table(g, dtype);
     case Family::kGemma3:
       return gemma3_table(g, dtype);
+    case Family::kQwen3Moe:
+      return qwen3_moe_table(g, dtype);
   }
   return {};
 }

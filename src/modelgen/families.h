@@ -57,8 +57,13 @@ struct Geometry {
   double rope_factor = 0.0;  // rope_scaling llama3 when > 0, with the three below
   double rope_low_freq_factor = 0.0, rope_high_freq_factor = 0.0;
   int rope_original_max_position = 0;
+  // qwen3_moe: experts on the layers (i + 1) % sparse_step == 0 not in mlp_only_layers
+  int n_experts = 0, experts_per_tok = 0, moe_d_ff = 0, sparse_step = 1;
+  std::vector<int> mlp_only_layers;
+  bool norm_topk_prob = false;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
+  bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
   int lin_conv_dim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }
   int ssm_d_inner() const { return ssm_heads * ssm_head_dim; }
   int ssm_conv_dim() const { return ssm_d_inner() + 2 * ssm_groups * ssm_state; }

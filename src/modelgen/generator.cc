@@ -26,6 +26,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "mamba2") return Family::kMamba2;
   if (word == "gemma3") return Family::kGemma3;
   if (word == "llama") return Family::kLlama;
+  if (word == "qwen3_moe") return Family::kQwen3Moe;
   return std::nullopt;
 }
 
@@ -41,6 +42,8 @@ const char* family_name(Family family) {
       return "gemma3";
     case Family::kLlama:
       return "llama";
+    case Family::kQwen3Moe:
+      return "qwen3_moe";
   }
   return "?";
 }

@@ -14,7 +14,7 @@
 
 namespace recur::modelgen {
 
-enum class Family { kQwen3, kQwen3_5, kMamba2, kGemma3, kLlama };
+enum class Family { kQwen3, kQwen3_5, kMamba2, kGemma3, kLlama, kQwen3Moe };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
 using recur::dtype_name;
@@ -23,7 +23,8 @@ using recur::parse_dtype;
 // What to generate. preset: "tiny" (tests: small, generates in milliseconds; gemma3's has a
 // 16-token sliding window), or the real geometry "qwen3-0.6b", "qwen3.5-0.8b", "mamba2-130m",
 // "gemma-3-1b", "gemma-3-270m", "llama-3.2-1b" (benchmarks: hundreds of MB); llama also has
-// "tiny-bias" (tied head, attention and MLP biases, no RoPE scaling). A non-zero layers /
+// "tiny-bias" (tied head, attention and MLP biases, no RoPE scaling); qwen3_moe has
+// "qwen3-30b-a3b" (tens of GB: run it with a few layers). A non-zero layers /
 // hidden_size / vocab_size overrides the preset (heads are scaled with hidden_size).
 // bits != 0 writes an MLX affine-quantized checkpoint instead (4 or 8 bits, groups of group_size
 // = 32, 64 or 128 inputs; scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one
@@ -56,8 +57,8 @@ struct GenSummary {
 Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
                         GenSummary* summary = nullptr);
 
-// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama" (dtypes:
-// util/dtype.h).
+// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama",
+// "qwen3_moe" (dtypes: util/dtype.h).
 std::optional<Family> parse_family(std::string_view word);
 const char* family_name(Family family);
 

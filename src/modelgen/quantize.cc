@@ -31,6 +31,7 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "mamba2") return Family::kMamba2;
   if (type == "gemma3_text") return Family::kGemma3;
   if (type == "llama") return Family::kLlama;
+  if (type == "qwen3_moe") return Family::kQwen3Moe;
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
                "gemma3_text, llama)",

@@ -410,6 +410,9 @@ std::string llama_tokenizer_config_json(const BpeTokenizer& tok, int max_positio
   return j.dump(2) + "\n";
 }
 
+// Qwen3-MoE ships Qwen3's tokenizer: its pre-tokenizer pattern and its thinking chat template.
+bool qwen3_like(Family family) { return family == Family::kQwen3 || family == Family::kQwen3Moe; }
+
 }  // namespace
 
 std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
@@ -424,11 +427,10 @@ std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
                      {"normalized", false},
                      {"special", tok.added[i].special}});
   }
-  const OJson split = {
-      {"type", "Split"},
-      {"pattern", {{"Regex", family == Family::kQwen3 ? kQwen3Regex : kQwen3_5Regex}}},
-      {"behavior", "Isolated"},
-      {"invert", false}};
+  const OJson split = {{"type", "Split"},
+                       {"pattern", {{"Regex", qwen3_like(family) ? kQwen3Regex : kQwen3_5Regex}}},
+                       {"behavior", "Isolated"},
+                       {"invert", false}};
   const OJson pre = {{"type", "Sequence"}, {"pretokenizers", {split, byte_level()}}};
   const OJson j = {{"version", "1.0"},
                    {"truncation", nullptr},
@@ -460,7 +462,7 @@ std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int ma
       {"added_tokens_decoder", std::move(decoder)},
       {"additional_special_tokens", std::move(extra)},
       {"bos_token", nullptr},
-      {"chat_template", family == Family::kQwen3 ? kQwen3ChatTemplate : kQwen3_5ChatTemplate},
+      {"chat_template", qwen3_like(family) ? kQwen3ChatTemplate : kQwen3_5ChatTemplate},
       {"clean_up_tokenization_spaces", false},
       {"eos_token", mamba ? "<|endoftext|>" : "<|im_end|>"},
       {"errors", "replace"},

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
-const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3'];
+const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'qwen3_moe'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -17,7 +17,7 @@ const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_
 // has no thinking switch and calls the assistant "model".
 function newTokensOf(family, user, thinking) {
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
-  const qwen3 = family === 'qwen3';
+  const qwen3 = family === 'qwen3' || family === 'qwen3_moe';  // the same tokenizer files
   const think = thinking ? (qwen3 ? '' : '<think>\n') : '<think>\n\n</think>\n\n';
   return `${user}<|im_end|>\n<|im_start|>assistant\n${think}`;
 }
@@ -68,7 +68,7 @@ for (const family of FAMILIES) {
       const a = await converse(cached, family, { key: 'share-a', system, turns: 1 });
       const b = await converse(cached, family, { key: 'share-b', system, turns: 1 });
       assert.equal(a[0].cached_tokens, 0);
-      if (family === 'qwen3') {
+      if (family === 'qwen3' || family === 'qwen3_moe') {
         // Dense KV is truncatable: the prefix store shares it across sessions of a tenant.
         assert.ok(b[0].cached_tokens > 0, 'dense prefix shared across sessions');
       } else {

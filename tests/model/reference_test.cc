@@ -1,5 +1,6 @@
 // Engine logits on f32 checkpoints against the float64 reference (reference_*.cc), every family
-// and every ISA: within a small fraction of the logit range, and the same argmax everywhere.
+// and every ISA: within a small fraction of the logit range, and the same argmax everywhere but
+// at near-ties.
 // (Precision note at the top of model-families.md: an f32 implementation matches to ~1e-5 of the
 // range; a wrong layout, a mixed-up norm or a head-mapping slip shows up as percents.)
 #include "reference.h"
@@ -41,6 +42,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_mamba2(ck, tokens);
     case modelgen::Family::kGemma3:
       return reference::forward_gemma3(ck, tokens);
+    case modelgen::Family::kQwen3Moe:
+      return reference::forward_qwen3_moe(ck, tokens);
   }
   return {};
 }
@@ -92,7 +95,18 @@ void check_against_reference(modelgen::Family family, modelgen::DType dtype, dou
       }
       auto want_arg = std::max_element(want[t].begin(), want[t].end()) - want[t].begin();
       auto got_arg = std::max_element(row.begin(), row.end()) - row.begin();
-      EXPECT_EQ(want_arg, got_arg) << "argmax differs at position " << t;
+      // Logits within tolerance x range of the reference can swap two candidates whose reference
+      // values are within twice that (a near-tie at one position of the quantized qwen3_moe run:
+      // 0.005 of the range apart); any other argmax change is a bug.
+      if (want_arg != got_arg) {
+        EXPECT_LE(want[t][static_cast<std::size_t>(want_arg)] -
+                      want[t][static_cast<std::size_t>(got_arg)],
+                  2 * tolerance * range)
+            << "argmax differs at position " << t << ": reference gap "
+            << want[t][static_cast<std::size_t>(want_arg)] -
+                   want[t][static_cast<std::size_t>(got_arg)]
+            << " over a range of " << range;
+      }
     }
     EXPECT_LE(max_err / range, tolerance)
         << "max |engine - reference| = " << max_err << " over a logit range of " << range;

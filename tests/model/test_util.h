@@ -60,6 +60,7 @@ inline std::string make_checkpoint(const TempDir& dir, const std::string& sub,
 inline const char* family_word(modelgen::Family f) { return modelgen::family_name(f); }
 
 constexpr modelgen::Family kAllFamilies[] = {modelgen::Family::kQwen3, modelgen::Family::kQwen3_5,
-                                             modelgen::Family::kMamba2, modelgen::Family::kGemma3};
+                                             modelgen::Family::kMamba2, modelgen::Family::kGemma3,
+                                             modelgen::Family::kQwen3Moe};
 
 }  // namespace recur::model::testing

@@ -301,5 +301,36 @@ TEST(WriteShard, BytesDoNotDependOnTheThreadCount) {
             8 + static_cast<std::int64_t>((*shards)[0].header.size()) + data);
 }
 
+// Qwen/Qwen3-30B-A3B: 30.5B parameters (128 experts of 3 x 768 x 2048 on each of 48 layers), the
+// config.json field for field. Run with --layers N; the table is checked without writing it.
+TEST(RealPresets, Qwen3_30B_A3B) {
+  const Geometry g = geometry(Family::kQwen3Moe, "qwen3-30b-a3b");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 1u + 48u * (8u + 1u + 3u * 128u) + 2u);
+  EXPECT_EQ(n_params(gen), 30532122624);
+  const Table t = table_of(gen);
+  EXPECT_EQ(t.at("model.layers.47.mlp.gate.weight").shape, (std::vector<std::int64_t>{128, 2048}));
+  EXPECT_EQ(t.at("model.layers.0.mlp.experts.127.down_proj.weight").shape,
+            (std::vector<std::int64_t>{2048, 768}));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.k_proj.weight").shape,
+            (std::vector<std::int64_t>{512, 2048}));
+  EXPECT_EQ(t.count("model.layers.0.mlp.gate_proj.weight"), 0u) << "every layer is sparse";
+  const Json reference = Json::parse(R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+    "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768,
+    "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+    "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
+    "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})");
+  const Json got = Json::parse(config_json(g, DType::kBF16, generated_tokenizer().ids));
+  expect_superset(got, reference, {"bos_token_id", "eos_token_id"});
+  EXPECT_EQ(got.size(), reference.size());
+}
+
 }  // namespace
 }  // namespace recur::modelgen
