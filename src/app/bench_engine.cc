@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/moe.h"
 #include "util/check.h"
 
 namespace recur::app {
@@ -25,6 +26,11 @@ std::vector<std::int32_t> tokens(std::int64_t n, std::int64_t vocab, std::int64_
   return out;
 }
 
+bool is_expert(const std::string& name) {
+  return name.find(".experts.") != std::string::npos ||
+         name.find(".switch_mlp.") != std::string::npos;
+}
+
 bool is_embedding(const std::string& name) {
   return name.find("embed_tokens") != std::string::npos ||
          name.find("embeddings") != std::string::npos;
@@ -37,7 +43,7 @@ bool is_embedding(const std::string& name) {
 // decode step by 26%).
 ModelCost model_cost(const model::Model& model) {
   double layer_elems = 0, head_elems = 0, embed_elems = 0;
-  double layer_bytes = 0, head_bytes = 0, embed_bytes = 0;
+  double layer_bytes = 0, head_bytes = 0, embed_bytes = 0, expert_bytes = 0;
   for (const auto& t : model.tensors()) {
     if (t.shape.size() != 2 || t.n_bytes == 0) continue;
     // A quantized weight's scales and biases are bytes read, not products computed.
@@ -45,7 +51,9 @@ ModelCost model_cost(const model::Model& model) {
     const double elems =
         group_params ? 0.0 : static_cast<double>(t.shape[0]) * static_cast<double>(t.shape[1]);
     const auto bytes = static_cast<double>(t.n_bytes);
-    if (t.name.find("lm_head") != std::string::npos) {
+    if (is_expert(t.name)) {
+      expert_bytes += bytes;
+    } else if (t.name.find("lm_head") != std::string::npos) {
       head_elems += elems;
       head_bytes += bytes;
     } else if (is_embedding(t.name)) {
@@ -72,6 +80,7 @@ ModelCost model_cost(const model::Model& model) {
   return {.flops_per_token = 2 * layer_elems,
           .head_flops = 2 * head_elems,
           .decode_step_bytes = layer_bytes + head_bytes,
+          .expert_bytes = expert_bytes,
           .attention_flops_per_key = per_key,
           .windowed = std::move(windowed)};
 }
@@ -117,8 +126,11 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
   auto seq = model.new_sequence();
   prefill_chunked(model, pool, *seq, prefix, chunk_tokens);
   const std::shared_ptr<const model::Snapshot> conversation = seq->snapshot();
+  model::ExpertTraffic& experts = model::expert_traffic();
+  experts.enabled = true;
   for (int r = 0; r < reps; ++r) {
     RECUR_CHECK(seq->restore(*conversation).is_ok());
+    experts.reset();  // every rep routes the same tokens alike
     model::SeqChunk chunk{seq.get(), ids, model::LogitsWanted::kLast};
     auto t0 = Clock::now();
     auto logits = model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1));
@@ -126,10 +138,11 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
     RECUR_CHECK_MSG(logits.is_ok(), "bench forward failed");
     best.seconds = std::min(best.seconds, s);
   }
+  experts.enabled = false;
   best.tokens_per_s = static_cast<double>(n_tokens) / best.seconds;
-  best.flops_per_s = flops / best.seconds;
+  best.flops_per_s = (flops + experts.flops) / best.seconds;
   best.flops_with_attention_per_s =
-      (flops + cost.attention_flops(n_tokens, prefix_tokens)) / best.seconds;
+      (flops + experts.flops + cost.attention_flops(n_tokens, prefix_tokens)) / best.seconds;
   return best;
 }
 
@@ -150,9 +163,15 @@ DecodeBench::DecodeBench(model::Model& model, ThreadPool& pool, int n_sequences,
 }
 
 double DecodeBench::step() {
+  model::ExpertTraffic& experts = model::expert_traffic();
+  experts.reset();
+  experts.enabled = true;
   const auto t0 = Clock::now();
   RECUR_CHECK(model_.forward(pool_, batch_).is_ok());
-  return seconds_since(t0);
+  const double s = seconds_since(t0);
+  experts.enabled = false;
+  expert_bytes_ = static_cast<double>(experts.expert_bytes);
+  return s;
 }
 
 double DecodeBench::state_bytes_per_step() const {

@@ -13,10 +13,14 @@
 
 namespace recur::app {
 
+// A mixture-of-experts model's experts are left out of flops_per_token and decode_step_bytes:
+// which of them a step reads depends on the routing, so the benches count them as they run
+// (model::expert_traffic) and add them.
 struct ModelCost {
   double flops_per_token = 0;    // 2 x the matmul weights a token passes through (no lm_head)
   double head_flops = 0;         // 2 x lm_head elements: paid once per logit row
   double decode_step_bytes = 0;  // weights read by one decode step (layers + lm_head)
+  double expert_bytes = 0;       // all experts' weights (a step reads the selected ones)
   // Attention's q·k and p·V for one query token and one key it sees, all attention layers:
   // 4 x query heads x head_dim each.
   double attention_flops_per_key = 0;
@@ -33,7 +37,7 @@ struct PrefillResult {
   std::int64_t prefix_tokens = 0;
   double seconds = 0;
   double tokens_per_s = 0;
-  double flops_per_s = 0;  // matmuls and the lm_head row
+  double flops_per_s = 0;  // matmuls (the experts the tokens ran through) and the lm_head row
   double flops_with_attention_per_s = 0;
 };
 // Best of `reps` single-chunk prefills of n_tokens (logits at the last position only) into a
@@ -53,6 +57,8 @@ class DecodeBench {
   double step();  // seconds of one decode step of every sequence
   // Recurrent-state and KV bytes one step moves besides the weights (all sequences, now).
   double state_bytes_per_step() const;
+  // The experts' weight bytes the last step read (0 without experts).
+  double expert_bytes_last_step() const { return expert_bytes_; }
 
  private:
   model::Model& model_;
@@ -60,6 +66,7 @@ class DecodeBench {
   std::vector<std::unique_ptr<model::SequenceState>> seqs_;
   std::vector<std::vector<std::int32_t>> next_;
   std::vector<model::SeqChunk> batch_;
+  double expert_bytes_ = 0;
 };
 
 }  // namespace recur::app

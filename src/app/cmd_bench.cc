@@ -127,6 +127,12 @@ int cmd_bench(const BenchSettings& settings) {
     const ModelCost cost = model_cost(*rt->model);
     fmt::print("cost ({}): {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
                weights, cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
+    if (cost.expert_bytes > 0) {
+      fmt::print(
+          "experts ({}): {:.1f} MB in all, counted as the steps route (not in the line "
+          "above)\n",
+          weights, cost.expert_bytes / 1e6);
+    }
     std::size_t row = 0;
     // The speed against the first format's on the same row ("1.00" on the first format's rows).
     const auto versus_first = [&](double tokens_per_s) {
@@ -151,22 +157,25 @@ int cmd_bench(const BenchSettings& settings) {
       DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n), context, max_batch);
       std::vector<double> bws, of_bound, of_total;
       double seconds = 0;
-      double state_bytes = 0;
+      double state_bytes = 0, step_bytes = 0;
       for (int s = 0; s < kDecodeSteps; ++s) {
         const double bw_s = probe.pass(*rt->pool);
         state_bytes = bench.state_bytes_per_step();
         const double t = bench.step();
         seconds += t;
         bws.push_back(bw_s);
-        of_bound.push_back(cost.decode_step_bytes / t / bw_s);
-        of_total.push_back((cost.decode_step_bytes + state_bytes) / t / bw_s);
+        // A mixture of experts reads the experts its sequences chose this step.
+        const double weight_bytes = cost.decode_step_bytes + bench.expert_bytes_last_step();
+        step_bytes += weight_bytes;
+        of_bound.push_back(weight_bytes / t / bw_s);
+        of_total.push_back((weight_bytes + state_bytes) / t / bw_s);
       }
       const double tokens_per_s = static_cast<double>(n * kDecodeSteps) / seconds;
       const double bw_med = median(bws);
       decode_rows.push_back(fmt::format(
           "| decode | {} | {} | {:.1f} | {} | {:.1f} GB/s | {:.1f} | {:.0f}% | {:.1f} | {:.0f}% |",
           weights, n, tokens_per_s, versus_first(tokens_per_s), bw_med / 1e9,
-          static_cast<double>(n) * bw_med / cost.decode_step_bytes, 100 * median(of_bound),
+          static_cast<double>(n) * bw_med / (step_bytes / kDecodeSteps), 100 * median(of_bound),
           state_bytes / 1e6, 100 * median(of_total)));
     }
   }

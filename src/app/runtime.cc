@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <string>
 
 #include "kernels/isa.h"
 #include "util/format.h"
@@ -10,6 +12,25 @@
 namespace recur::app {
 
 namespace {
+
+// The process's resident set from /proc/self/status: anonymous pages (the quantized store, f32
+// copies of small tensors, scratch) and file-backed ones (the checkpoint's mapped pages the load
+// touched). Zeros where the file is unavailable.
+struct ResidentBytes {
+  std::int64_t anon = 0, file = 0;
+};
+ResidentBytes resident_bytes() {
+  ResidentBytes r;
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (in >> key) {
+    if (key == "RssAnon:" && in >> kib >> unit) r.anon = kib * 1024;
+    if (key == "RssFile:" && in >> kib >> unit) r.file = kib * 1024;
+  }
+  return r;
+}
 
 std::vector<engine::TokenId> collect_stop_ids(const model::Model& model,
                                               const tokenizer::Tokenizer& tok) {
@@ -63,6 +84,15 @@ Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_b
               format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())), load_s);
   }
   rt.stop_token_ids = collect_stop_ids(*rt.model, *rt.tokenizer);
+  // Weights are read in place from the mapping (a mixture of experts' unselected experts are
+  // never paged in); only quantized ones are copied.
+  const ResidentBytes rss = resident_bytes();
+  log::info(
+      "memory: checkpoint mapped {}, quantized store {}; resident {} anonymous + {} "
+      "file-backed",
+      format_bytes(static_cast<std::int64_t>(rt.model->weight_bytes())),
+      format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())), format_bytes(rss.anon),
+      format_bytes(rss.file));
   log::info("model dir={} family={} layers={} vocab={} weights={} isa={} threads={}", dir,
             rt.model->family(), rt.model->state_layout().layers.size(), rt.model->vocab_size(),
             format_bytes(static_cast<std::int64_t>(rt.model->weight_bytes())),
