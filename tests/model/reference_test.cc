@@ -1,6 +1,6 @@
 // Engine logits on f32 checkpoints against the float64 reference (reference_*.cc), every family
-// and every ISA: within a small fraction of the logit range, and the same argmax everywhere but
-// at near-ties.
+// and every ISA: within a small fraction of the logit range, and the same argmax everywhere (but
+// at near-ties when quantized).
 // (Precision note at the top of model-families.md: an f32 implementation matches to ~1e-5 of the
 // range; a wrong layout, a mixed-up norm or a head-mapping slip shows up as percents.)
 #include "reference.h"
@@ -95,17 +95,16 @@ void check_against_reference(modelgen::Family family, modelgen::DType dtype, dou
       }
       auto want_arg = std::max_element(want[t].begin(), want[t].end()) - want[t].begin();
       auto got_arg = std::max_element(row.begin(), row.end()) - row.begin();
-      // Logits within tolerance x range of the reference can swap two candidates whose reference
-      // values are within twice that (a near-tie at one position of the quantized qwen3_moe run:
-      // 0.005 of the range apart); any other argmax change is a bug.
-      if (want_arg != got_arg) {
+      // Quantized, logits within tolerance x range of the reference may swap two candidates
+      // whose reference values are within twice that (the q4 qwen3_moe run swapped one near-tie,
+      // at a max error of 0.017 of the range); unquantized, any argmax change is a bug.
+      if (want_arg != got_arg && quantize_bits != 0) {
         EXPECT_LE(want[t][static_cast<std::size_t>(want_arg)] -
                       want[t][static_cast<std::size_t>(got_arg)],
                   2 * tolerance * range)
-            << "argmax differs at position " << t << ": reference gap "
-            << want[t][static_cast<std::size_t>(want_arg)] -
-                   want[t][static_cast<std::size_t>(got_arg)]
-            << " over a range of " << range;
+            << "argmax differs at position " << t;
+      } else {
+        EXPECT_EQ(want_arg, got_arg) << "argmax differs at position " << t;
       }
     }
     EXPECT_LE(max_err / range, tolerance)
