@@ -49,6 +49,7 @@ std::vector<Vec> forward_qwen3(const Checkpoint& ck, const std::vector<std::int3
 std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_mamba2(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_gemma3(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+std::vector<Vec> forward_llama(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_qwen3_moe(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 
 // Config field as double/int (text_config first, then top level), with a default.

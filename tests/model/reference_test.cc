@@ -42,6 +42,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_mamba2(ck, tokens);
     case modelgen::Family::kGemma3:
       return reference::forward_gemma3(ck, tokens);
+    case modelgen::Family::kLlama:
+      return reference::forward_llama(ck, tokens);
     case modelgen::Family::kQwen3Moe:
       return reference::forward_qwen3_moe(ck, tokens);
   }
@@ -51,11 +53,11 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
 class Reference : public ::testing::TestWithParam<modelgen::Family> {};
 
 void check_against_reference(modelgen::Family family, modelgen::DType dtype, double tolerance,
-                             int quantize_bits = 0) {
+                             int quantize_bits = 0, const std::string& preset = "tiny") {
   constexpr int kGroup = 32;
   TempDir tmp(std::string("ref_") + modelgen::family_name(family) + modelgen::dtype_name(dtype) +
-              std::to_string(quantize_bits));
-  std::string dir = make_checkpoint(tmp, "m", family, dtype, 5);
+              std::to_string(quantize_bits) + preset);
+  std::string dir = make_checkpoint(tmp, "m", family, dtype, 5, 1, preset);
   auto ck = Checkpoint::open(dir);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   auto m = Model::load(dir, {.max_batch_tokens = kTokens,
@@ -179,6 +181,15 @@ TEST(ReferenceGemma3, RingMatchesSlidingWindowMaskPastTheWindow) {
   EXPECT_LE(max_err / (hi - lo), kMaxRelError) << "max error " << max_err;
   std::printf("[ reference ] gemma3 f32, 150 tokens: max error %.3g of the logit range %.3g\n",
               max_err / (hi - lo), hi - lo);
+}
+
+// Llama's other side of every flag (tiny-bias: q/k/v/o and MLP biases, tied head, no head_dim
+// key, no RoPE scaling); the tiny preset covers llama3 scaling and an untied head.
+TEST(ReferenceLlama, BiasesTiedHeadAndPlainRope) {
+  check_against_reference(modelgen::Family::kLlama, modelgen::DType::kF32, kMaxRelError, 0,
+                          "tiny-bias");
+  check_against_reference(modelgen::Family::kLlama, modelgen::DType::kBF16, kMaxRelErrorBf16, 0,
+                          "tiny-bias");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Reference, ::testing::ValuesIn(testing::kAllFamilies),

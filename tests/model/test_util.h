@@ -45,9 +45,11 @@ class TempDir {
 // Writes a tiny generated checkpoint into dir/sub and returns its path.
 inline std::string make_checkpoint(const TempDir& dir, const std::string& sub,
                                    modelgen::Family family, modelgen::DType dtype,
-                                   std::uint64_t seed = 1, int shards = 1) {
+                                   std::uint64_t seed = 1, int shards = 1,
+                                   const std::string& preset = "tiny") {
   modelgen::GenSpec spec;
   spec.family = family;
+  spec.preset = preset;
   spec.dtype = dtype;
   spec.seed = seed;
   spec.shards = shards;
@@ -59,8 +61,8 @@ inline std::string make_checkpoint(const TempDir& dir, const std::string& sub,
 
 inline const char* family_word(modelgen::Family f) { return modelgen::family_name(f); }
 
-constexpr modelgen::Family kAllFamilies[] = {modelgen::Family::kQwen3, modelgen::Family::kQwen3_5,
-                                             modelgen::Family::kMamba2, modelgen::Family::kGemma3,
-                                             modelgen::Family::kQwen3Moe};
+constexpr modelgen::Family kAllFamilies[] = {
+    modelgen::Family::kQwen3,  modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
+    modelgen::Family::kGemma3, modelgen::Family::kLlama,   modelgen::Family::kQwen3Moe};
 
 }  // namespace recur::model::testing
