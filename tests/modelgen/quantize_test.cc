@@ -184,11 +184,11 @@ TEST(QuantizeCheckpoint, RefusalsNameTheProblem) {
   write_text(gptq / "config.json", config);
   expect_refused(gptq.string(), tmp.path() / "o2", 4, 64, "already quantized");
 
-  const fs::path llama = make_hf(tmp.path() / "llama", Family::kQwen3);
-  config = slurp(llama / "config.json");
-  config.replace(config.find("\"qwen3\""), 7, "\"llama\"");
-  write_text(llama / "config.json", config);
-  expect_refused(llama.string(), tmp.path() / "o3", 4, 64, "model_type 'llama'");
+  const fs::path other = make_hf(tmp.path() / "other", Family::kQwen3);
+  config = slurp(other / "config.json");
+  config.replace(config.find("\"qwen3\""), 7, "\"gpt_bigcode\"");
+  write_text(other / "config.json", config);
+  expect_refused(other.string(), tmp.path() / "o3", 4, 64, "model_type 'gpt_bigcode'");
 }
 
 TEST(AddQuantizationConfig, KeepsKeysOrderAndPythonLiterals) {
