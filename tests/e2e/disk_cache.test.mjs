@@ -5,8 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, truncateSync, openSync, writeSync, closeSync,
-         writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, truncateSync, openSync, readSync, writeSync,
+         closeSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { makeModel, startServer, tempDir, OpenAI } from './harness.mjs';
@@ -17,24 +18,24 @@ const FAMILY = 'qwen3_5';  // hybrid: the snapshot store, exact prefixes per ses
 // One chat turn of `conv` ({ messages, key }) on `server`; returns what the transcript compares.
 async function turn(server, conv, t, client = server.client()) {
   conv.messages.push({ role: 'user', content: USER_MESSAGES[t % USER_MESSAGES.length] });
-  const { data, response } = await client.chat.completions.create({
+  const data = await client.chat.completions.create({
     model: FAMILY, messages: conv.messages, max_tokens: 10, temperature: 0, logprobs: true,
     prompt_cache_key: conv.key, chat_template_kwargs: { enable_thinking: false },
-  }).withResponse();
+  });
   const choice = data.choices[0];
   conv.messages.push({ role: 'assistant', content: choice.message.content ?? '' });
   return { content: choice.message.content, reasoning: null, logprobs: JSON.stringify(choice.logprobs),
            finish: choice.finish_reason, prompt_tokens: data.usage.prompt_tokens,
            completion_tokens: data.usage.completion_tokens,
            cached_tokens: data.usage.prompt_tokens_details.cached_tokens,
-           trace: response.headers.get('x-recur-cache') };
+           trace: data.x_recur_cache };  // the body's field (a stream ends with an SSE comment)
 }
 
 const newConv = (key) => ({ key, messages: [{ role: 'system', content: 'You are a concise assistant.' }] });
 
 // Waits until warm-ups are done and the disk tier has written everything queued.
 async function settled(server) {
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 3000; i++) {
     const s = await server.stats();
     if (s.warmup.pending === 0 && s.snapshot !== undefined && (!s.disk || s.disk.writes.pending === 0)) return s;
     await new Promise((res) => setTimeout(res, 20));
@@ -81,48 +82,119 @@ test('a conversation continued after a restart has the same cached counts and by
   assert.ok(got[3].cached_tokens > got[2].prompt_tokens, `turn 4 cached ${got[3].cached_tokens}`);
   assert.match(got[3].trace, /tier=disk/);
   assert.ok(end.disk.hits >= 1 && end.disk.dropped_files.corrupt === 0, JSON.stringify(end.disk));
+  // The fields docs/prompt-cache.md lists, no more and no fewer.
+  assert.deepEqual(Object.keys(end.disk).sort(), [
+    'bytes', 'capacity_bytes', 'cleared_entries', 'dir', 'discovered', 'dropped_files', 'enabled',
+    'entries', 'evictions', 'hits', 'indexed_at_start', 'lookups', 'read_bytes', 'read_failures',
+    'read_ms_avg', 'read_ms_max', 'supersedes', 'tokens_reused', 'unwritten_hits', 'writes']);
+  assert.deepEqual(Object.keys(end.disk.writes).sort(), [
+    'bytes', 'cancelled', 'coalesced', 'done', 'dropped', 'failed', 'oversized', 'pending',
+    'pending_bytes']);
+  assert.deepEqual(Object.keys(end.disk.dropped_files).sort(), ['corrupt', 'temp', 'vanished']);
 });
 
-test('after SIGKILL mid-writing the next start drops bad files and serves correctly', async () => {
+// The session directories (partition/session) under the model directory `root`.
+function sessionDirs(root) {
+  const out = [];
+  for (const part of readdirSync(root)) {
+    if (!statSync(join(root, part)).isDirectory()) continue;
+    for (const session of readdirSync(join(root, part))) out.push(join(root, part, session));
+  }
+  return out;
+}
+
+const filesIn = (d, pred) =>
+  (existsSync(d) ? readdirSync(d).filter(pred).map((n) => join(d, n)) : []);
+const isEntry = (n) => n.endsWith('.rpc');
+const isTemp = (n) => n.startsWith('.tmp-');
+
+test('after SIGKILL mid-writing the next start drops exactly the damaged files', async () => {
   const model = makeModel(FAMILY);
   const dir = tempDir('disk-kill');
-  const keys = Array.from({ length: 6 }, (_, i) => `kill-${i}`);
-  let server = await startServer(model, ['--prompt-cache-dir', dir, '--parallel', '4']);
-  const convs = keys.map(newConv);
-  for (const c of convs) { await turn(server, c, 0); }
-  await settled(server);
-  // Heavy writing: every conversation's next turn at once; killed while it runs.
-  const inflight = convs.map((c) => turn(server, c, 1).catch(() => null));
+  const args = ['--prompt-cache-dir', dir, '--parallel', '4'];
+  let server = await startServer(model, args);
+  const root = (await server.stats()).disk.dir;
+  // Turn 1 of eight conversations, one at a time, so each one's session directory is known.
+  const convs = [];
+  const sessionDir = [];
+  for (let i = 0; i < 8; i++) {
+    const before = new Set(sessionDirs(root));
+    const c = newConv(`kill-${i}`);
+    await turn(server, c, 0);
+    await settled(server);
+    const added = sessionDirs(root).filter((d) => !before.has(d));
+    assert.equal(added.length, 1, `conversation ${i} made ${added.length} session directories`);
+    convs.push(c);
+    sessionDir.push(added[0]);
+  }
+  // Heavy writing: six conversations' next turns at once, killed while they run. Conversations 6
+  // and 7 stay settled: their files are the ones damaged on purpose below.
+  const killedPid = server.proc.pid;
+  const inflight = convs.slice(0, 6).map((c) => turn(server, c, 1).catch(() => null));
   await new Promise((res) => setTimeout(res, 150));
   server.proc.kill('SIGKILL');
   await Promise.all(inflight);
-  // Beside whatever the kill left, damage two finished files: one truncated, one bit-flipped.
-  const files = entryFiles(dir);
-  assert.ok(files.length >= 2, `${files.length} files`);
-  truncateSync(files[0], statSync(files[0]).size - 7);
-  const fd = openSync(files[1], 'r+');
-  writeSync(fd, Buffer.from([0xa5]), 0, 1, statSync(files[1]).size - 3);
-  closeSync(fd);
+  await new Promise((res) => server.proc.exitCode !== null || server.proc.signalCode !== null
+    ? res() : server.proc.on('exit', res));
 
-  server = await startServer(model, ['--prompt-cache-dir', dir, '--parallel', '4']);
+  // Conversation 6: every file truncated by 7 bytes (found at startup: the size is in the header).
+  const truncated = filesIn(sessionDir[6], isEntry);
+  assert.ok(truncated.length >= 1, 'conversation 6 has files');
+  for (const f of truncated) truncateSync(f, statSync(f).size - 7);
+  // Conversation 7: one payload byte flipped in every file (found only when read). Its settled
+  // files are its boundary and warm-up entries, both prefixes of its next prompt.
+  const flipped = filesIn(sessionDir[7], isEntry);
+  assert.ok(flipped.length >= 1, 'conversation 7 has files');
+  for (const f of flipped) {
+    const fd = openSync(f, 'r+');
+    const at = statSync(f).size - 3;
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, at);
+    writeSync(fd, Buffer.from([b[0] ^ 0xa5]), 0, 1, at);
+    closeSync(fd);
+  }
+  // A dead writer's temp file, as a kill mid-write leaves it (the killed server's host and pid).
+  writeFileSync(join(sessionDir[7], `.tmp-${hostname().replace(/[-/]/g, '_')}-${killedPid}-99`),
+                'half a write');
+  const temps = sessionDirs(root).flatMap((d) => filesIn(d, isTemp));
+  const entries = sessionDirs(root).flatMap((d) => filesIn(d, isEntry));
+
+  server = await startServer(model, args);
   const atStart = (await server.stats()).disk;
-  assert.ok(atStart.dropped_files.corrupt >= 1, JSON.stringify(atStart));
+  assert.equal(atStart.dropped_files.corrupt, truncated.length, JSON.stringify(atStart));
+  assert.equal(atStart.dropped_files.temp, temps.length, JSON.stringify(atStart));
+  assert.equal(atStart.indexed_at_start, entries.length - truncated.length,
+               JSON.stringify(atStart));
+  for (const f of [...truncated, ...temps]) {
+    assert.ok(!existsSync(f), `${f} was not deleted`);
+  }
+  for (const f of truncated) assert.ok(server.log().includes(f), `the log does not name ${f}`);
+  assert.ok(server.log().includes(`dropped ${truncated.length} corrupt files and ${temps.length}`),
+            server.log());
+
   // Every conversation continues from the history the client holds, with the bytes a cache-off
   // server produces for the same messages.
   const off = await startServer(model, ['--no-prompt-cache']);
+  const results = [];
   for (const c of convs) {
     c.messages = c.messages.slice(0, 3);  // system, user, assistant of turn 1
     const offConv = { key: c.key, messages: [...c.messages] };
     const a = await turn(server, c, 1);
     const b = await turn(off, offConv, 1);
-    assert.deepEqual(generated([a]), generated([b]));
+    assert.deepEqual(generated([a]), generated([b]), c.key);
+    results.push(a);
     await settled(server);
   }
   const after = (await server.stats()).disk;
   await off.stop();
   await server.stop();
-  // The bit-flipped payload is found when read (or its conversation was never asked again).
-  assert.ok(after.dropped_files.corrupt >= atStart.dropped_files.corrupt, JSON.stringify(after));
+  // Conversation 7's lookup read each flipped file, found its checksum wrong and dropped it; it
+  // restored nothing. Conversation 6 had nothing left to restore.
+  assert.equal(after.dropped_files.corrupt, truncated.length + flipped.length,
+               JSON.stringify(after));
+  for (const f of flipped) assert.ok(!existsSync(f), `${f} was not deleted`);
+  assert.equal(results[6].cached_tokens, 0, results[6].trace);
+  assert.equal(results[7].cached_tokens, 0, results[7].trace);
   assert.equal(after.read_failures, 0);
 });
 
