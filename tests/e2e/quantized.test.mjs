@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
-const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3'];
+const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama'];
 
 // The text a follow-up turn computes with thinking on (see multi_turn.test.mjs).
 function newTokensOf(family, user) {
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
+  if (family === 'llama') return `${user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
   return `${user}<|im_end|>\n<|im_start|>assistant\n${family === 'qwen3' ? '' : '<think>\n'}`;
 }
 
