@@ -132,8 +132,10 @@ std::string ResponsesRenderer::event(const std::string& type, json data) {
 
 bool ResponsesRenderer::start(ChunkWriter& out) {
   json r = response_object(echo_, "in_progress", json::array(), nullptr);
-  return out.write(event("response.created", {{"response", r}}) +
-                   event("response.in_progress", {{"response", r}}));
+  // Two statements: the events are numbered in the order they are made.
+  std::string body = event("response.created", {{"response", r}});
+  body += event("response.in_progress", {{"response", r}});
+  return out.write(body);
 }
 
 std::string ResponsesRenderer::open_item(Item kind) {

@@ -76,7 +76,7 @@ describe('OpenAI Responses API', () => {
   test('the stream is the documented event sequence and assembles to the response', async () => {
     const client = server.client();
     // Thinking off: the answer is output text.
-    const body = { model: MODEL, input: 'Say something.', max_output_tokens: 12, temperature: 0,
+    const body = { model: MODEL, input: USER_MESSAGES[0], max_output_tokens: 12, temperature: 0,
                    reasoning: { effort: 'none' }, store: false };
     const whole = await client.responses.create(body);
     const events = [];

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/service.h"
+
 namespace recur::server {
 namespace {
 
@@ -121,6 +123,18 @@ TEST(MessagesRequest, ErrorsInAnthropicShape) {
             R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})");
   EXPECT_EQ(error_shape_for_path("/v1/messages/count_tokens"), ErrorShape::kAnthropic);
   EXPECT_EQ(error_shape_for_path("/v1/messagesx"), ErrorShape::kOpenAI);
+}
+
+// One key is one tenant (cache entries, stored responses), whichever header carries it.
+TEST(ApiKeyIdentity, XApiKeyNamesTheSameTenantAsABearerToken) {
+  HttpRequest bearer, x_api_key, other, none;
+  bearer.headers["authorization"] = "Bearer sk-1";
+  x_api_key.headers["x-api-key"] = "sk-1";
+  other.headers["x-api-key"] = "sk-2";
+  EXPECT_EQ(api_key_identity(bearer), api_key_identity(x_api_key));
+  EXPECT_NE(api_key_identity(bearer), api_key_identity(other));
+  EXPECT_EQ(api_key_identity(none), "");
+  EXPECT_EQ(api_key_identity(bearer).find("sk-1"), std::string::npos);
 }
 
 }  // namespace

@@ -27,6 +27,17 @@ std::vector<std::string> event_names(const std::string& sse) {
   return out;
 }
 
+// The sequence_number fields in order of appearance.
+std::vector<int> sequence_numbers(const std::string& sse) {
+  std::vector<int> out;
+  const std::string key = "\"sequence_number\":";
+  for (size_t at = sse.find(key); at != std::string::npos; at = sse.find(key, at)) {
+    at += key.size();
+    out.push_back(std::stoi(sse.substr(at, 12)));
+  }
+  return out;
+}
+
 TurnResult tool_turn() {
   TurnResult r;
   r.reasoning = "think";
@@ -103,6 +114,10 @@ TEST(ResponsesRenderer, StreamsReasoningThenFunctionCall) {
                 "response.output_item.done", "response.output_item.added",
                 "response.function_call_arguments.delta", "response.function_call_arguments.done",
                 "response.output_item.done", "response.completed"}));
+  // Numbered in the order they are written (the first two are made in one statement).
+  std::vector<int> seq = sequence_numbers(out.text);
+  ASSERT_EQ(seq.size(), 13u);
+  for (size_t i = 0; i < seq.size(); ++i) EXPECT_EQ(seq[i], static_cast<int>(i));
   EXPECT_NE(out.text.find(R"("type":"function_call","status":"completed","call_id":"id-call-0",)"
                           R"("name":"get_weather","arguments":"{\"city\":\"Oslo\"}")"),
             std::string::npos);
