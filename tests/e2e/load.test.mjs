@@ -51,7 +51,7 @@ function wrk(url, seconds) {
 }
 
 test('64 streaming clients plus wrk on /health: all complete or are refused cleanly', async () => {
-  const server = await startServer(makeModel('qwen3_5'), ['--parallel', '4', '--max-queue', '32']);
+  const server = await startServer(makeModel('qwen3_5'), ['--parallel', '4', '--max-queue', '8']);
   try {
     const pid = server.proc.pid;
     // Warm the process up (scratch buffers, states, thread arenas), then take its idle memory.
