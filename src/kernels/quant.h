@@ -27,7 +27,8 @@
 
 namespace recur::kernels {
 
-inline constexpr std::int64_t kQuantBlockRows = WeightView::kQuantBlockRows;
+// Internal linkage: the ISA objects must not share an inline symbol (std::min binds a reference).
+constexpr std::int64_t kQuantBlockRows = WeightView::kQuantBlockRows;
 
 // The formats recur computes with: 4 or 8 bits, groups of 32, 64 or 128.
 bool quant_format_supported(int bits, int group_size);
