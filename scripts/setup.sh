@@ -4,8 +4,9 @@
 #   --for demo: the Debian packages that build and run the `recur` binary, and Node.js for the demo
 #               chat (no npm: it talks to recur with Node's own fetch); builds the `recur` target.
 #   --for test (default): also the test and benchmark tooling (GoogleTest, Google Benchmark,
-#               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx, npm and
-#               the npm oracles and the OpenAI and Anthropic SDKs, promtool); builds every target.
+#               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx,
+#               chromium, npm and the npm oracles, the OpenAI and Anthropic SDKs and puppeteer-core,
+#               promtool); builds every target.
 # No service that a package installs is started, nor left enabled at boot (the tests start their own
 # nginx). Usage: scripts/setup.sh [--for demo|test] [BUILD_DIR]
 #   (env RECUR_SANITIZE=address,undefined|thread for sanitizer builds)
@@ -35,9 +36,10 @@ demo_packages=(
 )
 # ocl-icd-opencl-dev: libdnnl-dev's CMake package requires OpenCL's, only a Recommends of it.
 # libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh).
+# chromium: the headless browser that tests/e2e/webui.test.mjs drives (through puppeteer-core).
 test_packages=(
   clang clang-format libclang-rt-14-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev ocl-icd-opencl-dev python3 python3-jinja2 wrk nginx-light
+  libdnnl-dev ocl-icd-opencl-dev python3 python3-jinja2 wrk nginx-light chromium
 )
 
 say() { echo "setup: $*" >&2; }
@@ -217,7 +219,7 @@ build_targets() {
 
 install_debian_packages
 if [ "$mode" = test ]; then
-  install_npm_packages "$root/tests/node" "of the tests (oracles, OpenAI and Anthropic SDKs)"
+  install_npm_packages "$root/tests/node" "of the tests (oracles, OpenAI and Anthropic SDKs, puppeteer-core)"
   install_promtool
 fi
 configure

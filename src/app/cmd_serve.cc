@@ -12,6 +12,7 @@
 #include "app/settings.h"
 #include "chat/formatter.h"
 #include "server/service.h"
+#include "server/webui.h"
 #include "util/log.h"
 
 namespace recur::app {
@@ -75,6 +76,7 @@ int cmd_serve(const ServeSettings& settings) {
   server::Service service(settings.service, metrics);
   server::HttpServer http(settings.http, metrics);
   service.register_routes(http);
+  if (settings.webui) server::register_webui(http);
   if (Status s = http.bind(); !s.is_ok()) {
     log::error("recur serve: {}", s.message());
     return kExitFailure;
@@ -120,6 +122,7 @@ int cmd_serve(const ServeSettings& settings) {
                        .stop_token_ids = rt->stop_token_ids});
   log::info("ready: model={} parallel={} ctx={} prefill_chunk={} max_queue={}",
             settings.runtime.model_dir, eo.parallel, eo.ctx_size, eo.prefill_chunk, eo.max_queue);
+  if (settings.webui) log::info("chat page: http://{}:{}/", settings.http.host, http.port());
 
   wait_for_signal(cache.get());
   service.set_draining();

@@ -125,7 +125,8 @@ ServeSettings read_serve_settings(const config::Options& opts) {
                      .prefill_chunk = opts.get_int("prefill-chunk"),
                      .ctx_size = ctx},
           .prompt_cache = read_prompt_cache_settings(opts),
-          .shutdown_grace = std::chrono::milliseconds(opts.get_duration_ms("shutdown-grace"))};
+          .shutdown_grace = std::chrono::milliseconds(opts.get_duration_ms("shutdown-grace")),
+          .webui = opts.get_bool("webui")};
 }
 
 RunSettings read_run_settings(const config::Options& opts) {

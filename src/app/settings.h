@@ -54,7 +54,7 @@ struct PromptCacheSettings {
     std::string disk_capacity_bytes;
   };
   Described described;
-  std::string disk_dir;                            // --prompt-cache-dir; empty: RAM only
+  std::string disk_dir;                             // --prompt-cache-dir; empty: RAM only
   std::optional<std::int64_t> disk_capacity_bytes;  // --prompt-cache-disk-capacity-bytes
 };
 PromptCacheSettings read_prompt_cache_settings(const config::Options& opts);
@@ -66,6 +66,7 @@ struct ServeSettings {
   engine::EngineOptions engine;
   PromptCacheSettings prompt_cache;
   std::chrono::milliseconds shutdown_grace{10000};  // --shutdown-grace
+  bool webui = true;                                // --webui: the chat page at /
 };
 ServeSettings read_serve_settings(const config::Options& opts);
 

@@ -118,6 +118,13 @@ std::vector<OptionSpec> build_table() {
        .scopes = kServe,
        .group = "server",
        .secret = true},
+      {.name = "webui",
+       .type = T::kBool,
+       .default_text = "true",
+       .help = "Serve the browser chat page at / (its files under /webui/); --no-webui turns it "
+               "off, leaving only the API routes.",
+       .scopes = kServe,
+       .group = "server"},
       {.name = "parallel",
        .type = T::kInt,
        .default_text = "4",
