@@ -1,5 +1,7 @@
 #include "chat/formatter.h"
 
+#include <chrono>
+
 #include "util/hash.h"
 
 namespace recur::chat {
@@ -120,13 +122,18 @@ Result<std::string> ChatFormatter::render(const ChatInputs& in, bool add_generat
 }
 
 Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
+  using Clock = std::chrono::steady_clock;
   Prompt p;
+  const Clock::time_point t0 = Clock::now();
   RECUR_ASSIGN_OR_RETURN(p.text, render(in, true));
   RECUR_ASSIGN_OR_RETURN(std::string history, render(in, false));
+  const Clock::time_point t1 = Clock::now();
   const tokenizer::EncodeOptions opts{.parse_special = true, .add_special_tokens = false};
   p.tokens = tok_->encode(p.text, opts);
   std::vector<TokenId> h = tok_->encode(history, opts);
   p.history_boundary = common_prefix(p.tokens, h);
+  p.render_s = std::chrono::duration<double>(t1 - t0).count();
+  p.tokenize_s = std::chrono::duration<double>(Clock::now() - t1).count();
   if (has_reasoning_) {
     auto open = p.text.rfind("<think>");
     auto close = p.text.rfind("</think>");

@@ -101,6 +101,14 @@ class Engine {
   // Returns whether the cache admitted it.
   bool store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
                       cache::Origin origin, std::span<const TokenId> tokens);
+  bool store_snapshot(std::shared_ptr<const model::Snapshot> snapshot, const cache::CacheKey& key,
+                      cache::Origin origin, std::span<const TokenId> tokens);
+  // Prompt positions whose state this sequence stores, ascending (the history boundary).
+  std::vector<std::pair<std::int64_t, cache::Origin>> snapshot_points(const Sequence& seq) const;
+  // Plans the snapshot points inside a prefill piece [start, start + len): interior captures
+  // where the family records them, else the piece stops at the first point. Returns the piece's
+  // length.
+  std::int64_t plan_snapshot_points(Sequence& seq, std::int64_t start, std::int64_t len);
   bool origin_wanted(cache::Origin origin) const;
   void after_prefill_piece(Sequence& seq);
   void on_sample(Sequence& seq, std::span<const float> logits);

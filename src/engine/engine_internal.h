@@ -27,9 +27,12 @@ struct Engine::Sequence {
   // load, and the RAM lookup to fall back on.
   std::shared_ptr<cache::DiskLoad> disk_load;
   cache::LookupResult ram;
-  std::chrono::steady_clock::time_point submitted_at;
+  std::chrono::steady_clock::time_point submitted_at, admitted_at, restored_at, first_token_at;
   bool first_token_seen = false;
+  EngineTiming timing;
   Event out;  // what this step produced; pushed to the channel after the step
+  // Interior captures requested for this step's piece, with the origin each is stored under.
+  std::vector<std::pair<std::int64_t, cache::Origin>> captures;
 };
 
 struct Engine::Warmup {

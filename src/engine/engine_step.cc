@@ -13,6 +13,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
 std::string describe_miss(const cache::LookupResult& r) {
   if (r.miss == cache::MissReason::kDiverged) {
     return fmt::format("diverged at token {} of an entry of length {}", r.diverged_at,
@@ -137,6 +141,8 @@ void Engine::finish_restore(Sequence& seq) {
   }
   seq.n_cached = seq.state->n_tokens();
   seq.out.trace = seq.trace;
+  seq.restored_at = Clock::now();
+  seq.timing.restore_s = seconds_between(seq.admitted_at, seq.restored_at);
   log::debug("admit req={} prompt={} cached={} trace='{}'", seq.req.id, prompt.size(), seq.n_cached,
              seq.trace.to_header());
 }
@@ -145,7 +151,15 @@ bool Engine::store_snapshot(const model::SequenceState& state, const cache::Cach
                             cache::Origin origin, std::span<const TokenId> tokens) {
   if (!origin_wanted(origin)) return false;
   RECUR_CHECK(static_cast<std::int64_t>(tokens.size()) == state.n_tokens());
-  auto snap = std::make_shared<CachedState>(state.snapshot());
+  return store_snapshot(state.snapshot(), key, origin, tokens);
+}
+
+bool Engine::store_snapshot(std::shared_ptr<const model::Snapshot> snapshot,
+                            const cache::CacheKey& key, cache::Origin origin,
+                            std::span<const TokenId> tokens) {
+  if (!origin_wanted(origin)) return false;
+  RECUR_CHECK(static_cast<std::int64_t>(tokens.size()) == snapshot->n_tokens());
+  auto snap = std::make_shared<CachedState>(std::move(snapshot));
   cache::InsertResult r = cache_->insert(key, origin, tokens, std::move(snap));
   log::debug("cache insert origin={} tokens={} outcome={} superseded={} evicted={}",
              cache::origin_name(origin), tokens.size(), cache::insert_outcome_name(r.outcome),
@@ -184,6 +198,8 @@ void Engine::admit() {
       seq->done = true;
       continue;
     }
+    seq->admitted_at = Clock::now();
+    seq->timing.queue_s = seconds_between(seq->submitted_at, seq->admitted_at);
     seq->state = take_state();
     begin_restore(*seq);
     active_.push_back(std::move(seq));
@@ -225,12 +241,8 @@ void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& ow
     if (seq.done || seq.decoding || seq.disk_load != nullptr) continue;
     const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
     const std::int64_t start = seq.state->n_tokens();
-    std::int64_t end = n_prompt;
-    // Stop at the history boundary so its state can be stored (hybrid/recurrent models only:
-    // a dense model's completion snapshot already holds every prefix).
-    const std::int64_t b = seq.req.history_boundary;
-    if (!truncatable_ && b > start && b < end && origin_wanted(cache::Origin::kBoundary)) end = b;
-    std::int64_t len = std::min({end - start, options_.prefill_chunk, budget - reserve});
+    std::int64_t len = std::min({n_prompt - start, options_.prefill_chunk, budget - reserve});
+    len = plan_snapshot_points(seq, start, len);
     const bool last = start + len == n_prompt;
     if (last && logit_rows <= 0) continue;
     chunks.push_back({seq.state.get(),
@@ -256,6 +268,37 @@ void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& ow
   }
 }
 
+std::vector<std::pair<std::int64_t, cache::Origin>> Engine::snapshot_points(
+    const Sequence& seq) const {
+  std::vector<std::pair<std::int64_t, cache::Origin>> points;
+  // Hybrid/recurrent models only: a dense model's completion snapshot already holds every prefix.
+  if (truncatable_) return points;
+  const std::int64_t b = seq.req.history_boundary;
+  const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
+  if (b > 0 && b < n_prompt && origin_wanted(cache::Origin::kBoundary)) {
+    points.emplace_back(b, cache::Origin::kBoundary);
+  }
+  return points;
+}
+
+std::int64_t Engine::plan_snapshot_points(Sequence& seq, std::int64_t start, std::int64_t len) {
+  seq.captures.clear();
+  for (const auto& [p, origin] : snapshot_points(seq)) {
+    if (p <= start || p > start + len) continue;
+    if (p == start + len) break;  // the piece ends there: after_prefill_piece stores the state
+    if (!model_.supports_capture()) {
+      // This family cannot record its state inside a chunk: the piece stops at the point.
+      return p - start;
+    }
+    // A ring overwrites the window before p once the chunk runs too far past it.
+    const std::int64_t tail = seq.state->capture_tail_limit();
+    if (start + len - p > tail) len = p - start + tail;
+    RECUR_CHECK(seq.state->request_capture(p).is_ok());
+    seq.captures.emplace_back(p, origin);
+  }
+  return len;
+}
+
 void Engine::step() {
   for (auto& seq : active_) {
     if (!seq->done && seq->channel->cancelled()) finish(*seq, FinishReason::kCancelled);
@@ -264,7 +307,9 @@ void Engine::step() {
   std::vector<Planned> owners;
   plan(chunks, owners);
   if (!chunks.empty()) {
+    const Clock::time_point t0 = Clock::now();
     auto logits = model_.forward(pool_, chunks);
+    const double forward_s = seconds_between(t0, Clock::now());
     n_steps_.fetch_add(1);
     if (!logits.is_ok()) {
       fail_all(logits.status());
@@ -288,6 +333,9 @@ void Engine::step() {
         Sequence& seq = *p.seq;
         if (!seq.decoding) {
           n_prefill_tokens_.fetch_add(n_chunk);
+          seq.timing.forward_s += forward_s;
+          seq.timing.prefill_steps += 1;
+          seq.timing.prefill_tokens += n_chunk;
           after_prefill_piece(seq);
         }
         if (p.wants_logits) on_sample(seq, logits->row(row++));
@@ -322,17 +370,35 @@ void Engine::step() {
 
 void Engine::after_prefill_piece(Sequence& seq) {
   const std::int64_t n = seq.state->n_tokens();
-  if (!truncatable_ && n == seq.req.history_boundary) {
-    store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kBoundary,
-                   std::span<const TokenId>(seq.req.prompt).first(static_cast<std::size_t>(n)));
+  const Clock::time_point t0 = Clock::now();
+  const auto prompt = std::span<const TokenId>(seq.req.prompt);
+  for (const auto& [p, origin] : seq.captures) {
+    auto snap = seq.state->take_capture(p);
+    if (!snap.is_ok()) {
+      log::error("req={}: capture at {} tokens failed: {}", seq.req.id, p, snap.status().message());
+      continue;
+    }
+    store_snapshot(std::move(*snap), seq.req.cache_key, origin,
+                   prompt.first(static_cast<std::size_t>(p)));
   }
+  seq.captures.clear();
+  for (const auto& [p, origin] : snapshot_points(seq)) {
+    if (p == n) {
+      store_snapshot(*seq.state, seq.req.cache_key, origin,
+                     prompt.first(static_cast<std::size_t>(p)));
+    }
+  }
+  seq.timing.snapshot_s += seconds_between(t0, Clock::now());
   if (n == static_cast<std::int64_t>(seq.req.prompt.size())) seq.decoding = true;
 }
 
 void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
   if (!seq.first_token_seen) {
     seq.first_token_seen = true;
-    seq.out.ttft_s = std::chrono::duration<double>(Clock::now() - seq.submitted_at).count();
+    seq.first_token_at = Clock::now();
+    seq.out.ttft_s = seconds_between(seq.submitted_at, seq.first_token_at);
+    seq.timing.prefill_s = seconds_between(seq.restored_at, seq.first_token_at);
+    seq.out.timing = seq.timing;
   }
   SampleResult r = seq.sampler->sample(logits);
   ++seq.n_generated;
@@ -364,10 +430,14 @@ void Engine::finish(Sequence& seq, FinishReason reason, Status error) {
     // Exactly the tokens forwarded: the prompt and every generated token but the last sampled.
     std::span<const TokenId> forwarded(seq.tokens.data(),
                                        static_cast<std::size_t>(seq.state->n_tokens()));
+    const Clock::time_point t0 = Clock::now();
     if (store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded)) {
       seq.out.completion_snapshot_tokens.assign(forwarded.begin(), forwarded.end());
     }
+    seq.timing.snapshot_s += seconds_between(t0, Clock::now());
   }
+  if (seq.first_token_seen) seq.timing.decode_s = seconds_between(seq.first_token_at, Clock::now());
+  seq.out.timing = seq.timing;
   seq.out.done = true;
   seq.out.finish = reason;
   seq.out.error = std::move(error);

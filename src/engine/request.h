@@ -53,6 +53,20 @@ struct CacheTrace {
   std::string to_header() const;
 };
 
+// Where a request's time went on the engine thread, in seconds: the x_recur_timing object and the
+// phase histograms of /metrics. The first event carries the phases up to the first token, the last
+// one all of them.
+struct EngineTiming {
+  double queue_s = 0;     // submitted until a sequence slot took it
+  double restore_s = 0;   // cache lookup and state copy; with the disk tier, the wait for a load
+  double prefill_s = 0;   // restored until the first token was sampled
+  double forward_s = 0;   // of prefill_s: the forwards that carried this prompt's tokens
+  double snapshot_s = 0;  // snapshots taken on this request's behalf (boundary, completion)
+  double decode_s = 0;    // first token until done
+  std::int64_t prefill_steps = 0;   // forwards that carried this prompt's tokens
+  std::int64_t prefill_tokens = 0;  // prompt tokens computed (not restored)
+};
+
 struct Event {
   std::string text;                   // newly final text (stop strings already cut)
   std::vector<SampleResult> samples;  // tokens sampled since the previous event
@@ -63,7 +77,8 @@ struct Event {
   Status error;      // kError
   // On done with kStop: which of the request's stop_strings ended the text (none: an end token).
   std::optional<std::size_t> stop_index;
-  double ttft_s = 0;  // seconds from admission to the first token (first event with samples)
+  double ttft_s = 0;    // seconds from submit to the first token (first event with samples)
+  EngineTiming timing;  // filled on the first event with samples and on done
   // On done: the tokens of the completion snapshot stored for this turn (empty if none), so the
   // turn's warm-up can retire it (submit_warmup).
   std::vector<TokenId> completion_snapshot_tokens;

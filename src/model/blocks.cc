@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/capture.h"
 #include "util/check.h"
 
 namespace recur::model {
@@ -412,6 +413,7 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(w.k_dim));
   ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
     const ChunkRows& c = ctx.chunks[i];
+    capture_conv_windows(c, w.layer, mixed + c.row0 * cd, cd, cd, w.conv_kernel);
     k::causal_conv1d(mixed + c.row0 * cd, w.conv.data(), nullptr, c.seq->conv_window(w.layer),
                      qkv + c.row0 * cd,
                      {.n_tokens = c.n_rows, .channels = cd, .kernel = w.conv_kernel});
@@ -439,7 +441,20 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
                               .v_dim = w.v_dim,
                               .qkv_stride = cd}});
   }
-  k::gated_delta_rule_batch(*ctx.pool, jobs);
+  run_recurrence(
+      ctx.chunks, jobs, w.layer,
+      [&](std::span<const k::GatedDeltaJob> batch) { k::gated_delta_rule_batch(*ctx.pool, batch); },
+      [&](const k::GatedDeltaJob& job, std::int64_t from, std::int64_t to) {
+        k::GatedDeltaJob s = job;
+        s.in.q += from * cd;
+        s.in.k += from * cd;
+        s.in.v += from * cd;
+        s.in.g += from * hv;
+        s.in.beta += from * hv;
+        s.out += from * o_width;
+        s.shape.n_tokens = to - from;
+        return s;
+      });
   k::rms_norm_gated(o, z, w.norm.w.data(), o, {.n_rows = n * hv, .width = w.v_dim}, w.norm.eps);
   k::matmul(*ctx.pool, o, n, w.out, out);
 }
@@ -484,6 +499,7 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
   // threads waiting at each.
   ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
     const ChunkRows& c = ctx.chunks[i];
+    capture_conv_windows(c, w.layer, zx + c.row0 * iw + di, iw, cd, w.conv_kernel);
     k::causal_conv1d(zx + c.row0 * iw + di, w.conv.data(), bias, c.seq->conv_window(w.layer),
                      xbc + c.row0 * cd,
                      {.n_tokens = c.n_rows,
@@ -515,7 +531,19 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
                               .dt_min = w.dt_min,
                               .dt_max = w.dt_max}});
   }
-  k::mamba2_scan_batch(*ctx.pool, jobs);
+  run_recurrence(
+      ctx.chunks, jobs, w.layer,
+      [&](std::span<const k::Mamba2Job> batch) { k::mamba2_scan_batch(*ctx.pool, batch); },
+      [&](const k::Mamba2Job& job, std::int64_t from, std::int64_t to) {
+        k::Mamba2Job s = job;
+        s.in.x += from * cd;
+        s.in.b += from * cd;
+        s.in.c += from * cd;
+        s.in.dt_raw += from * iw;
+        s.y += from * di;
+        s.shape.n_tokens = to - from;
+        return s;
+      });
   for (std::int64_t r = 0; r < n; ++r) std::memcpy(z + r * di, zx + r * iw, di * sizeof(float));
   // Per-group normalisation (mamba_ssm / llama.cpp); equals HF's whole-row form when G = 1.
   k::rms_norm_gate_first(y, z, w.norm.w.data(), y, {.n_rows = n, .width = di}, di / w.n_groups,

@@ -285,6 +285,7 @@ class Gemma3 final : public FamilyModel {
     }
   }
 
+  bool supports_capture() const override { return true; }
   const kernels::WeightView& embedding() const override { return embed_; }
   const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
 

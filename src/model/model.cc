@@ -448,6 +448,22 @@ Status Model::validate(std::span<const SeqChunk> batch, std::int64_t* n_rows,
       }
     }
     const auto n = static_cast<std::int64_t>(c.tokens.size());
+    if (c.seq->n_captures() > 0) {
+      if (!impl_->supports_capture()) {
+        return Error(StatusCode::kInvalidArgument,
+                     "chunk {}: this model's family does not record interior captures", i);
+      }
+      const std::int64_t pos0 = c.seq->n_tokens();
+      for (std::int64_t k = 0; k < c.seq->n_captures(); ++k) {
+        const std::int64_t p = c.seq->capture_position(static_cast<std::size_t>(k));
+        if (p <= pos0 || p >= pos0 + n || pos0 + n - p > c.seq->capture_tail_limit()) {
+          return Error(StatusCode::kInvalidArgument,
+                       "chunk {} covers tokens {}..{}: a capture at {} must lie inside it, at "
+                       "most {} tokens before its end",
+                       i, pos0, pos0 + n, p, c.seq->capture_tail_limit());
+        }
+      }
+    }
     *n_rows += n;
     *n_logit_rows += c.logits == LogitsWanted::kAll ? n : c.logits == LogitsWanted::kLast ? 1 : 0;
   }
@@ -458,6 +474,8 @@ Status Model::validate(std::span<const SeqChunk> batch, std::int64_t* n_rows,
   }
   return Status::ok();
 }
+
+bool Model::supports_capture() const { return impl_->supports_capture(); }
 
 Result<Logits> Model::forward(ThreadPool& pool, std::span<const SeqChunk> batch) {
   // One caller at a time: the scratch and logit buffers are the model's own. Two engine threads

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "util/check.h"
 
@@ -126,35 +127,122 @@ void SequenceState::reserve_tokens(std::int64_t n) {
   capacity_tokens_ = cap;
 }
 
-std::shared_ptr<const Snapshot> SequenceState::snapshot() const {
-  std::vector<std::uint8_t> payload(static_cast<std::size_t>(layout_->snapshot_bytes(n_tokens_)));
-  std::uint8_t* out = payload.data();
+void SequenceState::write_payload(std::int64_t n_tokens, std::uint8_t* out,
+                                  bool with_recurrent) const {
+  const std::uint8_t* const begin = out;
   auto put = [&](const void* src, std::size_t n) {
-    if (n > 0) std::memcpy(out, src, n);
+    if (n > 0 && with_recurrent) std::memcpy(out, src, n);
     out += n;
   };
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& spec = layout_->layers[i];
     if (spec.ring()) {
-      const auto n = static_cast<std::size_t>(spec.snapshot_bytes(n_tokens_) / 2);
+      const auto n = static_cast<std::size_t>(spec.snapshot_bytes(n_tokens) / 2);
       if (n > 0) {
-        ring_to_packed(layers_[i].k.data(), out, n_tokens_, spec);
-        ring_to_packed(layers_[i].v.data(), out + n, n_tokens_, spec);
+        ring_to_packed(layers_[i].k.data(), out, n_tokens, spec);
+        ring_to_packed(layers_[i].v.data(), out + n, n_tokens, spec);
       }
       out += 2 * n;
     } else if (spec.kind == LayerStateSpec::Kind::kAttention) {
-      const auto n = static_cast<std::size_t>(n_tokens_ * spec.kv_bytes_per_token() / 2);
-      copy_heads(layers_[i].k.data(), capacity_tokens_, out, n_tokens_, n_tokens_, spec);
-      copy_heads(layers_[i].v.data(), capacity_tokens_, out + n, n_tokens_, n_tokens_, spec);
+      const auto n = static_cast<std::size_t>(n_tokens * spec.kv_bytes_per_token() / 2);
+      copy_heads(layers_[i].k.data(), capacity_tokens_, out, n_tokens, n_tokens, spec);
+      copy_heads(layers_[i].v.data(), capacity_tokens_, out + n, n_tokens, n_tokens, spec);
       out += 2 * n;
     } else {
       put(layers_[i].state.data(), layers_[i].state.size() * sizeof(float));
       put(layers_[i].conv.data(), layers_[i].conv.size() * sizeof(float));
     }
   }
-  RECUR_CHECK(out == payload.data() + payload.size());
+  RECUR_CHECK(out == begin + layout_->snapshot_bytes(n_tokens));
+}
+
+std::shared_ptr<const Snapshot> SequenceState::snapshot() const {
+  std::vector<std::uint8_t> payload(static_cast<std::size_t>(layout_->snapshot_bytes(n_tokens_)));
+  write_payload(n_tokens_, payload.data(), /*with_recurrent=*/true);
   return std::make_shared<const Snapshot>(fingerprint_, n_tokens_, layout_->truncatable(),
                                           std::move(payload));
+}
+
+std::int64_t SequenceState::capture_tail_limit() const {
+  std::int64_t limit = std::numeric_limits<std::int64_t>::max();
+  for (const auto& spec : layout_->layers) {
+    // A ring's slots for the window before position n survive ring_slots() - window more tokens.
+    if (spec.ring()) limit = std::min(limit, spec.ring_slots() - spec.window);
+  }
+  return limit;
+}
+
+Status SequenceState::request_capture(std::int64_t n) {
+  if (n <= n_tokens_) {
+    return Error(StatusCode::kInvalidArgument,
+                 "a capture at {} tokens must lie past the state's {} tokens", n, n_tokens_);
+  }
+  for (const Capture& c : captures_) {
+    if (c.n_tokens == n) return Status::ok();
+  }
+  Capture c;
+  c.n_tokens = n;
+  c.payload.resize(static_cast<std::size_t>(layout_->snapshot_bytes(n)));
+  std::size_t offset = 0;
+  for (const auto& spec : layout_->layers) {
+    c.layer_offset.push_back(offset);
+    offset += static_cast<std::size_t>(spec.snapshot_bytes(n));
+  }
+  c.written.assign(layers_.size(), 0);
+  captures_.push_back(std::move(c));
+  std::sort(captures_.begin(), captures_.end(),
+            [](const Capture& a, const Capture& b) { return a.n_tokens < b.n_tokens; });
+  return Status::ok();
+}
+
+void SequenceState::capture_recurrent(std::size_t capture, std::size_t layer, const float* state) {
+  Capture& c = captures_[capture];
+  const auto& spec = layout_->layers[layer];
+  RECUR_CHECK(spec.kind == LayerStateSpec::Kind::kRecurrent);
+  std::memcpy(c.payload.data() + c.layer_offset[layer], state,
+              static_cast<std::size_t>(spec.state_floats) * sizeof(float));
+  c.written[layer] |= 1;
+}
+
+void SequenceState::capture_conv(std::size_t capture, std::size_t layer, const float* window) {
+  Capture& c = captures_[capture];
+  const auto& spec = layout_->layers[layer];
+  RECUR_CHECK(spec.kind == LayerStateSpec::Kind::kRecurrent);
+  std::memcpy(c.payload.data() + c.layer_offset[layer] +
+                  static_cast<std::size_t>(spec.state_floats) * sizeof(float),
+              window, static_cast<std::size_t>(spec.conv_floats) * sizeof(float));
+  c.written[layer] |= 2;
+}
+
+Result<std::shared_ptr<const Snapshot>> SequenceState::take_capture(std::int64_t n) {
+  auto it = std::find_if(captures_.begin(), captures_.end(),
+                         [n](const Capture& c) { return c.n_tokens == n; });
+  if (it == captures_.end()) {
+    return Error(StatusCode::kNotFound, "no capture was requested at {} tokens", n);
+  }
+  Capture c = std::move(*it);
+  captures_.erase(it);
+  if (n_tokens_ < n) {
+    return Error(StatusCode::kFailedPrecondition,
+                 "the capture at {} tokens is not reached yet: the state has {} tokens", n,
+                 n_tokens_);
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    if (spec.ring() && n_tokens_ - n > spec.ring_slots() - spec.kept_tokens(n)) {
+      return Error(StatusCode::kFailedPrecondition,
+                   "layer {}: the ring no longer holds the window before token {} ({} tokens "
+                   "were written after it)",
+                   i, n, n_tokens_ - n);
+    }
+    if (spec.kind == LayerStateSpec::Kind::kRecurrent && c.written[i] != 3) {
+      return Error(StatusCode::kInternal,
+                   "layer {}: the forward did not capture its recurrent state at {} tokens", i, n);
+    }
+  }
+  write_payload(n, c.payload.data(), /*with_recurrent=*/false);
+  return std::make_shared<const Snapshot>(fingerprint_, n, layout_->truncatable(),
+                                          std::move(c.payload));
 }
 
 Status SequenceState::restore(const Snapshot& snap) {
@@ -168,6 +256,7 @@ Status SequenceState::restore(const Snapshot& snap) {
                  snap.n_tokens(), snap.byte_size(), layout_->snapshot_bytes(snap.n_tokens()));
   }
   n_tokens_ = 0;  // nothing of the old K/V is kept: growing need not move it
+  captures_.clear();
   reserve_tokens(snap.n_tokens());
   const std::uint8_t* in = snap.payload().data();
   auto get = [&](void* dst, std::size_t n) {
@@ -212,6 +301,7 @@ Status SequenceState::truncate(std::int64_t n) {
 
 void SequenceState::reset() {
   n_tokens_ = 0;
+  captures_.clear();
   for (auto& l : layers_) {
     std::fill(l.state.begin(), l.state.end(), 0.0f);
     std::fill(l.conv.begin(), l.conv.end(), 0.0f);

@@ -107,6 +107,24 @@ class SequenceState {
   // Back to zero tokens (recurrent state zeroed).
   void reset();
 
+  // --- interior captures: the state at a position inside a forward's chunk, without ending the
+  // chunk there (a follow-up turn's boundary snapshot costs a copy, not a second forward) ---
+  // Asks the next forward to record the state after n tokens, n past n_tokens(); the forward's
+  // chunk must reach n. Several may be pending (sorted by position).
+  Status request_capture(std::int64_t n);
+  // The snapshot of the state after n tokens, once a forward has passed n: K/V of the first n
+  // tokens from the live state, recurrent layers as the forward recorded them. Drops the capture.
+  Result<std::shared_ptr<const Snapshot>> take_capture(std::int64_t n);
+  // How far past a capture a chunk may run (ring layers overwrite the window before it after
+  // ring_slots() - window more tokens); unlimited without rings.
+  std::int64_t capture_tail_limit() const;
+  // For recurrent blocks: the pending captures' positions, ascending, and where they record.
+  std::int64_t n_captures() const { return static_cast<std::int64_t>(captures_.size()); }
+  std::int64_t capture_position(std::size_t capture) const { return captures_[capture].n_tokens; }
+  void capture_recurrent(std::size_t capture, std::size_t layer, const float* state);
+  // `window` as conv_window(layer) holds it: the last K-1 conv inputs before the position.
+  void capture_conv(std::size_t capture, std::size_t layer, const float* window);
+
   // --- for model code (forward) ---
   // Makes room for K/V of n tokens in total; grows in blocks so decode rarely allocates.
   void reserve_tokens(std::int64_t n);
@@ -122,6 +140,16 @@ class SequenceState {
   std::int64_t capacity_tokens() const { return capacity_tokens_; }
 
  private:
+  // Every layer's payload at n_tokens (its K/V rows and ring slots must still be intact); the
+  // recurrent layers' bytes are skipped unless with_recurrent.
+  void write_payload(std::int64_t n_tokens, std::uint8_t* out, bool with_recurrent) const;
+
+  struct Capture {
+    std::int64_t n_tokens = 0;
+    std::vector<std::uint8_t> payload;      // the snapshot's, filled as the forward runs
+    std::vector<std::size_t> layer_offset;  // each layer's bytes in payload
+    std::vector<std::uint8_t> written;      // recurrent layers: 1 state, 2 conv window
+  };
   struct LayerData {
     std::vector<std::uint8_t> k, v;  // [n_kv_heads, capacity_tokens_ or 2 · ring, head_dim]
     std::vector<float> state, conv;
@@ -131,6 +159,7 @@ class SequenceState {
   std::int64_t n_tokens_ = 0;
   std::int64_t capacity_tokens_ = 0;
   std::vector<LayerData> layers_;
+  std::vector<Capture> captures_;
 };
 
 }  // namespace recur::model

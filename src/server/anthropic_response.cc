@@ -142,6 +142,7 @@ bool AnthropicRenderer::finish(ChunkWriter& out, const TurnResult& r) {
     msg["usage"] = usage_json(usage);
     std::string body = dump_json(msg);
     add_trace(body, r.trace);
+    if (r.timing != nullptr) add_timing(body, *r.timing);
     return out.write(body);
   }
   std::string body;

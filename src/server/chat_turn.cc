@@ -88,6 +88,8 @@ void ChatTurn::run(ChunkWriter& out) {
     if (stream && first && !renderer->first_event(out, *ev)) return gone();
     first = false;
     if (ev->ttft_s > 0) ttft = ev->ttft_s;
+    if (ev->ttft_s > 0 || ev->done) timing.engine = ev->timing;
+    if (!ev->samples.empty()) timing.mark_first_token();
     if (!ev->samples.empty() && metrics) {
       auto now = std::chrono::steady_clock::now();
       if (!samples.empty() || !content.empty()) {
@@ -121,6 +123,7 @@ void ChatTurn::run(ChunkWriter& out) {
   }
 
   observe(metrics, done, ttft);
+  if (metrics) timing.observe(*metrics);
   if (log_text) {
     log::debug("completion id={} finish={} reasoning={} content={}", id,
                engine::finish_reason_name(done.finish), quoted_for_log(reasoning),
@@ -140,7 +143,8 @@ void ChatTurn::run(ChunkWriter& out) {
                .stop_index = done.stop_index,
                .usage = done.usage,
                .trace = done.trace,
-               .prompt_stored = !done.completion_snapshot_tokens.empty()};
+               .prompt_stored = !done.completion_snapshot_tokens.empty(),
+               .timing = &timing};
   if (split && (splitter.saw_reasoning() || !reasoning.empty())) r.reasoning = reasoning;
   if (stream && parse_tools && calls.calls.empty()) r.unstreamed_content = filter.held();
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.
@@ -174,6 +178,8 @@ void TextTurn::run(ChunkWriter& out) {
       return;
     }
     if (ev->ttft_s > 0) ttft = ev->ttft_s;
+    if (ev->ttft_s > 0 || ev->done) timing.engine = ev->timing;
+    if (!ev->samples.empty()) timing.mark_first_token();
     samples.insert(samples.end(), ev->samples.begin(), ev->samples.end());
     text += ev->text;
     if (stream && !ev->text.empty() && !out.write(text_chunk_sse(meta, ev->text, std::nullopt))) {
@@ -187,6 +193,7 @@ void TextTurn::run(ChunkWriter& out) {
     }
   }
   observe(metrics, done, ttft);
+  if (metrics) timing.observe(*metrics);
   if (log_text) {
     log::debug("completion id={} finish={} text={}", meta.id,
                engine::finish_reason_name(done.finish), quoted_for_log(text));
@@ -199,6 +206,7 @@ void TextTurn::run(ChunkWriter& out) {
   const std::string finish = finish_reason_text(done.finish, false);
   if (stream) {
     std::string body = text_chunk_sse(meta, "", finish);
+    add_timing_to_sse(body, timing);
     if (request.gen.include_usage) body += text_usage_chunk_sse(meta, done.usage);
     body += ": x-recur-cache " + done.trace.to_header() + "\n\n" + sse_done();
     out.write(body);
@@ -211,6 +219,7 @@ void TextTurn::run(ChunkWriter& out) {
                .usage = done.usage};
   std::string body = text_completion_json(meta, r, *backend->tokenizer);
   add_trace(body, done.trace);
+  add_timing(body, timing);
   out.write(body);
 }
 

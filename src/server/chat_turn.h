@@ -16,6 +16,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/request_timing.h"
 #include "server/service.h"
 
 namespace recur::server {
@@ -46,6 +47,7 @@ struct TurnResult {
   std::string unstreamed_content;
   // The assistant message as the client will send it back next turn.
   chat::Message reply;
+  const RequestTiming* timing = nullptr;  // set by ChatTurn::run
 };
 
 // How one API writes a chat turn. The write methods return false once the client is gone. Only a
@@ -75,6 +77,7 @@ struct ChatTurn {
   ServerMetrics* metrics = nullptr;
   bool log_text = false;  // --log-prompts
   std::unique_ptr<TurnRenderer> renderer;
+  RequestTiming timing;
 
   // Writes the whole response (stream or not) to `out`.
   void run(ChunkWriter& out);
@@ -88,6 +91,7 @@ struct TextTurn {
   std::shared_ptr<engine::RequestChannel> channel;
   ServerMetrics* metrics = nullptr;
   bool log_text = false;  // --log-prompts
+  RequestTiming timing;
 
   void run(ChunkWriter& out);
 };

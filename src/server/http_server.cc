@@ -152,6 +152,7 @@ HttpRequest to_request(const httplib::Request& req) {
   out.method = req.method;
   out.path = req.path;
   out.body = req.body;
+  out.received_at = t_request_start;
   for (const auto& [k, v] : req.headers) out.headers[lower(k)] = v;
   // Found on first use: only requests that wait for the engine ask.
   out.client_gone = [fd = std::optional<int>(), local = req.local_addr, lport = req.local_port,

@@ -4,6 +4,7 @@
 // The only file that includes httplib.h; routes see the plain structs below.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -36,6 +37,8 @@ struct HttpRequest {
   std::string path;
   std::string body;
   std::map<std::string, std::string> headers;  // names lower-cased
+  // When the request's headers were read (its body is read after): where its timing starts.
+  std::chrono::steady_clock::time_point received_at;
   // True once the client has closed its end of the connection (checked without reading or
   // writing). Null in requests that were not received over a socket (tests).
   std::function<bool()> client_gone;

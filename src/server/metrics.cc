@@ -31,6 +31,12 @@ prometheus::Histogram::BucketBoundaries latency_buckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 }
 
+// Request phases run from a tenth of a millisecond (a render, a RAM restore) to minutes.
+prometheus::Histogram::BucketBoundaries phase_buckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    120};
+}
+
 }  // namespace
 
 struct ServerMetrics::Impl {
@@ -50,6 +56,14 @@ struct ServerMetrics::Impl {
                                     .Help("Time from admission to the first generated token.")
                                     .Register(*registry)
                                     .Add({}, latency_buckets());
+  prometheus::Family<prometheus::Histogram>& phase_seconds =
+      prometheus::BuildHistogram()
+          .Name("recur_request_phase_seconds")
+          .Help(
+              "Where requests' time goes, by phase: parse, render, tokenize (HTTP thread); "
+              "queue, restore, prefill (of which forward), snapshot, decode (engine); ttft "
+              "(arrival to the first token handed to the writer).")
+          .Register(*registry);
   prometheus::Histogram& inter_token =
       prometheus::BuildHistogram()
           .Name("recur_inter_token_seconds")
@@ -106,6 +120,9 @@ void ServerMetrics::observe_request(std::string_view route, int status, double s
 
 void ServerMetrics::observe_ttft(double s) { impl_->ttft.Observe(s); }
 void ServerMetrics::observe_inter_token(double s) { impl_->inter_token.Observe(s); }
+void ServerMetrics::observe_phase(std::string_view phase, double s) {
+  impl_->phase_seconds.Add({{"phase", std::string(phase)}}, phase_buckets()).Observe(s);
+}
 
 void ServerMetrics::add_tokens(std::int64_t prompt, std::int64_t cached, std::int64_t generated) {
   impl_->prompt_tokens.Increment(static_cast<double>(prompt));

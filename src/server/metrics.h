@@ -34,6 +34,8 @@ class ServerMetrics {
   void observe_request(std::string_view route, int http_status, double seconds);
   void observe_ttft(double seconds);
   void observe_inter_token(double seconds);
+  // One phase of a request (RequestTiming): recur_request_phase_seconds{phase="..."}.
+  void observe_phase(std::string_view phase, double seconds);
   void add_tokens(std::int64_t prompt, std::int64_t cached, std::int64_t generated);
   void set_queue_depth(std::int64_t n);
   void set_active_sequences(std::int64_t n);

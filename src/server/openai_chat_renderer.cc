@@ -32,6 +32,7 @@ bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
       tail.content = r.unstreamed_content;  // not a tool call after all: it is content
     }
     std::string body = chat_chunk_sse(meta_, tail, *tok_);
+    if (r.timing != nullptr) add_timing_to_sse(body, *r.timing);
     if (include_usage_) body += chat_usage_chunk_sse(meta_, r.usage);
     // The cache trace as an SSE comment: ignored by clients, visible to people and tests.
     body += ": x-recur-cache " + r.trace.to_header() + "\n\n";
@@ -47,6 +48,7 @@ bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
                     .usage = r.usage};
   std::string body = chat_completion_json(meta_, result, *tok_);
   add_trace(body, r.trace);
+  if (r.timing != nullptr) add_timing(body, *r.timing);
   return out.write(body);
 }
 

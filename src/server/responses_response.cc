@@ -225,6 +225,7 @@ bool ResponsesRenderer::finish(ChunkWriter& out, const TurnResult& r) {
   if (incomplete) response["incomplete_details"] = {{"reason", "max_output_tokens"}};
   std::string body = dump_json(response);
   add_trace(body, r.trace);
+  if (r.timing != nullptr) add_timing(body, *r.timing);
   keep(r, body);
   if (!stream_) return out.write(body);
 

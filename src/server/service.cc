@@ -154,11 +154,15 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
                                                       const RequestIdentity& identity) {
   if (auto e = check_model(request.gen.model)) return *e;
   auto turn = std::make_shared<ChatTurn>();
+  turn->timing.received = http.received_at;
+  turn->timing.parsed = RequestTiming::Clock::now();
   turn->request = std::move(request);
   const ChatRequest& req = turn->request;
   auto prompt = render_prompt(req);
   if (const ApiError* e = as_error(prompt)) return *e;
   turn->prompt = std::move(std::get<chat::Prompt>(prompt));
+  turn->timing.render_s = turn->prompt.render_s;
+  turn->timing.tokenize_s = turn->prompt.tokenize_s;
   chat::ChatInputs in{.messages = req.messages,
                       .tools_json = req.tools_json,
                       .kwargs_json = req.chat_template_kwargs_json};
@@ -173,6 +177,7 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   engine::GenerationRequest ereq = engine_request(req.gen, identity, turn->prompt.tokens);
   ereq.history_boundary = turn->prompt.history_boundary;
   ereq.cache_key = turn->key;
+  turn->timing.submitted = RequestTiming::Clock::now();
   auto channel = backend_.engine->submit(std::move(ereq));
   if (!channel) return submit_error(channel.status());
   turn->channel = std::move(channel).value();
@@ -199,13 +204,18 @@ HttpResponse Service::completions(const HttpRequest& http) {
   auto parsed = parse_completion_request(http.body, options_.limits);
   if (const ApiError* e = as_error(parsed)) return HttpResponse::error(*e);
   auto turn = std::make_shared<TextTurn>();
+  turn->timing.received = http.received_at;
+  turn->timing.parsed = RequestTiming::Clock::now();
   turn->request = std::move(std::get<CompletionRequest>(parsed));
   CompletionRequest& req = turn->request;
   if (auto e = check_model(req.gen.model)) return HttpResponse::error(*e);
   std::vector<engine::TokenId> tokens;
   if (auto* text = std::get_if<std::string>(&req.prompt)) {
     turn->prompt_text = *text;
+    const auto t0 = RequestTiming::Clock::now();
     tokens = be->tokenizer->encode(*text, {.parse_special = true});
+    turn->timing.tokenize_s =
+        std::chrono::duration<double>(RequestTiming::Clock::now() - t0).count();
   } else {
     tokens = std::get<std::vector<std::int32_t>>(req.prompt);
     turn->prompt_text = be->tokenizer->decode(tokens);
@@ -220,6 +230,7 @@ HttpResponse Service::completions(const HttpRequest& http) {
   }
   engine::GenerationRequest ereq = engine_request(req.gen, identity, std::move(tokens));
   ereq.cache_key = cache_key(http, req.gen, /*template_signature=*/0);
+  turn->timing.submitted = RequestTiming::Clock::now();
   auto channel = be->engine->submit(std::move(ereq));
   if (!channel) {
     ApiError e = submit_error(channel.status());

@@ -41,6 +41,7 @@ export async function converse(server, model, opts) {
       prompt_tokens: res.usage.prompt_tokens,
       completion_tokens: res.usage.completion_tokens,
       cached_tokens: res.usage.prompt_tokens_details.cached_tokens,
+      timing: res.x_recur_timing,
     });
     const reply = { role: 'assistant', content: msg.content ?? '' };
     if (msg.reasoning_content !== undefined && msg.reasoning_content !== null) {

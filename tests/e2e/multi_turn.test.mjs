@@ -62,6 +62,11 @@ for (const family of FAMILIES) {
             assert.equal(turn.cached_tokens, turn.prompt_tokens - fresh,
                          `turn ${t + 1}: ${turn.cached_tokens} cached of ${turn.prompt_tokens}`);
             assert.equal(without[t].cached_tokens, 0);
+            // One forward computes the new tokens, the history boundary's snapshot included: a
+            // family with recurrent blocks records it inside the forward (src/model/capture.h).
+            assert.equal(turn.timing.prefill_tokens, fresh, `turn ${t + 1} timing`);
+            assert.equal(turn.timing.prefill_steps, 1,
+                         `turn ${t + 1}: ${JSON.stringify(turn.timing)}`);
           }
           if (family === 'gemma3') {
             // Past three windows: later turns reuse the sliding-window rings' snapshots.

@@ -182,6 +182,45 @@ TEST_P(EngineTest, BoundarySnapshotServesTheNextRequestWithTheSameHistory) {
   }
 }
 
+// The boundary snapshot of a prompt whose uncached part fits one prefill piece is captured inside
+// that piece: one forward, not one up to the boundary and a second for the generation prompt
+// (where the family records interior captures; others still stop at the boundary). The stored
+// boundary then serves a request that shares only the history, exactly.
+TEST_P(EngineTest, BoundarySnapshotIsCapturedInsideOneForward) {
+  if (model_->state_layout().truncatable()) GTEST_SKIP() << "dense models take no boundary";
+  ThreadPool pool(2);
+  auto cache = make_cache();
+  Engine engine(EngineOptions{.parallel = 1, .ctx_size = 512}, *model_, *tok_, cache.get(), pool);
+  engine.start();
+  const std::vector<TokenId> history = prompt_of(
+      "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nName a colour.<|im_end|>\n");
+  auto turn = [&](const std::string& gen) {
+    std::vector<TokenId> p = history;
+    auto tail = prompt_of(gen);
+    p.insert(p.end(), tail.begin(), tail.end());
+    GenerationRequest r = request(p, 9, 4);
+    r.history_boundary = static_cast<std::int64_t>(history.size());
+    return r;
+  };
+  auto first = engine.submit(turn("<|im_start|>assistant\n"));
+  ASSERT_TRUE(first.is_ok());
+  auto [ids1, done1] = drain(**first);
+  const auto n_prompt = static_cast<std::int64_t>(turn("<|im_start|>assistant\n").prompt.size());
+  EXPECT_EQ(done1.timing.prefill_tokens, n_prompt);
+  // Pieces of at most 64 tokens (max_batch_tokens); the boundary falls inside the last one.
+  ASSERT_NE(static_cast<std::int64_t>(history.size()) % 64, 0);
+  EXPECT_EQ(done1.timing.prefill_steps,
+            (n_prompt + 63) / 64 + (model_->supports_capture() ? 0 : 1));
+  // Another generation prompt after the same history resumes at the boundary.
+  auto second = engine.submit(turn("<|im_start|>assistant\n<think>\n"));
+  ASSERT_TRUE(second.is_ok());
+  auto [ids2, done2] = drain(**second);
+  EXPECT_EQ(done2.usage.cached_tokens, static_cast<std::int64_t>(history.size()))
+      << done2.trace.to_header();
+  EXPECT_EQ(done2.trace.origin, "boundary");
+  EXPECT_EQ(done2.timing.prefill_steps, 1);
+}
+
 TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {
   ThreadPool pool(2);
   Engine engine(EngineOptions{.parallel = 3, .prefill_chunk = 5, .ctx_size = 512}, *model_, *tok_,
