@@ -92,6 +92,7 @@ PromptCacheSettings read_prompt_cache_settings(const config::Options& opts) {
   c.snapshot_max_entries = unless_auto(opts, "prompt-cache-snapshot-max-entries");
   c.snapshot_ttl_ns = opts.get_duration_ms("prompt-cache-snapshot-ttl") * kNanosPerMs;
   c.boundary = opts.get_bool("prompt-cache-boundary");
+  c.shared = opts.get_bool("prompt-cache-shared");
   c.warmup = opts.get_bool("prompt-cache-warmup");
   // The radix tree makes lookups cost the prompt length whatever the granularity, so dense KV is
   // reused to the exact token: the next turn then computes only its new tokens.

@@ -60,6 +60,7 @@ StorePolicy make_policy(const ModelFootprint& model, const CacheSettings& settin
   p.min_prefix_tokens = settings.min_prefix_tokens;
   p.origin_enabled[static_cast<std::size_t>(Origin::kBoundary)] = settings.boundary;
   p.origin_enabled[static_cast<std::size_t>(Origin::kWarmup)] = settings.warmup;
+  p.origin_enabled[static_cast<std::size_t>(Origin::kShared)] = settings.shared;
   return p;
 }
 

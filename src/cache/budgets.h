@@ -30,6 +30,7 @@ struct CacheSettings {
   Nanos snapshot_ttl_ns = 3600 * kNanosPerSecond;       // --prompt-cache-snapshot-ttl
   bool boundary = true;                                 // --prompt-cache-boundary
   bool warmup = true;                                   // --prompt-cache-warmup
+  bool shared = true;                                   // --prompt-cache-shared
   std::int64_t block_tokens = 16;                       // prefix store granularity (not a flag yet)
 };
 

@@ -20,6 +20,8 @@ const char* origin_name(Origin origin) {
       return "boundary";
     case Origin::kWarmup:
       return "warmup";
+    case Origin::kShared:
+      return "shared";
   }
   return "unknown";
 }

@@ -29,16 +29,19 @@ struct BucketKey {
   bool operator==(const BucketKey&) const = default;
 };
 
-enum class SessionKind : std::uint8_t { kAnonymous, kPromptCacheKey, kUser };
+enum class SessionKind : std::uint8_t { kAnonymous, kPromptCacheKey, kUser, kShared };
 
 // prompt_cache_key, else user, else the one anonymous session. The kind is part of the identity,
-// so a prompt_cache_key "x" and a user "x" are different sessions.
+// so a prompt_cache_key "x" and a user "x" are different sessions. The shared session holds the
+// snapshots of prefixes that a tenant's conversations share (origin kShared): every session of the
+// tenant and bucket may resume from them.
 struct SessionKey {
   SessionKind kind = SessionKind::kAnonymous;
   std::string id;
   bool operator==(const SessionKey&) const = default;
 
   static SessionKey anonymous() { return {}; }
+  static SessionKey shared() { return {SessionKind::kShared, ""}; }
   static SessionKey from_request(std::string_view prompt_cache_key, std::string_view user);
 };
 
@@ -49,9 +52,10 @@ struct CacheKey {
 };
 
 // Why a snapshot was taken. Supersede is scoped per origin, so a turn's completion snapshot never
-// removes the boundary snapshot the next turn needs.
-enum class Origin : std::uint8_t { kCompletion, kBoundary, kWarmup };
-inline constexpr int kNumOrigins = 3;
+// removes the boundary snapshot the next turn needs. kShared: the end of a conversation's leading
+// system messages (and tools), stored in the shared session for the tenant's new conversations.
+enum class Origin : std::uint8_t { kCompletion, kBoundary, kWarmup, kShared };
+inline constexpr int kNumOrigins = 4;
 const char* origin_name(Origin origin);
 
 // Tenant + bucket: one radix tree each.

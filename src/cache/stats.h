@@ -75,7 +75,8 @@ struct StoreStats {
   std::int64_t bytes_per_entry = 0;  // bytes / entries, 0 when empty
   std::int64_t lookups = 0;
   std::int64_t hits = 0;
-  double hit_rate = 0;  // hits / lookups, 0 before the first lookup
+  std::int64_t hits_shared = 0;  // of hits: a session resumed from the tenant's shared prefix
+  double hit_rate = 0;           // hits / lookups, 0 before the first lookup
   std::int64_t tokens_reused = 0;
   std::int64_t inserts = 0;
   std::int64_t replaces = 0;

@@ -39,7 +39,7 @@ struct StorePolicy {
   std::int64_t block_tokens = 1;
   // Per origin (indexed by Origin): inserts of a switched-off origin are rejected as disabled
   // (--no-prompt-cache-boundary, --no-prompt-cache-warmup).
-  std::array<bool, kNumOrigins> origin_enabled{true, true, true};
+  std::array<bool, kNumOrigins> origin_enabled{true, true, true, true};
 };
 
 // A stored entry as tests and diagnostics see it.

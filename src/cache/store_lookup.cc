@@ -67,10 +67,16 @@ LookupResult Store::lookup_exact(Partition& part, const SessionKey& session, Tok
   const std::int64_t min_usable = std::max<std::int64_t>(1, policy_.min_prefix_tokens);
   Entry* best = nullptr;
   Entry* other = nullptr;  // the longest usable entry of another session
+  // The deepest usable entry wins: the session's own, else the tenant's shared prefix (a new
+  // conversation that starts with a known system prompt).
   part.tree.walk(tokens, [&](RadixTree::Node* node) {
     if (node->depth < min_usable || node->depth > max_usable) return;
     if (Entry* e = most_recent(node->entries, [&](Entry* x) { return x->session == session; })) {
       best = e;
+    } else if (Entry* s = most_recent(node->entries, [](Entry* x) {
+                 return x->session.kind == SessionKind::kShared;
+               })) {
+      best = s;
     } else if (!node->entries.empty()) {
       other = node->entries.front();
     }
@@ -122,6 +128,7 @@ LookupResult Store::lookup_common(Partition& part, TokenSpan tokens) {
 LookupResult Store::record_hit(Entry* entry, std::int64_t n_usable) {
   touch(entry);
   ++stats_.hits;
+  if (entry->origin == Origin::kShared) ++stats_.hits_shared;
   stats_.tokens_reused += n_usable;
   return {.snapshot = entry->snapshot,
           .n_tokens_usable = n_usable,

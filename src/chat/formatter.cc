@@ -1,6 +1,8 @@
 #include "chat/formatter.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "util/hash.h"
 
@@ -127,11 +129,43 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
   const Clock::time_point t0 = Clock::now();
   RECUR_ASSIGN_OR_RETURN(p.text, render(in, true));
   RECUR_ASSIGN_OR_RETURN(std::string history, render(in, false));
+  // The leading system messages followed by a placeholder user message, twice with placeholders
+  // that share nothing: where the two renderings part is where a conversation's own messages
+  // begin, whatever they say (a template may refuse a conversation without a user message, and
+  // Gemma's puts the system text inside the first user turn). Conversations with the same system
+  // prompt share every token before it.
+  std::size_t n_system = 0;
+  while (n_system < in.messages.size() &&
+         (in.messages[n_system].role == "system" || in.messages[n_system].role == "developer")) {
+    ++n_system;
+  }
+  std::optional<std::string> head_a, head_b;
+  if (n_system > 0 && n_system < in.messages.size()) {
+    ChatInputs cut = in;
+    cut.messages = in.messages.first(n_system);
+    auto with_user = [&](const char* text) -> std::optional<std::string> {
+      Message user;
+      user.role = "user";
+      user.content = text;
+      auto ctx = build_context(cut, false, tok_->special_tokens(), &user, nullptr);
+      if (!ctx) return std::nullopt;
+      auto rendered = template_.render(*ctx);
+      if (!rendered) return std::nullopt;
+      return std::move(rendered).value();
+    };
+    head_a = with_user("Alpha placeholder 1");
+    head_b = with_user("? 2 zeta");
+  }
   const Clock::time_point t1 = Clock::now();
   const tokenizer::EncodeOptions opts{.parse_special = true, .add_special_tokens = false};
   p.tokens = tok_->encode(p.text, opts);
   std::vector<TokenId> h = tok_->encode(history, opts);
   p.history_boundary = common_prefix(p.tokens, h);
+  if (head_a && head_b) {
+    const std::vector<TokenId> a = tok_->encode(*head_a, opts);
+    p.shared_boundary = std::min({common_prefix(a, tok_->encode(*head_b, opts)),
+                                  common_prefix(p.tokens, a), p.history_boundary});
+  }
   p.render_s = std::chrono::duration<double>(t1 - t0).count();
   p.tokenize_s = std::chrono::duration<double>(Clock::now() - t1).count();
   if (has_reasoning_) {

@@ -34,6 +34,9 @@ struct Prompt {
   std::int64_t history_boundary = 0;
   // The generation prompt leaves the model inside a <think> block: its output starts as reasoning.
   bool starts_in_reasoning = false;
+  // Tokens [0, shared_boundary) render the leading system/developer messages (and the tools the
+  // template puts with them): what a tenant's conversations commonly share. 0: none.
+  std::int64_t shared_boundary = 0;
   // What building it cost, in seconds (the request's timing).
   double render_s = 0;
   double tokenize_s = 0;

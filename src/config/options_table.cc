@@ -320,6 +320,16 @@ std::vector<OptionSpec> build_table() {
        .help = "Prefill the anticipated next-turn prefix in spare engine capacity.",
        .scopes = kServe | kBench,
        .group = "prompt cache"},
+      {.name = "prompt-cache-shared",
+       .type = T::kBool,
+       .default_text = "true",
+       .help =
+           "Hybrid and recurrent models: store the state at the end of a conversation's leading "
+           "system messages (and tools) for the tenant's other conversations, so a new "
+           "conversation with a known system prompt computes only its own messages (dense "
+           "models share every prefix through the prefix store anyway).",
+       .scopes = kServe | kBench,
+       .group = "prompt cache"},
 
       // ---- generation (recur run)
       {.name = "prompt",

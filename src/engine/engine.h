@@ -111,6 +111,8 @@ class Engine {
   std::int64_t plan_snapshot_points(Sequence& seq, std::int64_t start, std::int64_t len);
   bool origin_wanted(cache::Origin origin) const;
   void after_prefill_piece(Sequence& seq);
+  // Stores the snapshots the sequence's last prefill piece passed (captures and its end).
+  void store_passed_points(Sequence& seq);
   void on_sample(Sequence& seq, std::span<const float> logits);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
   void fail_all(const Status& error);

@@ -33,6 +33,7 @@ struct Engine::Sequence {
   Event out;  // what this step produced; pushed to the channel after the step
   // Interior captures requested for this step's piece, with the origin each is stored under.
   std::vector<std::pair<std::int64_t, cache::Origin>> captures;
+  bool snapshots_pending = false;  // a prefill piece passed snapshot points this step
 };
 
 struct Engine::Warmup {

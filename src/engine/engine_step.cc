@@ -17,6 +17,14 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// A shared prefix belongs to the tenant's shared session, not to the conversation that made it.
+cache::CacheKey key_for(const cache::CacheKey& key, cache::Origin origin) {
+  if (origin != cache::Origin::kShared) return key;
+  cache::CacheKey shared = key;
+  shared.session = cache::SessionKey::shared();
+  return shared;
+}
+
 std::string describe_miss(const cache::LookupResult& r) {
   if (r.miss == cache::MissReason::kDiverged) {
     return fmt::format("diverged at token {} of an entry of length {}", r.diverged_at,
@@ -274,7 +282,11 @@ std::vector<std::pair<std::int64_t, cache::Origin>> Engine::snapshot_points(
   // Hybrid/recurrent models only: a dense model's completion snapshot already holds every prefix.
   if (truncatable_) return points;
   const std::int64_t b = seq.req.history_boundary;
+  const std::int64_t s = seq.req.shared_boundary;
   const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
+  if (s > 0 && s < b && origin_wanted(cache::Origin::kShared)) {
+    points.emplace_back(s, cache::Origin::kShared);
+  }
   if (b > 0 && b < n_prompt && origin_wanted(cache::Origin::kBoundary)) {
     points.emplace_back(b, cache::Origin::kBoundary);
   }
@@ -342,12 +354,16 @@ void Engine::step() {
       }
     }
   }
-  // Publish what this step produced, then drop finished work.
+  // Publish what this step produced, store the snapshots its prefill pieces passed, then drop
+  // finished work.
   for (auto& seq : active_) {
     if (!seq->out.samples.empty() || !seq->out.text.empty() || seq->out.done) {
       seq->channel->push(std::move(seq->out));
       seq->out = Event{};
     }
+  }
+  for (auto& seq : active_) {
+    if (seq->snapshots_pending && seq->state) store_passed_points(*seq);
   }
   for (auto& seq : active_) {
     if (seq->done) release_state(std::move(seq->state));
@@ -369,6 +385,16 @@ void Engine::step() {
 }
 
 void Engine::after_prefill_piece(Sequence& seq) {
+  // Its snapshots are stored once the step's events are out: copying a state (tens of MB) must
+  // not delay the first token it may have sampled.
+  seq.snapshots_pending = true;
+  if (seq.state->n_tokens() == static_cast<std::int64_t>(seq.req.prompt.size())) {
+    seq.decoding = true;
+  }
+}
+
+void Engine::store_passed_points(Sequence& seq) {
+  seq.snapshots_pending = false;
   const std::int64_t n = seq.state->n_tokens();
   const Clock::time_point t0 = Clock::now();
   const auto prompt = std::span<const TokenId>(seq.req.prompt);
@@ -378,18 +404,17 @@ void Engine::after_prefill_piece(Sequence& seq) {
       log::error("req={}: capture at {} tokens failed: {}", seq.req.id, p, snap.status().message());
       continue;
     }
-    store_snapshot(std::move(*snap), seq.req.cache_key, origin,
+    store_snapshot(std::move(*snap), key_for(seq.req.cache_key, origin), origin,
                    prompt.first(static_cast<std::size_t>(p)));
   }
   seq.captures.clear();
   for (const auto& [p, origin] : snapshot_points(seq)) {
     if (p == n) {
-      store_snapshot(*seq.state, seq.req.cache_key, origin,
+      store_snapshot(*seq.state, key_for(seq.req.cache_key, origin), origin,
                      prompt.first(static_cast<std::size_t>(p)));
     }
   }
   seq.timing.snapshot_s += seconds_between(t0, Clock::now());
-  if (n == static_cast<std::int64_t>(seq.req.prompt.size())) seq.decoding = true;
 }
 
 void Engine::on_sample(Sequence& seq, std::span<const float> logits) {

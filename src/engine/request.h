@@ -29,6 +29,9 @@ struct GenerationRequest {
   // Tokens [0, history_boundary) are the rendered history (chat/): a boundary snapshot is taken
   // there. 0 or >= prompt size: none.
   std::int64_t history_boundary = 0;
+  // Tokens [0, shared_boundary) are the leading system messages (chat/): a snapshot there goes to
+  // the tenant's shared session, for its other conversations. 0: none.
+  std::int64_t shared_boundary = 0;
   cache::CacheKey cache_key;
   SamplingParams sampling;
   std::int64_t max_tokens = 256;

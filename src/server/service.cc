@@ -176,6 +176,7 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   }
   engine::GenerationRequest ereq = engine_request(req.gen, identity, turn->prompt.tokens);
   ereq.history_boundary = turn->prompt.history_boundary;
+  ereq.shared_boundary = turn->prompt.shared_boundary;
   ereq.cache_key = turn->key;
   turn->timing.submitted = RequestTiming::Clock::now();
   auto channel = backend_.engine->submit(std::move(ereq));

@@ -34,6 +34,7 @@ json store_json(const cache::StoreStats& s) {
               {"bytes_per_entry", s.bytes_per_entry},
               {"lookups", s.lookups},
               {"hits", s.hits},
+              {"hits_shared", s.hits_shared},
               {"hit_rate", s.hit_rate},
               {"tokens_reused", s.tokens_reused},
               {"inserts", s.inserts},
@@ -134,6 +135,9 @@ void sync_store_metrics(ServerMetrics& m, const char* store, const cache::StoreS
   m.sync_counter("recur_cache_lookups_total", "Prompt-cache lookups.", l, u(s.lookups));
   m.sync_counter("recur_cache_hits_total", "Prompt-cache lookups that found a reusable prefix.", l,
                  u(s.hits));
+  m.sync_counter("recur_cache_shared_hits_total",
+                 "Hits on a prefix shared by the tenant's conversations (a system prompt).", l,
+                 u(s.hits_shared));
   m.sync_counter("recur_cache_tokens_reused_total", "Prompt tokens restored instead of computed.",
                  l, u(s.tokens_reused));
   m.sync_counter("recur_cache_inserts_total", "Snapshots admitted.", l, u(s.inserts));

@@ -102,6 +102,37 @@ TEST_F(SnapshotStoreTest, SessionsTenantsAndBucketsNeverMeet) {
   EXPECT_TRUE(store_->lookup(key_for("a"), prompt).hit());
 }
 
+// The tenant's shared session (a system prompt's state) serves every session of the same tenant
+// and bucket, never another tenant's; a session's own longer entry wins over it.
+TEST_F(SnapshotStoreTest, SharedPrefixServesTheTenantsOtherSessions) {
+  const V system = iota_tokens(30);
+  CacheKey shared = key_for("a");
+  shared.session = SessionKey::shared();
+  put(shared, system, 100, 1, Origin::kShared);
+  const V prompt_b = concat(system, V{900, 901, 902});
+  LookupResult r = store_->lookup(key_for("b"), prompt_b);
+  ASSERT_TRUE(r.hit());
+  EXPECT_EQ(r.n_tokens_usable, 30);
+  EXPECT_EQ(r.origin, Origin::kShared);
+  EXPECT_EQ(tag_of(r.snapshot), 1);
+  EXPECT_FALSE(store_->lookup(key_for("b", "t2"), prompt_b).hit()) << "another tenant";
+  EXPECT_FALSE(store_->lookup(key_for("b", "t1", "m2"), prompt_b).hit()) << "another bucket";
+  // Session b's own boundary, longer than the shared prefix, wins.
+  const V own = concat(system, V{900, 901});
+  put(key_for("b"), own, 100, 2, Origin::kBoundary);
+  LookupResult longer = store_->lookup(key_for("b"), concat(own, V{5, 6}));
+  ASSERT_TRUE(longer.hit());
+  EXPECT_EQ(longer.n_tokens_usable, 32);
+  EXPECT_EQ(tag_of(longer.snapshot), 2);
+  // A prompt that leaves the system prompt early finds nothing.
+  V diverged = system;
+  diverged[10] = 7777;
+  EXPECT_FALSE(store_->lookup(key_for("c"), concat(diverged, V{1})).hit());
+  const StoreStats st = store_->stats();
+  EXPECT_EQ(st.hits, 2);
+  EXPECT_EQ(st.hits_shared, 1);
+}
+
 TEST_F(SnapshotStoreTest, SessionResolutionPrefersPromptCacheKeyThenUser) {
   EXPECT_EQ(SessionKey::from_request("k", "u"), (SessionKey{SessionKind::kPromptCacheKey, "k"}));
   EXPECT_EQ(SessionKey::from_request("", "u"), (SessionKey{SessionKind::kUser, "u"}));

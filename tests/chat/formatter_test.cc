@@ -64,6 +64,33 @@ TEST_F(FormatterTest, PromptAndBoundary) {
   EXPECT_EQ(tok_->decode(gen), "<|im_start|>assistant\n<think>\n");
 }
 
+// The shared boundary ends where a conversation's own first message begins, whatever it says:
+// conversations with the same system prompt share every token before it.
+TEST_F(FormatterTest, SharedBoundaryEndsBeforeTheFirstUserText) {
+  const std::string head = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n";
+  const auto n_head = static_cast<std::int64_t>(tok_->encode(head, {.parse_special = true}).size());
+  for (const char* user : {"Hello there", "Alpha", "? 2"}) {
+    std::vector<Message> msgs = {msg("system", "Be brief."), msg("user", user)};
+    auto p = fmt_->build_prompt({.messages = msgs});
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    EXPECT_EQ(p->shared_boundary, n_head) << user;
+    EXPECT_EQ(tok_->decode(std::span<const TokenId>(p->tokens).first(
+                  static_cast<std::size_t>(p->shared_boundary))),
+              head);
+  }
+  // A later turn shares the same head.
+  std::vector<Message> later = {msg("system", "Be brief."), msg("user", "Hi"),
+                                msg("assistant", "Hello."), msg("user", "More?")};
+  auto p = fmt_->build_prompt({.messages = later});
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_EQ(p->shared_boundary, n_head);
+  // No system message: nothing is shared.
+  std::vector<Message> bare = {msg("user", "Hello there")};
+  auto q = fmt_->build_prompt({.messages = bare});
+  ASSERT_TRUE(q.is_ok());
+  EXPECT_EQ(q->shared_boundary, 0);
+}
+
 TEST_F(FormatterTest, ThinkingOffEndsTheBlock) {
   std::vector<Message> msgs = {msg("user", "Hi")};
   auto p = fmt_->build_prompt({.messages = msgs, .kwargs_json = R"({"enable_thinking":false})"});

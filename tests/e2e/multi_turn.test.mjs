@@ -28,6 +28,18 @@ function newTokensOf(family, user, thinking) {
 // turn computes everything or reuses exactly that head stored by an earlier conversation.
 const LLAMA_HEAD = '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n' +
                    'Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n';
+// What the system message renders to at the start of a prompt, up to where the text of a
+// conversation's first user message begins (Gemma 3 puts the system text at the head of the first
+// user turn).
+const SYSTEM_BLOCK = {
+  qwen3_5: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  mamba2: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  qwen3: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  qwen3_moe: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  gemma3: (s) => `<bos><start_of_turn>user\n${s}\n\n`,
+  llama: (s) => `<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n${s}`,
+};
+
 async function firstTurnCached(dir, family) {
   return family === 'llama' ? [0, await oracleTokenCount(dir, LLAMA_HEAD)] : [0];
 }
@@ -77,21 +89,30 @@ for (const family of FAMILIES) {
       }
     }
 
-    test('the first turn of a new session reuses a shared system prompt only where allowed',
-         async () => {
+    test('a new conversation resumes at a system prompt the tenant already computed', async () => {
       cached ??= await startServer(dir, ['--parallel', '4']);
       const system = 'A long shared system prompt that many sessions of one tenant start with.';
       const a = await converse(cached, family, { key: 'share-a', system, turns: 1 });
-      const b = await converse(cached, family, { key: 'share-b', system, turns: 1 });
+      const b = await converse(cached, family, { key: 'share-b', system, turns: 1, offset: 1 });
+      const c = await converse(cached, family, { key: 'share-c', system, turns: 1, offset: 2,
+                                                 salt: 'another-tenant' });
       assert.ok((await firstTurnCached(dir, family)).includes(a[0].cached_tokens),
                 `first session: ${a[0].cached_tokens}`);
+      assert.ok((await firstTurnCached(dir, family)).includes(c[0].cached_tokens),
+                `another tenant: ${c[0].cached_tokens}`);
+      const systemTokens = await oracleTokenCount(dir, SYSTEM_BLOCK[family](system));
       if (family === 'qwen3' || family === 'llama' || family === 'qwen3_moe') {
-        // Dense KV is truncatable: the prefix store shares it across sessions of a tenant.
-        assert.ok(b[0].cached_tokens > 0, 'dense prefix shared across sessions');
+        // Dense KV is truncatable: the prefix store shares every common prefix, the user-turn
+        // header after the system prompt included.
+        assert.ok(b[0].cached_tokens >= systemTokens, `${b[0].cached_tokens} of ${systemTokens}`);
       } else {
-        // Recurrent state is per session: the snapshot store never crosses sessions.
-        assert.equal(b[0].cached_tokens, 0);
+        // Hybrid, recurrent and ring models: the tenant's shared snapshot at the system prompt.
+        assert.equal(b[0].cached_tokens, systemTokens);
+        assert.equal(b[0].timing.prefill_tokens, b[0].prompt_tokens - systemTokens);
       }
+      const stats = await cached.stats();
+      const store = ['qwen3', 'llama', 'qwen3_moe'].includes(family) ? stats.prefix : stats.snapshot;
+      if (store === stats.snapshot) assert.ok(store.hits_shared >= 1, JSON.stringify(store));
     });
 
     test('four concurrent conversations produce the same bytes as each alone', async () => {

@@ -221,6 +221,59 @@ TEST_P(EngineTest, BoundarySnapshotIsCapturedInsideOneForward) {
   EXPECT_EQ(done2.timing.prefill_steps, 1);
 }
 
+// A new conversation whose system prompt another conversation of the same tenant already computed
+// resumes at the end of it (hybrid and recurrent models through the shared session; dense ones
+// through the prefix store), with the same tokens as without a cache; another tenant does not.
+TEST_P(EngineTest, SharedSystemPromptServesTheTenantsNewConversations) {
+  ThreadPool pool(2);
+  auto cache = make_cache();
+  Engine with(EngineOptions{.parallel = 2, .ctx_size = 512}, *model_, *tok_, cache.get(), pool);
+  with.start();
+  ThreadPool pool2(1);
+  auto other = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+  ASSERT_TRUE(other.is_ok());
+  Engine without(EngineOptions{.parallel = 1, .ctx_size = 512}, **other, *tok_, nullptr, pool2);
+  without.start();
+  const std::vector<TokenId> system =
+      prompt_of("<|im_start|>system\nYou answer in haiku, always, about anything.<|im_end|>\n");
+  auto first_turn = [&](const std::string& session, const std::string& user,
+                        const std::string& tenant) {
+    std::vector<TokenId> p = system;
+    auto tail = prompt_of("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n");
+    p.insert(p.end(), tail.begin(), tail.end());
+    GenerationRequest r = request(p, 3, 4);
+    r.cache_key.session = cache::SessionKey::from_request(session, "");
+    r.cache_key.tenant.api_key_identity = tenant;
+    r.shared_boundary = static_cast<std::int64_t>(system.size());
+    return r;
+  };
+  auto a = with.submit(first_turn("a", "Rain?", "t1"));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(drain(**a).second.usage.cached_tokens, 0);
+  for (const auto& [session, tenant] : {std::pair{"b", "t1"}, std::pair{"c", "t2"}}) {
+    SCOPED_TRACE(std::string("session ") + session + " of tenant " + tenant);
+    GenerationRequest r = first_turn(session, "Snow, and the quiet after it?", tenant);
+    auto got = with.submit(r);
+    auto want = without.submit(r);
+    ASSERT_TRUE(got.is_ok() && want.is_ok());
+    auto [ids, done] = drain(**got);
+    EXPECT_EQ(ids, drain(**want).first);
+    if (std::string(tenant) == "t2") {
+      EXPECT_EQ(done.usage.cached_tokens, 0) << done.trace.to_header();
+    } else if (model_->state_layout().truncatable()) {
+      // The prefix store shares every common prefix, the user-turn header included.
+      EXPECT_GE(done.usage.cached_tokens, static_cast<std::int64_t>(system.size()));
+    } else {
+      EXPECT_EQ(done.usage.cached_tokens, static_cast<std::int64_t>(system.size()))
+          << done.trace.to_header();
+      EXPECT_EQ(done.trace.origin, "shared");
+    }
+  }
+  if (!model_->state_layout().truncatable()) {
+    EXPECT_EQ(cache->stats().snapshot.hits_shared, 1);
+  }
+}
+
 TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {
   ThreadPool pool(2);
   Engine engine(EngineOptions{.parallel = 3, .prefill_chunk = 5, .ctx_size = 512}, *model_, *tok_,
