@@ -147,11 +147,11 @@ async function scenarioOne(opts) {
   const prefix = Math.round(median(later.map((r) => r.cached)));
   const engine = engineOnlyMs(opts, prefix, uncached);
   console.log(`\n### one conversation (${opts.turns} turns, system ~${opts['system-tokens']} words)\n`);
-  console.log(`engine alone (recur bench, ${uncached} tokens after ${prefix}): ${engine.ms} ms\n`);
+  console.log(`engine alone (recur bench, ${uncached} tokens after ${prefix}): ${engine.ms.toFixed(1)} ms\n`);
   console.log('| turn | prompt | uncached | TTFT ms | vs engine | render | tokenize | restore | forward (steps) | snapshot | server ttft |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    const t = r.timing;
+    const t = r.timing ?? {};  // a server without x_recur_timing (an older version)
     console.log(`| ${r.turn} | ${r.prompt} | ${r.prompt - r.cached} | ${r.ttft_ms.toFixed(1)} | ` +
       `${r.turn > 1 ? (r.ttft_ms / engine.ms).toFixed(2) : '-'} | ${t.render_ms} | ${t.tokenize_ms} | ` +
       `${t.restore_ms} | ${t.forward_ms} (${t.prefill_steps}) | ${t.snapshot_ms} | ${t.ttft_ms} |`);
@@ -176,7 +176,8 @@ async function scenarioShared(opts) {
   } finally {
     server.proc.kill('SIGTERM');
   }
-  const computed = rows.reduce((a, r) => a + r.timing.prefill_tokens, 0);
+  const computedOf = (r) => r.timing?.prefill_tokens ?? r.prompt - r.cached;
+  const computed = rows.reduce((a, r) => a + computedOf(r), 0);
   const first = rows.find((r) => r.conversation === 0);
   // Each conversation's own tokens: its prompt beyond what the first one shares with it.
   const own = rows.reduce((a, r) => a + (r.prompt - (r.conversation === 0 ? 0 : r.cached)), 0);
@@ -184,7 +185,7 @@ async function scenarioShared(opts) {
   console.log('| conversation | prompt | cached | computed | TTFT ms |');
   console.log('|---|---|---|---|---|');
   for (const r of rows.sort((a, b) => a.conversation - b.conversation)) {
-    console.log(`| ${r.conversation + 1} | ${r.prompt} | ${r.cached} | ${r.timing.prefill_tokens} | ${r.ttft_ms.toFixed(0)} |`);
+    console.log(`| ${r.conversation + 1} | ${r.prompt} | ${r.cached} | ${computedOf(r)} | ${r.ttft_ms.toFixed(0)} |`);
   }
   console.log(`\ncomputed ${computed} prompt tokens in all; the first conversation's prompt is ${first.prompt}`);
   return { rows, computed, own };
@@ -208,7 +209,7 @@ async function scenarioInterleaved(opts) {
   }
   const later = rows.filter((r) => r.turn > 1);
   const ttft = later.map((r) => r.ttft_ms);
-  const queue = later.map((r) => r.timing.queue_ms);
+  const queue = later.map((r) => r.timing?.queue_ms ?? NaN);
   console.log(`\n### ${opts.conversations} interleaved conversations x ${opts.turns} turns` +
               `${opts.parallel ? `, --parallel ${opts.parallel}` : ', defaults'}\n`);
   console.log('| turns 2+ | median ms | p90 ms |');

@@ -124,6 +124,7 @@ ServeSettings read_serve_settings(const config::Options& opts) {
           .engine = {.parallel = as_int(opts.get_int("parallel")),
                      .max_queue = as_int(opts.get_int("max-queue")),
                      .prefill_chunk = opts.get_int("prefill-chunk"),
+                     .step_tokens = opts.get_int("step-tokens"),
                      .ctx_size = ctx},
           .prompt_cache = read_prompt_cache_settings(opts),
           .shutdown_grace = std::chrono::milliseconds(opts.get_duration_ms("shutdown-grace")),

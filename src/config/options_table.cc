@@ -127,8 +127,10 @@ std::vector<OptionSpec> build_table() {
        .group = "server"},
       {.name = "parallel",
        .type = T::kInt,
-       .default_text = "4",
-       .help = "Sequences the engine steps together (continuous batching).",
+       .default_text = "8",
+       .help = "Sequences the engine steps together (continuous batching). A slot costs little "
+               "until its sequence holds tokens; a turn that finds every slot taken waits for "
+               "one, however short it is.",
        .scopes = kServe,
        .group = "server",
        .min = 1,
@@ -147,6 +149,17 @@ std::vector<OptionSpec> build_table() {
        .help = "Most prompt tokens one sequence forwards per engine step, so a long prompt "
                "cannot stall other sequences' decoding.",
        .scopes = kServe | kBench,
+       .group = "server",
+       .min = 1,
+       .max = 1 << 16},
+      {.name = "step-tokens",
+       .type = T::kInt,
+       .default_text = "64",
+       .help = "Most prompt tokens one engine step forwards while another sequence decodes or a "
+               "prompt is about to finish (shortest prompts first), so a long prompt delays "
+               "everyone's next token by at most one short step; alone, a prompt forwards "
+               "--prefill-chunk tokens per step.",
+       .scopes = kServe,
        .group = "server",
        .min = 1,
        .max = 1 << 16},

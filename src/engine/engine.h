@@ -22,11 +22,14 @@
 namespace recur::engine {
 
 struct EngineOptions {
-  int parallel = 4;                  // sequences stepped together (--parallel)
+  int parallel = 8;                  // sequences stepped together (--parallel)
   int max_queue = 64;                // waiting requests before submit() refuses (--max-queue)
   std::int64_t prefill_chunk = 256;  // most prompt tokens per sequence per step
-  std::int64_t ctx_size = 8192;      // prompt + completion tokens per sequence
-  int max_warmups = 8;               // pending warm-ups kept (oldest dropped beyond)
+  // Most prompt tokens in a step while a sequence decodes or a prompt is about to finish
+  // (--step-tokens): bounds the delay one long prompt adds to everyone's next token.
+  std::int64_t step_tokens = 64;
+  std::int64_t ctx_size = 8192;  // prompt + completion tokens per sequence
+  int max_warmups = 8;           // pending warm-ups kept (oldest dropped beyond)
   // Tokens per step reserved for warm-ups while other work is waiting, so warm-ups also make
   // progress under steady load (design section 5: low priority, never starved).
   std::int64_t warmup_tokens_per_step = 32;
@@ -136,7 +139,6 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> active_;
   std::vector<std::unique_ptr<Warmup>> warmups_running_;
   std::vector<std::unique_ptr<model::SequenceState>> free_states_;
-  std::size_t prefill_rr_ = 0;  // round-robin start among prefilling sequences
 
   std::atomic<std::int64_t> n_queued_{0};
   std::atomic<std::int64_t> n_active_{0};

@@ -233,6 +233,7 @@ void Engine::admit() {
 void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& owners) {
   std::int64_t budget = model_.options().max_batch_tokens;
   std::int64_t logit_rows = model_.options().max_logit_rows;
+  std::int64_t n_decoding = 0;
   for (auto& seq : active_) {
     if (seq->done || !seq->decoding || budget <= 0 || logit_rows <= 0) continue;
     chunks.push_back(
@@ -240,28 +241,48 @@ void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& ow
     owners.push_back({.seq = seq.get(), .wants_logits = true});
     --budget;
     --logit_rows;
+    ++n_decoding;
   }
   const bool warmup_waiting = !warmups_running_.empty();
   std::int64_t reserve = warmup_waiting ? std::min(options_.warmup_tokens_per_step, budget / 4) : 0;
-  const std::size_t n = active_.size();
-  for (std::size_t k = 0; k < n && budget - reserve > 0; ++k) {
-    Sequence& seq = *active_[(prefill_rr_ + k) % n];
-    if (seq.done || seq.decoding || seq.disk_load != nullptr) continue;
+  // Shortest remaining prompt first: a follow-up turn's few new tokens go ahead of another
+  // conversation's long first prompt, and among long prompts the nearest to done finishes first.
+  std::vector<Sequence*> prefilling;
+  for (auto& seq : active_) {
+    if (!seq->done && !seq->decoding && seq->disk_load == nullptr) prefilling.push_back(seq.get());
+  }
+  auto remaining = [](const Sequence* s) {
+    return static_cast<std::int64_t>(s->req.prompt.size()) - s->state->n_tokens();
+  };
+  std::stable_sort(prefilling.begin(), prefilling.end(), [&](const Sequence* a, const Sequence* b) {
+    return remaining(a) < remaining(b);
+  });
+  // While a sequence decodes or a prompt is about to finish, each step stays short (at most
+  // --step-tokens prompt tokens): their next token waits for the whole step.
+  const bool latency_bound =
+      n_decoding > 0 ||
+      (!prefilling.empty() && remaining(prefilling.front()) <= options_.step_tokens);
+  std::int64_t prefill_left = latency_bound ? options_.step_tokens : budget;
+  for (Sequence* s : prefilling) {
+    Sequence& seq = *s;
+    const std::int64_t avail = std::min(budget - reserve, prefill_left);
+    if (avail <= 0) break;
     const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
     const std::int64_t start = seq.state->n_tokens();
-    std::int64_t len = std::min({n_prompt - start, options_.prefill_chunk, budget - reserve});
-    len = plan_snapshot_points(seq, start, len);
+    const std::int64_t first_len = std::min({n_prompt - start, options_.prefill_chunk, avail});
+    const bool would_be_last = start + first_len == n_prompt;
+    if (would_be_last && logit_rows <= 0) continue;
+    const std::int64_t len = plan_snapshot_points(seq, start, first_len);
     const bool last = start + len == n_prompt;
-    if (last && logit_rows <= 0) continue;
     chunks.push_back({seq.state.get(),
                       std::span<const TokenId>(seq.req.prompt)
                           .subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(len)),
                       last ? model::LogitsWanted::kLast : model::LogitsWanted::kNone});
     owners.push_back({.seq = &seq, .wants_logits = last});
     budget -= len;
+    prefill_left -= len;
     if (last) --logit_rows;
   }
-  if (n > 0) prefill_rr_ = (prefill_rr_ + 1) % n;
   for (auto& w : warmups_running_) {
     if (budget <= 0) break;
     const std::int64_t start = w->state->n_tokens();

@@ -164,9 +164,11 @@ TEST(Settings, ServeDefaults) {
   EXPECT_GE(s.runtime.threads_or_cores(), 1);
   EXPECT_EQ(s.service.model_id, "recur");
   EXPECT_EQ(s.http.port, 8080);
-  EXPECT_EQ(s.http.worker_threads, 4 + 64 + 128);
-  EXPECT_EQ(s.engine.parallel, 4);
+  EXPECT_EQ(s.http.worker_threads, 8 + 64 + 128);
+  EXPECT_EQ(s.engine.parallel, 8);
   EXPECT_EQ(s.engine.prefill_chunk, 256);
+  EXPECT_EQ(s.engine.step_tokens, 64);
+  EXPECT_TRUE(s.prompt_cache.cache.shared);
   EXPECT_EQ(s.engine.ctx_size, 8192);
   EXPECT_TRUE(s.prompt_cache.cache.warmup);
   EXPECT_EQ(s.prompt_cache.cache.capacity_bytes, std::nullopt);

@@ -274,6 +274,42 @@ TEST_P(EngineTest, SharedSystemPromptServesTheTenantsNewConversations) {
   }
 }
 
+// Shortest prompt first, and short steps while anything decodes: a follow-up turn's few tokens
+// are computed in the first step after it arrives, ahead of another conversation's long prompt,
+// which meanwhile advances at most --step-tokens per step; the bytes are those of each alone.
+TEST_P(EngineTest, ShortPromptsGoAheadOfLongOnes) {
+  ThreadPool pool(2);
+  Engine engine(
+      EngineOptions{.parallel = 2, .prefill_chunk = 64, .step_tokens = 8, .ctx_size = 512}, *model_,
+      *tok_, nullptr, pool);
+  std::vector<TokenId> long_prompt;
+  while (long_prompt.size() < 120) {
+    auto more = prompt_of("<|im_start|>user\nTell me a long story about the sea.<|im_end|>\n");
+    long_prompt.insert(long_prompt.end(), more.begin(), more.end());
+  }
+  const std::vector<TokenId> short_prompt = prompt_of("<|im_start|>user\nHi<|im_end|>\n");
+  ASSERT_LE(short_prompt.size(), 8u);
+  auto lg = engine.submit(request(long_prompt, 1, 4));
+  auto sh = engine.submit(request(short_prompt, 2, 4));
+  ASSERT_TRUE(lg.is_ok() && sh.is_ok());
+  engine.start();  // both are admitted by the first step
+  auto [ids_short, done_short] = drain(**sh);
+  auto [ids_long, done_long] = drain(**lg);
+  EXPECT_EQ(done_short.timing.prefill_steps, 1);
+  EXPECT_LT(done_short.ttft_s, done_long.ttft_s);
+  // 8 tokens per step while the short one decodes, then pieces of 64.
+  EXPECT_GE(done_long.timing.prefill_steps, 4);
+  ThreadPool pool2(1);
+  Engine solo(EngineOptions{.parallel = 1, .ctx_size = 512}, *model_, *tok_, nullptr, pool2);
+  solo.start();
+  auto a = solo.submit(request(long_prompt, 1, 4));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(drain(**a).first, ids_long);
+  auto b = solo.submit(request(short_prompt, 2, 4));
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ(drain(**b).first, ids_short);
+}
+
 TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {
   ThreadPool pool(2);
   Engine engine(EngineOptions{.parallel = 3, .prefill_chunk = 5, .ctx_size = 512}, *model_, *tok_,
