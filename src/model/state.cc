@@ -172,6 +172,15 @@ std::int64_t SequenceState::capture_tail_limit() const {
   return limit;
 }
 
+std::int64_t SequenceState::recurrent_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& spec : layout_->layers) {
+    if (spec.kind == LayerStateSpec::Kind::kRecurrent)
+      n += (spec.state_floats + spec.conv_floats) * 4;
+  }
+  return n;
+}
+
 Status SequenceState::request_capture(std::int64_t n) {
   if (n <= n_tokens_) {
     return Error(StatusCode::kInvalidArgument,
@@ -182,12 +191,14 @@ Status SequenceState::request_capture(std::int64_t n) {
   }
   Capture c;
   c.n_tokens = n;
-  c.payload.resize(static_cast<std::size_t>(layout_->snapshot_bytes(n)));
-  std::size_t offset = 0;
-  for (const auto& spec : layout_->layers) {
-    c.layer_offset.push_back(offset);
-    offset += static_cast<std::size_t>(spec.snapshot_bytes(n));
+  // The lowest slot no pending capture uses.
+  while (std::any_of(captures_.begin(), captures_.end(),
+                     [&](const Capture& x) { return x.slot == c.slot; })) {
+    ++c.slot;
   }
+  const auto need =
+      static_cast<std::size_t>((static_cast<std::int64_t>(c.slot) + 1) * recurrent_bytes());
+  if (capture_buf_.size() < need) capture_buf_.resize(need);
   c.written.assign(layers_.size(), 0);
   captures_.push_back(std::move(c));
   std::sort(captures_.begin(), captures_.end(),
@@ -195,23 +206,31 @@ Status SequenceState::request_capture(std::int64_t n) {
   return Status::ok();
 }
 
+std::uint8_t* SequenceState::capture_bytes(std::size_t capture, std::size_t layer) {
+  std::int64_t offset = static_cast<std::int64_t>(captures_[capture].slot) * recurrent_bytes();
+  for (std::size_t i = 0; i < layer; ++i) {
+    const auto& spec = layout_->layers[i];
+    if (spec.kind == LayerStateSpec::Kind::kRecurrent) {
+      offset += (spec.state_floats + spec.conv_floats) * 4;
+    }
+  }
+  return capture_buf_.data() + offset;
+}
+
 void SequenceState::capture_recurrent(std::size_t capture, std::size_t layer, const float* state) {
-  Capture& c = captures_[capture];
   const auto& spec = layout_->layers[layer];
   RECUR_CHECK(spec.kind == LayerStateSpec::Kind::kRecurrent);
-  std::memcpy(c.payload.data() + c.layer_offset[layer], state,
+  std::memcpy(capture_bytes(capture, layer), state,
               static_cast<std::size_t>(spec.state_floats) * sizeof(float));
-  c.written[layer] |= 1;
+  captures_[capture].written[layer] |= 1;
 }
 
 void SequenceState::capture_conv(std::size_t capture, std::size_t layer, const float* window) {
-  Capture& c = captures_[capture];
   const auto& spec = layout_->layers[layer];
   RECUR_CHECK(spec.kind == LayerStateSpec::Kind::kRecurrent);
-  std::memcpy(c.payload.data() + c.layer_offset[layer] +
-                  static_cast<std::size_t>(spec.state_floats) * sizeof(float),
-              window, static_cast<std::size_t>(spec.conv_floats) * sizeof(float));
-  c.written[layer] |= 2;
+  std::memcpy(capture_bytes(capture, layer) + spec.state_floats * 4, window,
+              static_cast<std::size_t>(spec.conv_floats) * sizeof(float));
+  captures_[capture].written[layer] |= 2;
 }
 
 Result<std::shared_ptr<const Snapshot>> SequenceState::take_capture(std::int64_t n) {
@@ -220,8 +239,12 @@ Result<std::shared_ptr<const Snapshot>> SequenceState::take_capture(std::int64_t
   if (it == captures_.end()) {
     return Error(StatusCode::kNotFound, "no capture was requested at {} tokens", n);
   }
-  Capture c = std::move(*it);
-  captures_.erase(it);
+  const auto index = static_cast<std::size_t>(it - captures_.begin());
+  struct Drop {  // the capture is gone whatever happens below
+    std::vector<Capture>& v;
+    std::size_t i;
+    ~Drop() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(i)); }
+  } drop{captures_, index};
   if (n_tokens_ < n) {
     return Error(StatusCode::kFailedPrecondition,
                  "the capture at {} tokens is not reached yet: the state has {} tokens", n,
@@ -235,14 +258,24 @@ Result<std::shared_ptr<const Snapshot>> SequenceState::take_capture(std::int64_t
                    "were written after it)",
                    i, n, n_tokens_ - n);
     }
-    if (spec.kind == LayerStateSpec::Kind::kRecurrent && c.written[i] != 3) {
+    if (spec.kind == LayerStateSpec::Kind::kRecurrent && it->written[i] != 3) {
       return Error(StatusCode::kInternal,
                    "layer {}: the forward did not capture its recurrent state at {} tokens", i, n);
     }
   }
-  write_payload(n, c.payload.data(), /*with_recurrent=*/false);
+  std::vector<std::uint8_t> payload(static_cast<std::size_t>(layout_->snapshot_bytes(n)));
+  write_payload(n, payload.data(), /*with_recurrent=*/false);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    if (spec.kind == LayerStateSpec::Kind::kRecurrent) {
+      std::memcpy(payload.data() + offset, capture_bytes(index, i),
+                  static_cast<std::size_t>((spec.state_floats + spec.conv_floats) * 4));
+    }
+    offset += static_cast<std::size_t>(spec.snapshot_bytes(n));
+  }
   return std::make_shared<const Snapshot>(fingerprint_, n, layout_->truncatable(),
-                                          std::move(c.payload));
+                                          std::move(payload));
 }
 
 Status SequenceState::restore(const Snapshot& snap) {

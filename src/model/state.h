@@ -144,12 +144,16 @@ class SequenceState {
   // recurrent layers' bytes are skipped unless with_recurrent.
   void write_payload(std::int64_t n_tokens, std::uint8_t* out, bool with_recurrent) const;
 
+  // The recurrent layers' state and conv window at a capture position, in a slot of
+  // capture_buf_ (kept across requests: requesting a capture allocates nothing in steady state,
+  // and the snapshot's payload is built only in take_capture, after the forward).
   struct Capture {
     std::int64_t n_tokens = 0;
-    std::vector<std::uint8_t> payload;      // the snapshot's, filled as the forward runs
-    std::vector<std::size_t> layer_offset;  // each layer's bytes in payload
-    std::vector<std::uint8_t> written;      // recurrent layers: 1 state, 2 conv window
+    std::size_t slot = 0;
+    std::vector<std::uint8_t> written;  // recurrent layers: 1 state, 2 conv window
   };
+  std::uint8_t* capture_bytes(std::size_t capture, std::size_t layer);
+  std::int64_t recurrent_bytes() const;
   struct LayerData {
     std::vector<std::uint8_t> k, v;  // [n_kv_heads, capacity_tokens_ or 2 · ring, head_dim]
     std::vector<float> state, conv;
@@ -160,6 +164,7 @@ class SequenceState {
   std::int64_t capacity_tokens_ = 0;
   std::vector<LayerData> layers_;
   std::vector<Capture> captures_;
+  std::vector<std::uint8_t> capture_buf_;  // slots of recurrent_bytes() each
 };
 
 }  // namespace recur::model

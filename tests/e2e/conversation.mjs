@@ -41,8 +41,9 @@ export async function converse(server, model, opts) {
       prompt_tokens: res.usage.prompt_tokens,
       completion_tokens: res.usage.completion_tokens,
       cached_tokens: res.usage.prompt_tokens_details.cached_tokens,
-      timing: res.x_recur_timing,
     });
+    // Timings differ from run to run: readable, but left out of transcript comparisons.
+    Object.defineProperty(transcript.at(-1), 'timing', { value: res.x_recur_timing, enumerable: false });
     const reply = { role: 'assistant', content: msg.content ?? '' };
     if (msg.reasoning_content !== undefined && msg.reasoning_content !== null) {
       reply.reasoning_content = msg.reasoning_content;

@@ -42,8 +42,10 @@ async function converse(server, { chain, key, instructions, stream = false, turn
 const generated = (tr) => tr.map(({ output, status, usage }) =>
   ({ output, status, input: usage.input_tokens, output_tokens: usage.output_tokens }));
 
-async function assertExactReuse(dir, transcript) {
-  assert.equal(transcript[0].usage.input_tokens_details.cached_tokens, 0);
+// firstCached: what the first turn reuses (the tenant's shared system prompt, once another
+// conversation has computed it).
+async function assertExactReuse(dir, transcript, firstCached = 0) {
+  assert.equal(transcript[0].usage.input_tokens_details.cached_tokens, firstCached);
   for (let t = 1; t < transcript.length; t++) {
     const u = transcript[t].usage;
     const fresh = await oracleTokenCount(dir, newTokens(transcript[t].user));
@@ -69,7 +71,10 @@ describe('OpenAI Responses API', () => {
     assert.deepEqual(generated(chained), generated(without));
     assert.deepEqual(generated(streamed), generated(without));
     assert.deepEqual(generated(resent), generated(without));
-    for (const tr of [chained, streamed, resent]) await assertExactReuse(dir, tr);
+    const shared = await oracleTokenCount(
+      dir, `<|im_start|>system\n${instructions}<|im_end|>\n<|im_start|>user\n`);
+    await assertExactReuse(dir, chained);
+    for (const tr of [streamed, resent]) await assertExactReuse(dir, tr, shared);
     for (const turn of without) assert.equal(turn.usage.input_tokens_details.cached_tokens, 0);
   });
 
