@@ -1,6 +1,7 @@
 #include "server/chat_turn.h"
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "chat/reasoning.h"
@@ -20,12 +21,6 @@ void write_failure(ChunkWriter& out, const engine::Event& done) {
 
 bool tools_active(const ChatRequest& r) {
   return !r.tools_json.empty() && r.tool_choice_json != "\"none\"";
-}
-
-void observe(ServerMetrics* m, const engine::Event& done, double ttft) {
-  if (m == nullptr) return;
-  m->add_tokens(done.usage.prompt_tokens, done.usage.cached_tokens, done.usage.completion_tokens);
-  if (ttft > 0) m->observe_ttft(ttft);
 }
 
 }  // namespace
@@ -59,71 +54,83 @@ std::optional<engine::Event> wait_event(engine::RequestChannel& channel, ChunkWr
   }
 }
 
+std::optional<engine::Event> pump_events(engine::RequestChannel& channel, ChunkWriter& out,
+                                         std::string_view heartbeat, RequestTiming& timing,
+                                         ServerMetrics* metrics,
+                                         const std::function<bool(engine::Event&)>& on_event) {
+  double ttft = 0;
+  std::int64_t tokens = 0;
+  auto last_token_at = std::chrono::steady_clock::now();
+  for (;;) {
+    auto ev = wait_event(channel, out, heartbeat);
+    if (ev && ev->ttft_s > 0) ttft = ev->ttft_s;
+    if (ev && (ev->ttft_s > 0 || ev->done)) timing.engine = ev->timing;
+    if (ev && !ev->samples.empty()) {
+      timing.mark_first_token();
+      const auto now = std::chrono::steady_clock::now();
+      if (tokens > 0 && metrics) {
+        metrics->observe_inter_token(std::chrono::duration<double>(now - last_token_at).count() /
+                                     static_cast<double>(ev->samples.size()));
+      }
+      tokens += static_cast<std::int64_t>(ev->samples.size());
+      last_token_at = now;
+    }
+    if (!ev || !on_event(*ev)) {
+      channel.cancel();
+      if (metrics) metrics->add_cancelled("client_disconnect");
+      return std::nullopt;
+    }
+    if (!ev->done) continue;
+    if (metrics) {
+      const engine::Usage& u = ev->usage;
+      metrics->add_tokens(u.prompt_tokens, u.cached_tokens, u.completion_tokens);
+      if (ttft > 0) metrics->observe_ttft(ttft);
+      timing.observe(*metrics);
+    }
+    return ev;
+  }
+}
+
 void ChatTurn::run(ChunkWriter& out) {
   const bool stream = request.gen.stream;
   const bool logprobs = request.gen.sampling.logprobs;
   const bool parse_tools = tools_active(request);
   const bool split = backend->formatter->has_reasoning();
-  const std::string heartbeat = renderer->heartbeat();
   chat::ReasoningSplitter splitter(prompt.starts_in_reasoning);
   ToolCallStreamFilter filter;
   std::string reasoning, content;  // content before tool-call parsing
   std::vector<engine::SampleResult> samples;
-  engine::Event done;
-  double ttft = 0;
   bool first = true;
-  auto last_token_at = std::chrono::steady_clock::now();
-  auto gone = [&] {
+
+  if (stream && !renderer->start(out)) {
     channel->cancel();
     if (metrics) metrics->add_cancelled("client_disconnect");
-  };
-
-  if (stream && !renderer->start(out)) return gone();
-  for (;;) {
-    auto ev = wait_event(*channel, out, heartbeat);
-    if (!ev) {
-      if (metrics) metrics->add_cancelled("client_disconnect");
-      return;
-    }
-    if (stream && first && !renderer->first_event(out, *ev)) return gone();
-    first = false;
-    if (ev->ttft_s > 0) ttft = ev->ttft_s;
-    if (ev->ttft_s > 0 || ev->done) timing.engine = ev->timing;
-    if (!ev->samples.empty()) timing.mark_first_token();
-    if (!ev->samples.empty() && metrics) {
-      auto now = std::chrono::steady_clock::now();
-      if (!samples.empty() || !content.empty()) {
-        metrics->observe_inter_token(std::chrono::duration<double>(now - last_token_at).count() /
-                                     static_cast<double>(ev->samples.size()));
-      }
-      last_token_at = now;
-    }
-    chat::SplitText part = split ? splitter.push(ev->text) : chat::SplitText{{}, ev->text};
-    if (ev->done) {
-      chat::SplitText tail = split ? splitter.finish() : chat::SplitText{};
-      part.reasoning += tail.reasoning;
-      part.content += tail.content;
-    }
-    reasoning += part.reasoning;
-    content += part.content;
-    if (logprobs) samples.insert(samples.end(), ev->samples.begin(), ev->samples.end());
-    if (stream) {
-      TurnDelta d{.reasoning = part.reasoning,
-                  .reasoning_block = split && splitter.saw_reasoning()};
-      d.content = parse_tools ? filter.push(part.content) : part.content;
-      if (logprobs) d.samples = ev->samples;
-      if ((!d.content.empty() || !d.reasoning.empty() || !d.samples.empty()) &&
-          !renderer->delta(out, d)) {
-        return gone();
-      }
-    }
-    if (!ev->done) continue;
-    done = std::move(*ev);
-    break;
+    return;
   }
+  auto ended =
+      pump_events(*channel, out, renderer->heartbeat(), timing, metrics, [&](engine::Event& ev) {
+        if (stream && first && !renderer->first_event(out, ev)) return false;
+        first = false;
+        chat::SplitText part = split ? splitter.push(ev.text) : chat::SplitText{{}, ev.text};
+        if (ev.done) {
+          chat::SplitText tail = split ? splitter.finish() : chat::SplitText{};
+          part.reasoning += tail.reasoning;
+          part.content += tail.content;
+        }
+        reasoning += part.reasoning;
+        content += part.content;
+        if (logprobs) samples.insert(samples.end(), ev.samples.begin(), ev.samples.end());
+        if (!stream) return true;
+        TurnDelta d{.reasoning = part.reasoning,
+                    .reasoning_block = split && splitter.saw_reasoning()};
+        d.content = parse_tools ? filter.push(part.content) : part.content;
+        if (logprobs) d.samples = ev.samples;
+        return (d.content.empty() && d.reasoning.empty() && d.samples.empty()) ||
+               renderer->delta(out, d);
+      });
+  if (!ended) return;
+  engine::Event done = std::move(*ended);
 
-  observe(metrics, done, ttft);
-  if (metrics) timing.observe(*metrics);
   if (log_text) {
     log::debug("completion id={} finish={} reasoning={} content={}", id,
                engine::finish_reason_name(done.finish), quoted_for_log(reasoning),
@@ -169,31 +176,14 @@ void TextTurn::run(ChunkWriter& out) {
   const bool stream = request.gen.stream;
   std::string text = request.echo ? prompt_text : "";
   std::vector<engine::SampleResult> samples;
-  double ttft = 0;
-  engine::Event done;
-  for (;;) {
-    auto ev = wait_event(*channel, out, ": keep-alive\n\n");
-    if (!ev) {
-      if (metrics) metrics->add_cancelled("client_disconnect");
-      return;
-    }
-    if (ev->ttft_s > 0) ttft = ev->ttft_s;
-    if (ev->ttft_s > 0 || ev->done) timing.engine = ev->timing;
-    if (!ev->samples.empty()) timing.mark_first_token();
-    samples.insert(samples.end(), ev->samples.begin(), ev->samples.end());
-    text += ev->text;
-    if (stream && !ev->text.empty() && !out.write(text_chunk_sse(meta, ev->text, std::nullopt))) {
-      channel->cancel();
-      if (metrics) metrics->add_cancelled("client_disconnect");
-      return;
-    }
-    if (ev->done) {
-      done = std::move(*ev);
-      break;
-    }
-  }
-  observe(metrics, done, ttft);
-  if (metrics) timing.observe(*metrics);
+  auto ended =
+      pump_events(*channel, out, ": keep-alive\n\n", timing, metrics, [&](engine::Event& ev) {
+        samples.insert(samples.end(), ev.samples.begin(), ev.samples.end());
+        text += ev.text;
+        return !stream || ev.text.empty() || out.write(text_chunk_sse(meta, ev.text, std::nullopt));
+      });
+  if (!ended) return;
+  engine::Event done = std::move(*ended);
   if (log_text) {
     log::debug("completion id={} finish={} text={}", meta.id,
                engine::finish_reason_name(done.finish), quoted_for_log(text));

@@ -7,6 +7,7 @@
 // sequence freed. Also the raw-text turn of /v1/completions.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,15 @@ std::string quoted_for_log(std::string_view text);
 // client is gone (the channel has been cancelled).
 std::optional<engine::Event> wait_event(engine::RequestChannel& channel, ChunkWriter& out,
                                         std::string_view heartbeat);
+
+// The engine events of one turn, pulled until its done event: keeps the client watched while the
+// engine works (heartbeat), records the request's timing and the token, TTFT and inter-token
+// metrics, and hands each event to `on_event` (false: the client is gone). Returns the done event;
+// nullopt when the client left, after cancelling the sequence and counting it.
+std::optional<engine::Event> pump_events(engine::RequestChannel& channel, ChunkWriter& out,
+                                         std::string_view heartbeat, RequestTiming& timing,
+                                         ServerMetrics* metrics,
+                                         const std::function<bool(engine::Event&)>& on_event);
 
 // The error a failed or cancelled engine event answers with.
 ApiError finish_error(const engine::Event& done);
