@@ -7,11 +7,11 @@
 //   node bench/multiturn/multiturn.mjs --model DIR [--conversations 4] [--turns 6]
 //        [--user-tokens 60] [--system-tokens 400] [--max-tokens 32] [--thinking on|off]
 //        [--parallel 4] [--recur build/bin/recur] [--json out.json]
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startRecur, text } from './server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, '../../tests/node/package.json'));
@@ -33,37 +33,10 @@ function parseArgs(argv) {
   return opts;
 }
 
-// Words of ~1 token each in most BPE vocabularies: lengths are approximate but repeatable.
-const WORDS = ('the of and to in is that for it as with was on be by at this from or an are ' +
-  'not have but they which one you were all we when there can more if no out so what up said ' +
-  'about into than them some could time these two may then first any my now such like our over').split(' ');
-function text(n, seed) {
-  let s = '', x = seed;
-  for (let i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; s += WORDS[x % WORDS.length] + ' '; }
-  return s.trim();
-}
-
-async function startServer(opts, cacheOn) {
-  const args = ['serve', '-m', opts.model, '--port', '0', '--parallel', String(opts.parallel),
-                '--ctx-size', '16384'];
+function startServer(opts, cacheOn) {
+  const args = ['--parallel', String(opts.parallel), '--ctx-size', '16384'];
   if (!cacheOn) args.push('--no-prompt-cache');
-  const proc = spawn(opts.recur, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    proc.stderr.on('data', (c) => {
-      log += c;
-      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on('exit', (code) => reject(new Error(`recur exited ${code}\n${log}`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (;;) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r?.status === 200) break;
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  return { proc, base };
+  return startRecur(opts.recur, opts.model, args);
 }
 
 async function conversation(client, opts, c, results) {

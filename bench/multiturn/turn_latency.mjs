@@ -14,11 +14,12 @@
 //   node bench/multiturn/turn_latency.mjs --model DIR [--scenarios one,shared,interleaved]
 //        [--turns 6] [--conversations 8] [--system-tokens 1570] [--user-tokens 30]
 //        [--max-tokens 24] [--parallel N] [--recur build/bin/recur] [--json out.json]
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startRecur, text } from './server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, '../../tests/node/package.json'));
@@ -40,36 +41,11 @@ function parseArgs(argv) {
   return opts;
 }
 
-// Words of about one token each: lengths are approximate but repeatable.
-const WORDS = ('the of and to in is that for it as with was on be by at this from or an are ' +
-  'not have but they which one you were all we when there can more if no out so what up said ' +
-  'about into than them some could time these two may then first any my now such like our over').split(' ');
-function text(n, seed) {
-  let s = '', x = seed;
-  for (let i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; s += WORDS[x % WORDS.length] + ' '; }
-  return s.trim();
-}
-
 async function startServer(opts) {
-  const args = ['serve', '-m', opts.model, '--port', '0', '--ctx-size', '16384'];
+  const args = ['--ctx-size', '16384'];
   if (opts.parallel) args.push('--parallel', String(opts.parallel));
   if (opts.extra) args.push(...opts.extra.split(' '));
-  const proc = spawn(opts.recur, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    proc.stderr.on('data', (c) => {
-      log += c;
-      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on('exit', (code) => reject(new Error(`recur exited ${code}\n${log}`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (;;) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r?.status === 200) break;
-    await new Promise((res) => setTimeout(res, 100));
-  }
+  const { proc, base } = await startRecur(opts.recur, opts.model, args);
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'bench', maxRetries: 0, timeout: 3600_000 });
   return { proc, base, client };
 }
