@@ -79,6 +79,7 @@ struct KernelTable {
   void (*silu)(float* x, std::int64_t n) = nullptr;
   void (*sigmoid)(float* x, std::int64_t n) = nullptr;
   void (*swiglu)(const float* gate, const float* up, float* out, std::int64_t n) = nullptr;
+  void (*geglu)(const float* gate, const float* up, float* out, std::int64_t n) = nullptr;
   void (*mul_sigmoid)(float* x, const float* gate, std::int64_t n) = nullptr;
   void (*causal_conv1d)(const float* x, const float* w, const float* bias, float* state, float* y,
                         const Conv1dShape& shape) = nullptr;

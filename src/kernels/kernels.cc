@@ -145,6 +145,9 @@ void silu(float* x, std::int64_t n) { active_kernels().silu(x, n); }
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
   active_kernels().swiglu(gate, up, out, n);
 }
+void geglu(const float* gate, const float* up, float* out, std::int64_t n) {
+  active_kernels().geglu(gate, up, out, n);
+}
 void sigmoid(float* x, std::int64_t n) { active_kernels().sigmoid(x, n); }
 void softplus(float* x, std::int64_t n) { ref::softplus(x, n); }
 void mul_sigmoid(float* x, const float* gate, std::int64_t n) {

@@ -131,6 +131,11 @@ void attention_batch(ThreadPool& pool, std::span<const AttentionJob> jobs);
 // ---- activations (elementwise unless said; in place where the output is the input) ----------
 void silu(float* x, std::int64_t n);                                          // x · sigmoid(x)
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n);  // silu(g) · u
+// gelu_tanh(g) · u, torch's gelu(approximate="tanh"): 0.5·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))).
+// The vector ISAs compute it as g·σ(2z), z = √(2/π)·(g + 0.044715·g³), the same function: within
+// 2.5e-7·(1 + 2|z|) relative (the rounding of z, amplified by exp) plus 1e-30 absolute of the exact
+// value for every float g; the scalar reference is torch's f32 form, within 2e-6·|g| absolute.
+void geglu(const float* gate, const float* up, float* out, std::int64_t n);
 void sigmoid(float* x, std::int64_t n);
 void softplus(float* x, std::int64_t n);                        // torch: x > 20 ? x : log1p(exp(x))
 void mul_sigmoid(float* x, const float* gate, std::int64_t n);  // x ← x · sigmoid(gate)

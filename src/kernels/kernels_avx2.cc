@@ -35,6 +35,7 @@ constinit const KernelTable kAvx2Kernels{
     .silu = vec::silu,
     .sigmoid = vec::sigmoid,
     .swiglu = vec::swiglu,
+    .geglu = vec::geglu,
     .mul_sigmoid = vec::mul_sigmoid,
     .causal_conv1d = vec::causal_conv1d,
 };

@@ -37,6 +37,7 @@ constexpr KernelTable avx512_table() {
       .silu = vec::silu,
       .sigmoid = vec::sigmoid,
       .swiglu = vec::swiglu,
+      .geglu = vec::geglu,
       .mul_sigmoid = vec::mul_sigmoid,
       .causal_conv1d = vec::causal_conv1d,
   };

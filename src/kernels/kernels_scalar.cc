@@ -33,6 +33,7 @@ constinit const KernelTable kScalarKernels{
     .silu = ref::silu,
     .sigmoid = ref::sigmoid,
     .swiglu = ref::swiglu,
+    .geglu = ref::geglu,
     .mul_sigmoid = ref::mul_sigmoid,
     .causal_conv1d = ref::causal_conv1d,
 };

@@ -194,6 +194,14 @@ void silu(float* x, std::int64_t n) {
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
 }
+// torch's tanh form, operation for operation in f32.
+void geglu(const float* gate, const float* up, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+    out[i] = 0.5f * g * (1.0f + std::tanh(inner)) * up[i];
+  }
+}
 void sigmoid(float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = sigmoid(x[i]);
 }

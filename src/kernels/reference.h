@@ -31,6 +31,7 @@ float sigmoid(float x);
 float softplus(float x);
 void silu(float* x, std::int64_t n);
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n);
+void geglu(const float* gate, const float* up, float* out, std::int64_t n);
 void sigmoid(float* x, std::int64_t n);
 void softplus(float* x, std::int64_t n);
 void mul_sigmoid(float* x, const float* gate, std::int64_t n);

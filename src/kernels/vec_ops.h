@@ -39,6 +39,26 @@ inline void swiglu(const float* __restrict gate, const float* __restrict up, flo
 inline void mul_sigmoid(float* __restrict x, const float* __restrict gate, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_poly(-gate[i]));
 }
+// gelu_tanh(g) · u as g / (1 + exp(-2·√(2/π)·(g + 0.044715·g³))) · u: the tanh form's
+// 0.5·(1 + tanh(z)) is σ(2z), so one vector exp does it, and without the cancellation of 1 + tanh
+// at negative g. a and b are 2·√(2/π) and 2·√(2/π)·0.044715, negated. Written on V16 rather than
+// left to the auto-vectoriser: out may be gate (the MLP gates in place), and the tail runs the same
+// lane operations on a padded copy, so every element gets the same bytes wherever it falls.
+// Past t = 88 exp_poly clamps, which would leave g·e^-88 where the value is below it: zero there.
+inline V16 geglu16(V16 g, V16 u) {
+  const V16 a = splat16(-1.5957691216057308f), b = splat16(-0.07135481627159680f);
+  const V16 t = g * (a + b * (g * g));
+  const V16 r = g / (splat16(1.0f) + exp_poly16(t)) * u;
+  return t > splat16(88.0f) ? splat16(0.0f) : r;
+}
+inline void geglu(const float* gate, const float* up, float* out, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store16(out + i, geglu16(load16(gate + i), load16(up + i)));
+  if (i == n) return;
+  alignas(64) float r[kLanes];
+  store16(r, geglu16(load16_upto(gate + i, n - i), load16_upto(up + i, n - i)));
+  for (std::int64_t l = 0; i + l < n; ++l) out[i + l] = r[l];
+}
 
 // Norm-then-gate (GDN output norm): the reference's order with the vector silu.
 inline void rms_norm_gated(const float* x, const float* z, const float* w, float* y,

@@ -342,9 +342,8 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   add_bias(out, w.down_bias, n);
 }
 
-// torch.nn.functional.gelu(approximate="tanh") in f32: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
-// Spread over the pool in fixed blocks: tanh over a whole d_ff row per token is a visible share of
-// a step on one thread. Each element's bytes depend on itself alone.
+// down(gelu_tanh(gate(x)) ⊙ up(x)) (kernels.h geglu). The gating is spread over the pool in fixed
+// blocks: each element's bytes depend on itself alone, so the split changes nothing.
 void geglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, d_ff = w.gate.rows;
@@ -352,15 +351,11 @@ void geglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   float* u = ctx.scratch->take(n * d_ff);  // [n, d_ff]
   const k::MatmulOut gate_up[] = {{w.gate, g}, {w.up, u}};
   k::matmul_fused(*ctx.pool, x, n, gate_up);
-  constexpr std::int64_t kBlock = 4096;
+  constexpr std::int64_t kBlock = 16384;
   const std::int64_t total = n * d_ff;
   ctx.pool->run(static_cast<std::size_t>((total + kBlock - 1) / kBlock), [&](std::size_t b) {
-    const std::int64_t end = std::min(total, (static_cast<std::int64_t>(b) + 1) * kBlock);
-    for (std::int64_t i = static_cast<std::int64_t>(b) * kBlock; i < end; ++i) {
-      const float v = g[i];
-      const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-      g[i] = 0.5f * v * (1.0f + std::tanh(inner)) * u[i];
-    }
+    const std::int64_t begin = static_cast<std::int64_t>(b) * kBlock;
+    k::geglu(g + begin, u + begin, g + begin, std::min(kBlock, total - begin));
   });
   k::matmul(*ctx.pool, g, n, w.down, out);
 }
