@@ -287,8 +287,9 @@ TEST_P(EngineTest, ShortPromptsGoAheadOfLongOnes) {
     auto more = prompt_of("<|im_start|>user\nTell me a long story about the sea.<|im_end|>\n");
     long_prompt.insert(long_prompt.end(), more.begin(), more.end());
   }
-  const std::vector<TokenId> short_prompt = prompt_of("<|im_start|>user\nHi<|im_end|>\n");
-  ASSERT_LE(short_prompt.size(), 8u);
+  // A few tokens whatever the tokenizer (Gemma's and Llama's spell the chat markers out).
+  std::vector<TokenId> short_prompt = prompt_of("Hello, how are you today?");
+  short_prompt.resize(std::min<std::size_t>(short_prompt.size(), 6));
   auto lg = engine.submit(request(long_prompt, 1, 4));
   auto sh = engine.submit(request(short_prompt, 2, 4));
   ASSERT_TRUE(lg.is_ok() && sh.is_ok());
@@ -296,7 +297,11 @@ TEST_P(EngineTest, ShortPromptsGoAheadOfLongOnes) {
   auto [ids_short, done_short] = drain(**sh);
   auto [ids_long, done_long] = drain(**lg);
   EXPECT_EQ(done_short.timing.prefill_steps, 1);
-  EXPECT_LT(done_short.ttft_s, done_long.ttft_s);
+  // Submit to first token (the done event's timing; ttft_s rides on the first token's event).
+  auto first_token_s = [](const Event& e) {
+    return e.timing.queue_s + e.timing.restore_s + e.timing.prefill_s;
+  };
+  EXPECT_LT(first_token_s(done_short), first_token_s(done_long));
   // 8 tokens per step while the short one decodes, then pieces of 64.
   EXPECT_GE(done_long.timing.prefill_steps, 4);
   ThreadPool pool2(1);
