@@ -28,11 +28,11 @@ log=$build/setup.log
 : >"$log"
 
 # What the `recur` binary needs to build (CMakeLists.txt, src/*/CMakeLists.txt) plus curl, which the
-# demo uses to wait for the server.
+# demo uses to wait for the server. libcurl and OpenSSL's libcrypto: the Hub client (src/hub).
 demo_packages=(
   build-essential cmake ninja-build pkg-config
   libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libcpp-httplib-dev libxxhash-dev
-  prometheus-cpp-dev curl
+  prometheus-cpp-dev libcurl4-openssl-dev libssl-dev curl
 )
 # ocl-icd-opencl-dev: libdnnl-dev's CMake package requires OpenCL's, only a Recommends of it.
 # libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh).

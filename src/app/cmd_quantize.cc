@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "app/commands.h"
+#include "app/model_source.h"
 #include "app/settings.h"
 #include "modelgen/quantize.h"
 #include "util/format.h"
@@ -21,9 +22,14 @@ int cmd_quantize(const QuantizeSettings& settings) {
     log::error("quantize needs the bits per weight: --bits 4 or --bits 8 (RECUR_BITS)");
     return kExitUsage;
   }
+  auto model_dir = resolve_model_dir(settings.model_dir, settings.revision);
+  if (!model_dir.is_ok()) {
+    log::error("quantize: {}", model_dir.status().message());
+    return kExitFailure;
+  }
   modelgen::QuantizeSummary summary;
-  const Status status = modelgen::quantize_checkpoint(settings.model_dir, settings.out_dir,
-                                                      settings.bits, settings.group_size, &summary);
+  const Status status = modelgen::quantize_checkpoint(*model_dir, settings.out_dir, settings.bits,
+                                                      settings.group_size, &summary);
   if (!status.is_ok()) {
     log::error("quantize: {}", status.to_string());
     return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "app/model_source.h"
 #include "app/settings.h"
 #include "template/template.h"
 #include "tokenizer/tokenizer.h"
@@ -67,7 +68,9 @@ Result<std::string> render_prompt(const TemplateSettings& settings, std::size_t&
   if (settings.messages_path.empty()) {
     return Error(StatusCode::kInvalidArgument, "--messages (RECUR_MESSAGES) is required");
   }
-  RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(settings.model_dir));
+  RECUR_ASSIGN_OR_RETURN(const std::string dir,
+                         resolve_model_dir(settings.model_dir, settings.revision));
+  RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(dir));
   if (!tok.chat_template()) {
     return Error(StatusCode::kNotFound,
                  "{} has no chat template (tokenizer_config.json or "

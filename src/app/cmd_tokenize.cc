@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app/commands.h"
+#include "app/model_source.h"
 #include "app/settings.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,12 +48,16 @@ Result<std::vector<tokenizer::TokenId>> parse_ids(const std::string& text) {
 }  // namespace
 
 int cmd_tokenize(const TokenizeSettings& settings) {
-  const std::string& dir = settings.model_dir;
-  if (dir.empty()) {
+  if (settings.model_dir.empty()) {
     std::fprintf(stderr, "recur tokenize: --model DIR is required\n");
     return kExitUsage;
   }
-  auto tok = tokenizer::Tokenizer::load_dir(dir);
+  auto dir = resolve_model_dir(settings.model_dir, settings.revision);
+  if (!dir.is_ok()) {
+    std::fprintf(stderr, "recur tokenize: %s\n", dir.status().message().c_str());
+    return kExitFailure;
+  }
+  auto tok = tokenizer::Tokenizer::load_dir(*dir);
   if (!tok.is_ok()) {
     std::fprintf(stderr, "recur tokenize: %s\n", tok.status().to_string().c_str());
     return kExitFailure;

@@ -18,6 +18,7 @@ struct Command {
   std::uint32_t scope;                      // config::Scope bits: which options the command takes
   int (*run)(const config::Options& opts);  // reads the command's settings and runs it
   bool hidden = false;                      // not listed in the top-level help (developer tools)
+  std::size_t max_positional = 0;           // arguments that are not flags (`pull NAME`)
 };
 
 std::span<const Command> all_commands();
@@ -33,6 +34,7 @@ int cmd_run(const RunSettings& settings);
 int cmd_bench(const BenchSettings& settings);
 int cmd_make_model(const MakeModelSettings& settings);
 int cmd_quantize(const QuantizeSettings& settings);
+int cmd_pull(const PullSettings& settings);
 int cmd_tokenize(const TokenizeSettings& settings);
 int cmd_template(const TemplateSettings& settings);
 int cmd_version();

@@ -60,9 +60,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "recur {}: {}\n", cmd->name, opts.status().message());
     return app::kExitUsage;
   }
-  if (!opts->positional().empty()) {
+  if (opts->positional().size() > cmd->max_positional) {
     fmt::print(stderr, "recur {}: unexpected argument '{}' (see --help)\n", cmd->name,
-               opts->positional().front());
+               opts->positional()[cmd->max_positional]);
     return app::kExitUsage;
   }
   log::set_level(app::read_log_settings(*opts).level);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "app/model_source.h"
 #include "kernels/isa.h"
 #include "util/format.h"
 #include "util/log.h"
@@ -55,12 +56,13 @@ std::vector<engine::TokenId> collect_stop_ids(const model::Model& model,
 Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_batch_tokens,
                              std::int64_t max_logit_rows) {
   Runtime rt;
-  const std::string& dir = settings.model_dir;
-  if (dir.empty()) {
+  if (settings.model_dir.empty()) {
     return Error(StatusCode::kInvalidArgument,
                  "no model: pass -m DIR (--model, env RECUR_MODEL), a Hugging Face checkpoint "
-                 "directory");
+                 "directory or a Hub repository id ORG/NAME");
   }
+  RECUR_ASSIGN_OR_RETURN(const std::string dir,
+                         resolve_model_dir(settings.model_dir, settings.revision));
   RECUR_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::select_isa(settings.isa));
   rt.n_threads = settings.threads_or_cores();
   rt.pool = std::make_unique<ThreadPool>(rt.n_threads, settings.thread_spin);

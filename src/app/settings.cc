@@ -73,6 +73,7 @@ RuntimeSettings read_runtime_settings(const config::Options& opts) {
   Result<kernels::Isa> isa = kernels::parse_isa(opts.get_string("isa"));
   RECUR_CHECK_MSG(isa.is_ok(), "an --isa choice that kernels::parse_isa does not know");
   return {.model_dir = opts.get_string("model"),
+          .revision = opts.get_string("revision"),
           .isa = *isa,
           .n_threads = as_int(opts.get_int("threads")),
           .thread_spin = std::chrono::microseconds(opts.get_int("thread-spin")),
@@ -181,20 +182,29 @@ MakeModelSettings read_make_model_settings(const config::Options& opts) {
 
 QuantizeSettings read_quantize_settings(const config::Options& opts) {
   return {.model_dir = opts.get_string("model"),
+          .revision = opts.get_string("revision"),
           .out_dir = opts.get_string("out"),
           .bits = std::stoi(opts.get_string("bits")),
           .group_size = std::stoi(opts.get_string("group-size"))};
 }
 
 TokenizeSettings read_tokenize_settings(const config::Options& opts) {
-  return {.model_dir = opts.get_string("model"), .decode = opts.get_bool("decode")};
+  return {.model_dir = opts.get_string("model"),
+          .revision = opts.get_string("revision"),
+          .decode = opts.get_bool("decode")};
 }
 
 TemplateSettings read_template_settings(const config::Options& opts) {
   return {.model_dir = opts.get_string("model"),
+          .revision = opts.get_string("revision"),
           .messages_path = opts.get_string("messages"),
           .generation_prompt = opts.get_bool("generation-prompt"),
           .kwargs_json = opts.get_string("kwargs")};
+}
+
+PullSettings read_pull_settings(const config::Options& opts) {
+  return {.repo_id = opts.positional().empty() ? opts.get_string("model") : opts.positional()[0],
+          .revision = opts.get_string("revision")};
 }
 
 }  // namespace recur::app

@@ -29,9 +29,10 @@ LogSettings read_log_settings(const config::Options& opts);
 
 // The compute pool and the model the engine runs (serve, run, bench).
 struct RuntimeSettings {
-  std::string model_dir;                        // --model; empty: not given
-  kernels::Isa isa = kernels::Isa::kAuto;       // --isa
-  int n_threads = 0;                            // --threads; 0: one per available core
+  std::string model_dir;                   // --model (a directory or ORG/NAME); empty: not given
+  std::string revision = "main";           // --revision of a Hub model
+  kernels::Isa isa = kernels::Isa::kAuto;  // --isa
+  int n_threads = 0;                       // --threads; 0: one per available core
   std::chrono::microseconds thread_spin{1000};  // --thread-spin
   int quantize_bits = 0;                        // --quantize: 4, 8; 0: as stored
   int quantize_group_size = 64;                 // --quantize-group-size
@@ -102,7 +103,8 @@ struct MakeModelSettings {
 MakeModelSettings read_make_model_settings(const config::Options& opts);
 
 struct QuantizeSettings {
-  std::string model_dir;  // --model; empty: not given
+  std::string model_dir;  // --model (a directory or ORG/NAME); empty: not given
+  std::string revision;   // --revision
   std::string out_dir;    // --out; empty: not given
   int bits = 0;           // --bits; 0: not given
   int group_size = 64;    // --group-size
@@ -110,17 +112,25 @@ struct QuantizeSettings {
 QuantizeSettings read_quantize_settings(const config::Options& opts);
 
 struct TokenizeSettings {
-  std::string model_dir;  // --model; empty: not given
+  std::string model_dir;  // --model (a directory or ORG/NAME); empty: not given
+  std::string revision;   // --revision
   bool decode = false;    // --decode
 };
 TokenizeSettings read_tokenize_settings(const config::Options& opts);
 
 struct TemplateSettings {
-  std::string model_dir;          // --model; empty: not given
+  std::string model_dir;          // --model (a directory or ORG/NAME); empty: not given
+  std::string revision;           // --revision
   std::string messages_path;      // --messages; empty: not given
   bool generation_prompt = true;  // --generation-prompt
   std::string kwargs_json;        // --kwargs; empty: none
 };
 TemplateSettings read_template_settings(const config::Options& opts);
+
+struct PullSettings {
+  std::string repo_id;            // the argument, or --model
+  std::string revision = "main";  // --revision
+};
+PullSettings read_pull_settings(const config::Options& opts);
 
 }  // namespace recur::app

@@ -97,7 +97,7 @@ std::string render_env_markdown() {
       const std::pair<Scope, const char*> names[] = {
           {kServe, "serve"},          {kRun, "run"},           {kBench, "bench"},
           {kMakeModel, "make-model"}, {kTokenize, "tokenize"}, {kTemplate, "template"},
-          {kQuantize, "quantize"}};
+          {kQuantize, "quantize"},    {kPull, "pull"}};
       for (auto [bit, name] : names) {
         if (spec.scopes & bit) commands += (commands.empty() ? "" : ", ") + std::string(name);
       }

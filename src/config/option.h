@@ -34,6 +34,7 @@ enum Scope : std::uint32_t {
   kTemplate = 1u << 5,
   kMeta = 1u << 6,  // version, config-doc: only the general options
   kQuantize = 1u << 7,
+  kPull = 1u << 8,
   kAllScopes = 0xffffffffu,
 };
 

@@ -7,7 +7,8 @@ namespace {
 
 constexpr double kMaxBytes = 1024.0 * 1024 * 1024 * 1024;  // 1 TiB: beyond any machine we target
 constexpr double kDay_ms = 24.0 * 3600 * 1000;
-constexpr std::uint32_t kModelUsers = kServe | kRun | kBench | kTokenize | kTemplate | kQuantize;
+constexpr std::uint32_t kModelUsers =
+    kServe | kRun | kBench | kTokenize | kTemplate | kQuantize | kPull;
 constexpr std::uint32_t kEngineUsers = kServe | kRun | kBench;
 
 std::vector<OptionSpec> build_table() {
@@ -31,10 +32,19 @@ std::vector<OptionSpec> build_table() {
       {.name = "model",
        .type = T::kPath,
        .default_text = "",
-       .help = "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json).",
+       .help = "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json), "
+               "or a Hub repository id ORG/NAME, downloaded into the Hugging Face cache (HF_HOME, "
+               "HF_HUB_CACHE; HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE as huggingface_hub reads "
+               "them) unless already there. A directory of that name wins.",
        .scopes = kModelUsers,
        .group = "model",
        .short_flag = 'm'},
+      {.name = "revision",
+       .type = T::kString,
+       .default_text = "main",
+       .help = "Branch, tag or commit of a Hub repository given to --model as ORG/NAME.",
+       .scopes = kModelUsers,
+       .group = "model"},
       {.name = "served-model-name",
        .type = T::kString,
        .default_text = "",

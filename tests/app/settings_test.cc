@@ -54,6 +54,7 @@ const std::map<std::string_view, std::function<void(const config::Options&)>>& r
       {"quantize", [](const config::Options& o) { read_quantize_settings(o); }},
       {"tokenize", [](const config::Options& o) { read_tokenize_settings(o); }},
       {"template", [](const config::Options& o) { read_template_settings(o); }},
+      {"pull", [](const config::Options& o) { read_pull_settings(o); }},
       {"version", [](const config::Options&) {}},
       {"config-doc", [](const config::Options&) {}},
   };
