@@ -51,6 +51,7 @@ std::string_view family_of_preset(std::string_view preset) {
   if (preset == "qwen3.5-0.8b") return "qwen3_5";
   if (preset == "mamba2-130m") return "mamba2";
   if (preset == "qwen3-30b-a3b") return "qwen3_moe";
+  if (preset == "granite-4.0-h-350m") return "granitemoehybrid";
   if (preset == "llama-3.2-1b" || preset == "tiny-bias") return "llama";
   return {};
 }

@@ -119,19 +119,20 @@ void apply_rope(const AttentionW& w, float* x, const std::int32_t* positions,
 
 void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_model, AttentionW* w) {
   const std::int64_t hd = w->head_dim;
-  v.matrix(p + "self_attn.q_proj.weight", w->n_heads * q_head_width(*w), d_model, &w->q);
-  v.matrix(p + "self_attn.k_proj.weight", w->n_kv_heads * hd, d_model, &w->k);
-  v.matrix(p + "self_attn.v_proj.weight", w->n_kv_heads * hd, d_model, &w->v);
-  v.matrix(p + "self_attn.o_proj.weight", d_model, w->n_heads * hd, &w->o);
+  const std::string m = p + w->module;
+  v.matrix(m + "q_proj.weight", w->n_heads * q_head_width(*w), d_model, &w->q);
+  v.matrix(m + "k_proj.weight", w->n_kv_heads * hd, d_model, &w->k);
+  v.matrix(m + "v_proj.weight", w->n_kv_heads * hd, d_model, &w->v);
+  v.matrix(m + "o_proj.weight", d_model, w->n_heads * hd, &w->o);
   if (w->qk_norm) {
-    visit_norm(v, p + "self_attn.q_norm.weight", hd, &w->q_norm);
-    visit_norm(v, p + "self_attn.k_norm.weight", hd, &w->k_norm);
+    visit_norm(v, m + "q_norm.weight", hd, &w->q_norm);
+    visit_norm(v, m + "k_norm.weight", hd, &w->k_norm);
   }
   if (w->bias) {
-    v.vector(p + "self_attn.q_proj.bias", {w->q.rows}, &w->q_bias);
-    v.vector(p + "self_attn.k_proj.bias", {w->k.rows}, &w->k_bias);
-    v.vector(p + "self_attn.v_proj.bias", {w->v.rows}, &w->v_bias);
-    v.vector(p + "self_attn.o_proj.bias", {d_model}, &w->o_bias);
+    v.vector(m + "q_proj.bias", {w->q.rows}, &w->q_bias);
+    v.vector(m + "k_proj.bias", {w->k.rows}, &w->k_bias);
+    v.vector(m + "v_proj.bias", {w->v.rows}, &w->v_bias);
+    v.vector(m + "o_proj.bias", {d_model}, &w->o_bias);
   }
 }
 
@@ -458,15 +459,16 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
 // ---------------------------------------------------------------------
 
 void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, Mamba2W* w) {
-  v.matrix(p + "mixer.in_proj.weight", w->in_width(), d_model, &w->in);
-  v.vector(p + "mixer.conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
+  const std::string m = p + w->module;
+  v.matrix(m + "in_proj.weight", w->in_width(), d_model, &w->in);
+  v.vector(m + "conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
   conv_taps_major(&w->conv, w->conv_dim(), w->conv_kernel);
-  if (w->conv_bias_present) v.vector(p + "mixer.conv1d.bias", {w->conv_dim()}, &w->conv_bias);
-  v.vector(p + "mixer.dt_bias", {w->n_heads}, &w->dt_bias);
-  v.vector(p + "mixer.A_log", {w->n_heads}, &w->a_log);
-  v.vector(p + "mixer.D", {w->n_heads}, &w->d);
-  visit_norm(v, p + "mixer.norm.weight", w->d_inner(), &w->norm);
-  v.matrix(p + "mixer.out_proj.weight", d_model, w->d_inner(), &w->out);
+  if (w->conv_bias_present) v.vector(m + "conv1d.bias", {w->conv_dim()}, &w->conv_bias);
+  v.vector(m + "dt_bias", {w->n_heads}, &w->dt_bias);
+  v.vector(m + "A_log", {w->n_heads}, &w->a_log);
+  v.vector(m + "D", {w->n_heads}, &w->d);
+  visit_norm(v, m + "norm.weight", w->d_inner(), &w->norm);
+  v.matrix(m + "out_proj.weight", d_model, w->d_inner(), &w->out);
 }
 
 std::int64_t mamba2_scratch_per_row(const Mamba2W& w) {

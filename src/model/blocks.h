@@ -44,6 +44,8 @@ struct AttentionW {
   std::vector<float> q_bias, k_bias, v_bias, o_bias;  // bound when `bias`
   kernels::DType kv_dtype = kernels::DType::kF32;
   std::size_t layer = 0;  // index into SequenceState layers
+  // Tensor names are <layer prefix><module><q|k|v|o>_proj.*: Nemotron-H names its "mixer.".
+  std::string module = "self_attn.";
 };
 void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_model, AttentionW* w);
 std::int64_t attention_scratch_per_row(const AttentionW& w);
@@ -89,6 +91,8 @@ struct Mamba2W {
   float dt_min = 0.0f, dt_max = 0.0f;
   bool conv_bias_present = true;
   std::size_t layer = 0;
+  // Tensor names are <layer prefix><module>in_proj.weight, ...: Granite 4.0-H names its "mamba.".
+  std::string module = "mixer.";
   std::int64_t d_inner() const { return n_heads * head_dim; }
   std::int64_t conv_dim() const { return d_inner() + 2 * n_groups * d_state; }
   std::int64_t in_width() const { return d_inner() + conv_dim() + n_heads; }

@@ -50,6 +50,10 @@ class TensorVisitor {
   // The checkpoint's zero-centred norm weights already hold 1 + w (MLX writes them so): the
   // loader must not add the 1 again (model/blocks.h visit_norm).
   virtual bool norms_hold_one() const { return false; }
+  // Whether the checkpoint holds `name` (for a family that reads one of two layouts, e.g. Granite
+  // 4.0-H's fused shared_mlp.input_linear or MLX's split mlp.gate_proj / up_proj). Visitors without
+  // a checkpoint (docs, tests) answer false: the Hugging Face layout.
+  virtual bool has_tensor(const std::string& /*name*/) const { return false; }
 };
 
 // One sequence's part of a batch: rows [row0, row0 + n_rows) of every activation buffer.
@@ -143,6 +147,8 @@ Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const st
 Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
                                                       const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
+                                                           const std::string& prefix);
 
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.

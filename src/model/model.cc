@@ -65,6 +65,7 @@ class BindingVisitor final : public TensorVisitor {
       : ck_(ck), quant_(quant), opts_(opts), store_(store), list_(list) {}
   Status status() const { return status_; }
   bool norms_hold_one() const override { return ck_.mlx_format(); }
+  bool has_tensor(const std::string& name) const override { return ck_.find(name) != nullptr; }
 
   void matrix(const std::string& name, std::int64_t rows, std::int64_t cols, k::WeightView* slot,
               Need need) override {

@@ -45,6 +45,11 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_qwen3_moe},
+      {.name = "granitemoehybrid",
+       .model_types = {"granitemoehybrid"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_granite_hybrid},
   };
   return kFamilies;
 }

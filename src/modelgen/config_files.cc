@@ -286,6 +286,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return gemma3_config(g, dtype, ids).dump(2) + "\n";
     case Family::kQwen3Moe:
       return qwen3_moe_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kGraniteHybrid:
+      return granite_hybrid_config_json(g, dtype, ids);
     case Family::kMamba2: {
       std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
       const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);
@@ -297,6 +299,7 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
 }
 
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
+  if (g.family == Family::kGraniteHybrid) return granite_hybrid_generation_config_json(ids);
   if (g.family == Family::kLlama) {  // Llama-3.2-1B-Instruct's
     const Json j = {{"bos_token_id", ids.begin_of_text},
                     {"do_sample", true},

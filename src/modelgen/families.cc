@@ -10,6 +10,10 @@ namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
   if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
+  if (family == Family::kGraniteHybrid) {
+    return std::find(attention_layers.begin(), attention_layers.end(), layer) !=
+           attention_layers.end();
+  }
   if (family != Family::kQwen3_5) {
     return family == Family::kQwen3 || family == Family::kLlama || family == Family::kQwen3Moe;
   }
@@ -125,7 +129,34 @@ Geometry qwen3_moe_preset(bool real) {
   return g;
 }
 
+// ibm-granite/granite-4.0-h-350m; tiny: Mamba2, attention, Mamba2 (the state of both kinds, and
+// a recurrent layer after the attention one), the real model's multipliers with the attention
+// scale 1 / head_dim as muP sets it, and a conv-free-of-bias check left to the real preset.
+Geometry granite_hybrid_preset(bool real) {
+  Geometry g{.family = Family::kGraniteHybrid, .rope_theta = 10000.0, .norm_eps = 1e-5};
+  g.expand = 2, g.ssm_groups = 1, g.conv_kernel = 4, g.max_position = 32768;
+  g.embedding_multiplier = 12.0, g.residual_multiplier = 0.246, g.logits_scaling = 3.0;
+  if (real) {
+    g.n_layers = 32, g.d_model = 768, g.vocab_size = 100352, g.d_ff = 2048;
+    g.n_heads = 12, g.n_kv_heads = 4, g.head_dim = 64;
+    g.ssm_heads = 48, g.ssm_head_dim = 32, g.ssm_state = 128;
+    g.attention_layers = {10, 13, 17, 27};
+  } else {
+    g.n_layers = 3, g.d_model = 64, g.d_ff = 128;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+    g.ssm_heads = 8, g.ssm_head_dim = 16, g.ssm_state = 16;
+    g.attention_layers = {1};
+  }
+  g.attention_multiplier = 1.0 / g.head_dim;
+  return g;
+}
+
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  if (family == Family::kGraniteHybrid && (preset == "tiny" || preset == "granite-4.0-h-350m")) {
+    Geometry g = granite_hybrid_preset(preset != "tiny");
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kQwen3Moe && (preset == "tiny" || preset == "qwen3-30b-a3b")) {
     Geometry g = qwen3_moe_preset(preset != "tiny");
     g.preset = preset;
@@ -156,7 +187,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
   return Error(StatusCode::kInvalidArgument,
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
-               "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe)",
+               "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
+               "granite-4.0-h-350m for granitemoehybrid)",
                preset, family_name(family));
 }
 
@@ -168,7 +200,7 @@ int scaled(int value, int new_d, int old_d) {
 Status apply_hidden_size(Geometry& g, int d) {
   const int old_d = g.d_model;
   g.d_model = d;
-  if (g.family == Family::kMamba2) {
+  if (g.family == Family::kMamba2 || g.family == Family::kGraniteHybrid) {
     if (g.expand * d % g.ssm_head_dim != 0) {
       return Error(StatusCode::kInvalidArgument,
                    "--hidden-size {}: expand ({}) x hidden size must be a multiple of the SSM "
@@ -176,7 +208,7 @@ Status apply_hidden_size(Geometry& g, int d) {
                    d, g.expand, g.ssm_head_dim);
     }
     g.ssm_heads = g.expand * d / g.ssm_head_dim;
-    return Status::ok();
+    if (g.family == Family::kMamba2) return Status::ok();
   }
   g.n_heads = scaled(g.n_heads, d, old_d);
   g.n_kv_heads = std::min(scaled(g.n_kv_heads, d, old_d), g.n_heads);
@@ -435,6 +467,48 @@ std::vector<GenTensor> mamba2_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
+// The Mamba2 mixer of a hybrid layer under `m` (mamba. or mixer.), initialised as mamba2_table's.
+void mamba2_mixer(TableBuilder& t, const Geometry& g, const std::string& m) {
+  const std::int64_t d = g.d_model, h = g.ssm_heads, inner = g.ssm_d_inner();
+  const std::int64_t conv = g.ssm_conv_dim();
+  t.add(m + "A_log", {h}, {.kind = InitKind::kLogUniform, .a = 1.0, .b = 16.0});
+  t.add(m + "D", {h}, {.a = 1.0, .b = 0.0});
+  t.add(m + "conv1d.weight", {conv, 1, g.conv_kernel},
+        {.a = 0.0, .b = 1.0 / std::sqrt(double(g.conv_kernel))});
+  t.add(m + "conv1d.bias", {conv}, {.a = 0.0, .b = 0.1});
+  t.add(m + "dt_bias", {h}, {.kind = InitKind::kDtBias, .a = 0.001, .b = 0.1});
+  t.linear(m + "in_proj.weight", inner + conv + h, d);
+  t.plain_norm(m + "norm.weight", inner);
+  t.out_linear(m + "out_proj.weight", d, inner);
+}
+
+// GraniteMoeHybridForCausalLM, dense: Mamba2 under mamba., attention without q/k norms, the
+// shared_mlp's fused [gate | up] input_linear; tied, so no lm_head.weight in the file.
+std::vector<GenTensor> granite_hybrid_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  t.embedding("model.embed_tokens.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.plain_norm(p + "input_layernorm.weight", d);
+    if (g.is_full_attention(i)) {
+      t.linear(p + "self_attn.q_proj.weight", q_rows, d);
+      t.linear(p + "self_attn.k_proj.weight", kv_rows, d);
+      t.linear(p + "self_attn.v_proj.weight", kv_rows, d);
+      t.out_linear(p + "self_attn.o_proj.weight", d, q_rows);
+    } else {
+      mamba2_mixer(t, g, p + "mamba.");
+    }
+    t.plain_norm(p + "post_attention_layernorm.weight", d);
+    t.linear(p + "shared_mlp.input_linear.weight", 2 * std::int64_t{g.d_ff}, d);
+    t.out_linear(p + "shared_mlp.output_linear.weight", d, g.d_ff);
+  }
+  t.plain_norm("model.norm.weight", d);
+  if (!g.tied) t.linear("lm_head.weight", g.vocab_size, d);
+  return std::move(t.out);
+}
+
 }  // namespace
 
 std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
@@ -451,6 +525,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return gemma3_table(g, dtype);
     case Family::kQwen3Moe:
       return qwen3_moe_table(g, dtype);
+    case Family::kGraniteHybrid:
+      return granite_hybrid_table(g, dtype);
   }
   return {};
 }

@@ -61,6 +61,12 @@ struct Geometry {
   int n_experts = 0, experts_per_tok = 0, moe_d_ff = 0, sparse_step = 1;
   std::vector<int> mlp_only_layers;
   bool norm_topk_prob = false;
+  // granitemoehybrid: attention on these layers, Mamba2 on the others; muP multipliers; RoPE only
+  // with rope_positions (position_embedding_type "rope"; the -H models are "nope")
+  std::vector<int> attention_layers;
+  double embedding_multiplier = 1.0, residual_multiplier = 1.0, attention_multiplier = 1.0;
+  double logits_scaling = 1.0;
+  bool rope_positions = false;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
@@ -76,6 +82,8 @@ struct SpecialIds {
   int im_end = 0;
   // Llama 3
   int begin_of_text = 0, end_of_text = 0, eom = 0, eot = 0;
+  // Granite 4.0 (<|end_of_text|> is end_of_text above)
+  int pad = 0;
 };
 
 // The preset's geometry with spec's overrides applied; n_tokens is the tokenizer's size, which
@@ -105,5 +113,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype);
 
 std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids);
+// The hybrids' files (config_files_hybrid.cc), reached through the two above.
+std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
+std::string granite_hybrid_generation_config_json(const SpecialIds& ids);
 
 }  // namespace recur::modelgen

@@ -27,6 +27,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "gemma3") return Family::kGemma3;
   if (word == "llama") return Family::kLlama;
   if (word == "qwen3_moe") return Family::kQwen3Moe;
+  if (word == "granitemoehybrid") return Family::kGraniteHybrid;
   return std::nullopt;
 }
 
@@ -44,6 +45,8 @@ const char* family_name(Family family) {
       return "llama";
     case Family::kQwen3Moe:
       return "qwen3_moe";
+    case Family::kGraniteHybrid:
+      return "granitemoehybrid";
   }
   return "?";
 }

@@ -32,9 +32,10 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "gemma3_text") return Family::kGemma3;
   if (type == "llama") return Family::kLlama;
   if (type == "qwen3_moe") return Family::kQwen3Moe;
+  if (type == "granitemoehybrid") return Family::kGraniteHybrid;
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
-               "gemma3_text, llama)",
+               "gemma3_text, llama, qwen3_moe, granitemoehybrid)",
                ck.dir(), type);
 }
 

@@ -16,6 +16,8 @@ extern const char* const kTrainingCorpus;
 extern const char* const kQwen3_5ChatTemplate;
 extern const char* const kQwen3ChatTemplate;
 extern const char* const kLlama3ChatTemplate;
+extern const char* const kGranite4ChatTemplate;
+extern const char* const kNemotron3ChatTemplate;
 
 struct AddedToken {
   std::string content;
@@ -49,6 +51,11 @@ const BpeTokenizer& family_tokenizer(Family family, std::string_view preset);
 // 3's file (regex, ignore_merges, the <|begin_of_text|> post-processor) for llama.
 std::string tokenizer_json(const BpeTokenizer& tok, Family family);
 std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int max_position);
+
+// The Mamba2 hybrids' (tokenizer_hybrid.cc), reached through the three above.
+const BpeTokenizer& granite_tokenizer(std::string_view preset);
+std::string granite_tokenizer_json(const BpeTokenizer& tok);
+std::string granite_tokenizer_config_json(const BpeTokenizer& tok, int max_position);
 
 // Gemma's kind (tokenizer_sp.cc): a SentencePiece BPE as Hugging Face converts it. Spaces are
 // normalized to U+2581 ("▁"), the whole text is one word, pieces are code points merged by rank,

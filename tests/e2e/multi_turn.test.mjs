@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
-const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe'];
+const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -14,8 +14,12 @@ const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_
 // The text a turn must compute: its user message, the tokens closing it and the generation
 // prompt. Qwen3's template (qwen3 checkpoints) adds an empty think block only when thinking is
 // off; Qwen3.5's (qwen3_5 and the generated mamba2) opens one when thinking is on. Gemma 3's
-// has no thinking switch and calls the assistant "model"; Llama 3.1's has none either.
+// has no thinking switch and calls the assistant "model"; Llama 3.1's has none either, nor has
+// Granite 4.0's.
 function newTokensOf(family, user, thinking) {
+  if (family === 'granitemoehybrid') {
+    return `${user}<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>`;
+  }
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
   if (family === 'llama') return `${user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
   const qwen3 = family === 'qwen3' || family === 'qwen3_moe';  // the same tokenizer files
@@ -38,6 +42,8 @@ const SYSTEM_BLOCK = {
   qwen3_moe: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   gemma3: (s) => `<bos><start_of_turn>user\n${s}\n\n`,
   llama: (s) => `<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n${s}`,
+  granitemoehybrid: (s) =>
+    `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
 };
 
 async function firstTurnCached(dir, family) {

@@ -414,7 +414,8 @@ TEST_P(EngineTest, SubmissionsBeyondLimitsAreRefusedNamingThem) {
 INSTANTIATE_TEST_SUITE_P(Families, EngineTest,
                          testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
                                          modelgen::Family::kQwen3, modelgen::Family::kGemma3,
-                                         modelgen::Family::kLlama),
+                                         modelgen::Family::kLlama,
+                                         modelgen::Family::kGraniteHybrid),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 }  // namespace

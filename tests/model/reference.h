@@ -52,6 +52,19 @@ std::vector<Vec> forward_gemma3(const Checkpoint& ck, const std::vector<std::int
 std::vector<Vec> forward_llama(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_qwen3_moe(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 
+std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
+                                        const std::vector<std::int32_t>& tokens);
+
+// The Mamba2 mixer of a hybrid layer over a whole sequence (reference_ssm.cc): x [T][d_model] →
+// [T][d_model], tensors named <m>in_proj.weight, <m>conv1d.weight, ...
+struct Mamba2Geometry {
+  std::int64_t n_heads = 0, head_dim = 0, d_state = 0, n_groups = 1, kernel = 4;
+  double eps = 1e-5, dt_min = 0.0, dt_max = 1e300;
+  bool conv_bias = true;
+};
+std::vector<Vec> mamba2_mixer(const Checkpoint& ck, const std::string& m, const Mamba2Geometry& g,
+                              const std::vector<Vec>& x);
+
 // Config field as double/int (text_config first, then top level), with a default.
 double cfg(const Checkpoint& ck, const std::string& key, double fallback);
 

@@ -46,6 +46,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_llama(ck, tokens);
     case modelgen::Family::kQwen3Moe:
       return reference::forward_qwen3_moe(ck, tokens);
+    case modelgen::Family::kGraniteHybrid:
+      return reference::forward_granite_hybrid(ck, tokens);
   }
   return {};
 }

@@ -187,6 +187,7 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
       return llama_table(2, 64, 64, 32, 192, 1280, /*tied=*/false, /*bias=*/false, dt);
     case Family::kGemma3:  // no table here yet: not among the table-checked families
     case Family::kQwen3Moe:
+    case Family::kGraniteHybrid:
       break;
   }
   return {};

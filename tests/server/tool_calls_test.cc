@@ -21,6 +21,21 @@ TEST(ToolCalls, Qwen3JsonForm) {
   EXPECT_EQ(r.calls[0].arguments_json, R"({"city":"Oslo"})");
 }
 
+// Granite 4.0's template writes calls back as the Qwen3 JSON form, consecutive calls joined by
+// one "\n" and no text between (ibm-granite-granite-4.0.jinja); its model emits the same.
+TEST(ToolCalls, Granite4Form) {
+  auto r = parse_tool_calls(
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"New York\"}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Bengaluru\", \"days\": 2}}\n</tool_call>",
+      kTools, "call_");
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].arguments_json, R"({"city":"New York"})");
+  EXPECT_EQ(r.calls[1].arguments_json, R"({"city":"Bengaluru","days":2})");
+  EXPECT_EQ(r.calls[1].id, "call_1");
+}
+
 TEST(ToolCalls, Qwen35XmlFormWithTypedParameters) {
   auto r = parse_tool_calls(
       "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"

@@ -1,0 +1,79 @@
+// config.json and generation_config.json of the generated Mamba2 hybrids, with the real files'
+// field names (docs/model.md "Granite 4.0-H"): granite-4.0-h-350m's. Keys sorted, indented by 2.
+#include <nlohmann/json.hpp>
+
+#include "modelgen/families.h"
+
+namespace recur::modelgen {
+
+namespace {
+
+using Json = nlohmann::json;
+
+const char* torch_dtype_name(DType dtype) {
+  return dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16";
+}
+
+}  // namespace
+
+std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  Json layer_types = Json::array();
+  for (int i = 0; i < g.n_layers; ++i) {
+    layer_types.push_back(g.is_full_attention(i) ? "attention" : "mamba");
+  }
+  const Json j = {{"architectures", {"GraniteMoeHybridForCausalLM"}},
+                  {"attention_bias", false},
+                  {"attention_dropout", 0.0},
+                  {"attention_multiplier", g.attention_multiplier},
+                  {"bos_token_id", ids.end_of_text},
+                  {"embedding_multiplier", g.embedding_multiplier},
+                  {"eos_token_id", ids.end_of_text},
+                  {"hidden_act", "silu"},
+                  {"hidden_size", g.d_model},
+                  {"initializer_range", 0.1},
+                  {"intermediate_size", g.d_ff},
+                  {"layer_types", std::move(layer_types)},
+                  {"logits_scaling", g.logits_scaling},
+                  {"mamba_chunk_size", 256},
+                  {"mamba_conv_bias", true},
+                  {"mamba_d_conv", g.conv_kernel},
+                  {"mamba_d_head", g.ssm_head_dim},
+                  {"mamba_d_state", g.ssm_state},
+                  {"mamba_expand", g.expand},
+                  {"mamba_n_groups", g.ssm_groups},
+                  {"mamba_n_heads", g.ssm_heads},
+                  {"mamba_proj_bias", false},
+                  {"max_position_embeddings", g.max_position},
+                  {"model_type", "granitemoehybrid"},
+                  {"normalization_function", "rmsnorm"},
+                  {"num_attention_heads", g.n_heads},
+                  {"num_experts_per_tok", 0},
+                  {"num_hidden_layers", g.n_layers},
+                  {"num_key_value_heads", g.n_kv_heads},
+                  {"num_local_experts", 0},
+                  {"output_router_logits", false},
+                  {"pad_token_id", ids.pad},
+                  {"position_embedding_type", g.rope_positions ? "rope" : "nope"},
+                  {"residual_multiplier", g.residual_multiplier},
+                  {"rms_norm_eps", g.norm_eps},
+                  {"rope_scaling", nullptr},
+                  {"rope_theta", static_cast<std::int64_t>(g.rope_theta)},
+                  {"router_aux_loss_coef", 0.01},
+                  {"shared_intermediate_size", g.d_ff},
+                  {"tie_word_embeddings", g.tied},
+                  {"torch_dtype", torch_dtype_name(dtype)},
+                  {"transformers_version", "4.56.0"},
+                  {"use_cache", true},
+                  {"vocab_size", g.vocab_size}};
+  return j.dump(2) + "\n";
+}
+
+std::string granite_hybrid_generation_config_json(const SpecialIds& ids) {
+  const Json j = {{"bos_token_id", ids.end_of_text},
+                  {"eos_token_id", ids.end_of_text},
+                  {"pad_token_id", ids.pad},
+                  {"transformers_version", "4.56.0"}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace recur::modelgen
