@@ -11,6 +11,7 @@
 #include "chat/formatter.h"
 #include "engine/engine.h"
 #include "util/log.h"
+#include "util/progress.h"
 
 namespace recur::app {
 
@@ -57,6 +58,7 @@ int cmd_run(const RunSettings& settings) {
   engine::Engine engine(eo, *rt->model, *rt->tokenizer, nullptr, *rt->pool);
   engine.start();
   auto t0 = std::chrono::steady_clock::now();
+  const auto n_prompt_tokens = static_cast<std::int64_t>(req.prompt.size());
   auto channel = engine.submit(std::move(req));
   if (!channel) {
     log::error("recur run: {}", channel.status().message());
@@ -65,9 +67,18 @@ int cmd_run(const RunSettings& settings) {
   std::int64_t n_prompt = 0, n_generated = 0;
   double ttft = 0;
   engine::FinishReason finish = engine::FinishReason::kStop;
+  // A long prompt's prefill shows its pace: the engine's count of prompt tokens computed, polled
+  // until the first token arrives (quiet when that takes under a second).
+  Progress prefill("prefill", n_prompt_tokens, ProgressUnit::kTokens);
+  bool prefilling = true;
   for (;;) {
-    auto ev = (*channel)->pop(std::chrono::milliseconds(1000));
+    auto ev = (*channel)->pop(std::chrono::milliseconds(prefilling ? 200 : 1000));
+    if (prefilling) prefill.set(engine.stats().prefill_tokens);
     if (!ev) continue;
+    if (prefilling) {
+      prefill.finish();
+      prefilling = false;
+    }
     if (ev->ttft_s > 0) ttft = ev->ttft_s;
     std::fwrite(ev->text.data(), 1, ev->text.size(), stdout);
     std::fflush(stdout);

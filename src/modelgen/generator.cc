@@ -16,6 +16,7 @@
 #include "modelgen/tokenizer_gen.h"
 #include "util/hash.h"
 #include "util/mmap_file.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace recur::modelgen {
@@ -95,8 +96,13 @@ Status write_weights(const fs::path& dir, const std::vector<GenTensor>& table,
                      GenSummary& summary) {
   RECUR_ASSIGN_OR_RETURN(std::vector<ShardLayout> shards, plan_shards(entries, spec.shards));
   ThreadPool pool(available_cores());
+  std::int64_t total_bytes = 0;
+  for (const ShardLayout& shard : shards) total_bytes += shard.file_bytes();
+  // The pace in bytes written (blocks are filled on the pool: Progress is thread-safe).
+  Progress progress("writing the weights", total_bytes, ProgressUnit::kBytes);
   const FillFn fill = [&](std::size_t t, std::int64_t block, std::span<float> out) {
     fill_block(table[t], spec.seed, block, out);
+    progress.add(static_cast<std::int64_t>(out.size()) * entries[t].elem_bytes());
   };
   for (const ShardLayout& shard : shards) {
     RECUR_RETURN_IF_ERROR(

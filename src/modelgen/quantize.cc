@@ -17,6 +17,7 @@
 #include "modelgen/mlx_writer.h"
 #include "modelgen/output_dir.h"
 #include "util/mmap_file.h"
+#include "util/progress.h"
 
 namespace recur::modelgen {
 
@@ -175,12 +176,21 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
   done.in_bytes = static_cast<std::int64_t>(ck.n_weight_bytes());
 
   RECUR_ASSIGN_OR_RETURN(OutputDir out, OutputDir::begin(out_dir));
+  // The pace in bytes of the input read (reads run on the writer's pool: Progress is thread-safe).
+  Progress progress("quantizing " + in_dir, done.in_bytes, ProgressUnit::kBytes);
   const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> values) {
     read_as_f32(*sources[t], begin, values);
+    std::int64_t n_elems = 1;
+    for (std::int64_t d : sources[t]->shape) n_elems *= d;
+    const auto elem_bytes =
+        static_cast<std::int64_t>(sources[t]->n_bytes) / std::max<std::int64_t>(1, n_elems);
+    progress.add(static_cast<std::int64_t>(values.size()) * elem_bytes);
   };
   MlxWriteSummary written;
-  RECUR_RETURN_IF_ERROR(
-      write_mlx_weights(out.tmp().string(), tensors, rules.format, read, 0, &written));
+  const Status wrote =
+      write_mlx_weights(out.tmp().string(), tensors, rules.format, read, 0, &written);
+  progress.finish(wrote.is_ok() ? "done" : "failed");
+  RECUR_RETURN_IF_ERROR(wrote);
   RECUR_RETURN_IF_ERROR(write_file_atomic((out.tmp() / "config.json").string(), config));
   RECUR_ASSIGN_OR_RETURN(const Copied copied, copy_other_files(in_dir, out.tmp()));
   RECUR_RETURN_IF_ERROR(out.commit());
