@@ -31,7 +31,6 @@ void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, N
 // The checkpoint's conv kernel [C, 1, K] as k::causal_conv1d reads it, [K, C]: a decode step
 // loads each tap's weights for a block of channels as vectors instead of gathering them K apart.
 // Runs as the binding visitor fills `w` (left empty when the tensor failed to bind).
-namespace {
 void conv_taps_major(std::vector<float>* w, std::int64_t channels, std::int64_t kernel) {
   if (static_cast<std::int64_t>(w->size()) != channels * kernel) return;
   std::vector<float> taps(w->size());
@@ -43,7 +42,6 @@ void conv_taps_major(std::vector<float>* w, std::int64_t channels, std::int64_t 
   }
   *w = std::move(taps);
 }
-}  // namespace
 
 // ---- attention ---------------------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ struct NormW {
 // Reads the norm's weight vector [width] and folds in the 1 of a zero-centred norm, so the
 // forward multiplies by w alone (the same f32 value the kernel computed as 1 + w).
 void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, NormW* n);
+// A depthwise conv kernel as read from the checkpoint, [channels, 1, K], reordered in place to the
+// tap-major [K, channels] that kernels::causal_conv1d reads (left alone when not that size).
+void conv_taps_major(std::vector<float>* w, std::int64_t channels, std::int64_t kernel);
 // y = norm(x) over rows of `width`; x may equal y.
 void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width);
 

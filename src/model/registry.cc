@@ -50,6 +50,11 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_granite_hybrid},
+      {.name = "lfm2",
+       .model_types = {"lfm2"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_lfm2},
   };
   return kFamilies;
 }

@@ -233,6 +233,71 @@ Json qwen3_moe_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
           {"vocab_size", g.vocab_size}};
 }
 
+// LiquidAI/LFM2-350M's config.json (block_* keys, full_attn_idxs, rope_theta), or with
+// lfm2_5_keys LFM2.5's spelling (layer_types, rope_parameters, tie_embedding, dtype, and
+// intermediate_size beside block_ff_dim). A geometry whose d_ff is not block_ff_dim adjusted
+// (a --hidden-size override) is written with block_auto_adjust_ff_dim false.
+Json lfm2_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  const int adjusted = (2 * g.block_ff_dim / 3 + g.block_multiple_of - 1) / g.block_multiple_of *
+                       g.block_multiple_of;
+  const bool adjust = g.block_ff_dim > 0 && adjusted == g.d_ff;
+  const int ff = adjust ? g.block_ff_dim : g.d_ff;
+  Json j = {{"architectures", {"Lfm2ForCausalLM"}},
+            {"block_auto_adjust_ff_dim", adjust},
+            {"block_dim", g.d_model},
+            {"block_ff_dim", ff},
+            {"block_ffn_dim_multiplier", 1.0},
+            {"block_mlp_init_scale", 1.0},
+            {"block_multiple_of", g.block_multiple_of},
+            {"block_norm_eps", g.norm_eps},
+            {"block_out_init_scale", 1.0},
+            {"block_use_swiglu", true},
+            {"block_use_xavier_init", true},
+            {"bos_token_id", ids.begin_of_text},
+            {"conv_L_cache", g.conv_kernel},
+            {"conv_bias", g.conv_bias},
+            {"conv_dim", g.d_model},
+            {"conv_dim_out", g.d_model},
+            {"conv_use_xavier_init", true},
+            {"eos_token_id", ids.im_end},
+            {"hidden_size", g.d_model},
+            {"initializer_range", 0.02},
+            {"max_position_embeddings", g.max_position},
+            {"model_type", "lfm2"},
+            {"norm_eps", g.norm_eps},
+            {"num_attention_heads", g.n_heads},
+            {"num_heads", g.n_heads},
+            {"num_hidden_layers", g.n_layers},
+            {"num_key_value_heads", g.n_kv_heads},
+            {"pad_token_id", 0},
+            {"use_cache", true},
+            {"use_pos_enc", true},
+            {"vocab_size", g.vocab_size}};
+  if (g.head_dim * g.n_heads != g.d_model) j["head_dim"] = g.head_dim;
+  if (!g.tied) j["tie_embedding"] = false;
+  std::vector<int> attention;
+  Json types = Json::array();
+  for (int i = 0; i < g.n_layers; ++i) {
+    if (g.is_full_attention(i)) attention.push_back(i);
+    types.push_back(g.is_full_attention(i) ? "full_attention" : "conv");
+  }
+  if (!g.lfm2_5_keys) {
+    j["full_attn_idxs"] = attention;
+    j["rope_theta"] = g.rope_theta;
+    j["torch_dtype"] = torch_dtype(dtype);
+    j["transformers_version"] = "4.54.0.dev0";
+    return j;
+  }
+  j.erase("conv_dim_out");
+  j["dtype"] = torch_dtype(dtype);
+  j["intermediate_size"] = ff;
+  j["layer_types"] = types;
+  j["rope_parameters"] = {{"rope_theta", g.rope_theta}, {"rope_type", "default"}};
+  j["tie_embedding"] = g.tied;
+  j["transformers_version"] = "5.0.0";
+  return j;
+}
+
 // time_step_limit is written as a placeholder string and replaced by the bare Infinity that
 // Python's json module writes (invalid JSON, which loaders must accept).
 constexpr const char* kInfinityPlaceholder = "__recur_infinity__";
@@ -288,6 +353,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return qwen3_moe_config(g, dtype, ids).dump(2) + "\n";
     case Family::kGraniteHybrid:
       return granite_hybrid_config_json(g, dtype, ids);
+    case Family::kLfm2:
+      return lfm2_config(g, dtype, ids).dump(2) + "\n";
     case Family::kMamba2: {
       std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
       const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);
@@ -307,6 +374,13 @@ std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
                     {"temperature", 0.6},
                     {"top_p", 0.9},
                     {"transformers_version", "4.45.0.dev0"}};
+    return j.dump(2) + "\n";
+  }
+  if (g.family == Family::kLfm2) {  // LiquidAI/LFM2-350M's
+    const Json j = {{"bos_token_id", ids.begin_of_text},
+                    {"eos_token_id", ids.im_end},
+                    {"pad_token_id", 0},
+                    {"transformers_version", "4.54.0.dev0"}};
     return j.dump(2) + "\n";
   }
   if (g.family == Family::kGemma3) {  // gemma-3-1b-it's

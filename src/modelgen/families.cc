@@ -10,7 +10,7 @@ namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
   if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
-  if (family == Family::kGraniteHybrid) {
+  if (family == Family::kGraniteHybrid || family == Family::kLfm2) {
     return std::find(attention_layers.begin(), attention_layers.end(), layer) !=
            attention_layers.end();
   }
@@ -151,7 +151,35 @@ Geometry granite_hybrid_preset(bool real) {
   return g;
 }
 
+// LiquidAI/LFM2-350M (its config.json's spelling: block_ff_dim 6656 adjusted to 4608,
+// full_attn_idxs, rope_theta); tiny: conv, conv, attention, conv as the real schedule starts,
+// written in LFM2.5's spelling (layer_types, rope_parameters, tie_embedding), its block_ff_dim
+// 280 adjusted to 192 by the rounding to 64; tiny-bias: conv biases and an untied head.
+Geometry lfm2_preset(const std::string& preset) {
+  Geometry g{.family = Family::kLfm2, .rope_theta = 1e6, .norm_eps = 1e-5};
+  g.max_position = 128000, g.conv_kernel = 3, g.block_multiple_of = 256;
+  if (preset == "lfm2-350m") {
+    g.n_layers = 16, g.d_model = 1024, g.vocab_size = 65536;
+    g.n_heads = 16, g.n_kv_heads = 8, g.head_dim = 64;
+    g.block_ff_dim = 6656, g.d_ff = 4608;
+    g.attention_layers = {2, 5, 8, 10, 12, 14};
+    return g;
+  }
+  g.n_layers = 4, g.d_model = 64, g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+  g.block_ff_dim = 280, g.block_multiple_of = 64, g.d_ff = 192;
+  g.attention_layers = {2};
+  g.lfm2_5_keys = true;
+  if (preset == "tiny-bias") g.conv_bias = true, g.tied = false, g.lfm2_5_keys = false;
+  return g;
+}
+
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  if (family == Family::kLfm2 &&
+      (preset == "tiny" || preset == "tiny-bias" || preset == "lfm2-350m")) {
+    Geometry g = lfm2_preset(preset);
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kGraniteHybrid && (preset == "tiny" || preset == "granite-4.0-h-350m")) {
     Geometry g = granite_hybrid_preset(preset != "tiny");
     g.preset = preset;
@@ -188,7 +216,7 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
-               "granite-4.0-h-350m for granitemoehybrid)",
+               "granite-4.0-h-350m for granitemoehybrid, lfm2-350m and tiny-bias for lfm2)",
                preset, family_name(family));
 }
 
@@ -509,6 +537,46 @@ std::vector<GenTensor> granite_hybrid_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
+// LFM2 (modeling_lfm2.py): operator_norm → self_attn (q/k layernorms, out_proj) or conv (gated
+// short conv) → ffn_norm → feed_forward (w1 gate, w3 up, w2 down); the final norm is
+// model.embedding_norm; tied unless the preset unties it.
+std::vector<GenTensor> lfm2_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  const Init bias{.a = 0.0, .b = 0.1};
+  t.embedding("model.embed_tokens.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.plain_norm(p + "operator_norm.weight", d);
+    if (g.is_full_attention(i)) {
+      t.linear(p + "self_attn.q_proj.weight", q_rows, d);
+      t.linear(p + "self_attn.k_proj.weight", kv_rows, d);
+      t.linear(p + "self_attn.v_proj.weight", kv_rows, d);
+      t.out_linear(p + "self_attn.out_proj.weight", d, q_rows);
+      t.plain_norm(p + "self_attn.q_layernorm.weight", g.head_dim);
+      t.plain_norm(p + "self_attn.k_layernorm.weight", g.head_dim);
+    } else {
+      t.linear(p + "conv.in_proj.weight", 3 * d, d);
+      t.add(p + "conv.conv.weight", {d, 1, g.conv_kernel},
+            {.a = 0.0, .b = 1.0 / std::sqrt(double(g.conv_kernel))});
+      t.out_linear(p + "conv.out_proj.weight", d, d);
+      if (g.conv_bias) {
+        t.add(p + "conv.in_proj.bias", {3 * d}, bias);
+        t.add(p + "conv.conv.bias", {d}, bias);
+        t.add(p + "conv.out_proj.bias", {d}, bias);
+      }
+    }
+    t.plain_norm(p + "ffn_norm.weight", d);
+    t.linear(p + "feed_forward.w1.weight", g.d_ff, d);
+    t.out_linear(p + "feed_forward.w2.weight", d, g.d_ff);
+    t.linear(p + "feed_forward.w3.weight", g.d_ff, d);
+  }
+  t.plain_norm("model.embedding_norm.weight", d);
+  if (!g.tied) t.linear("lm_head.weight", g.vocab_size, d);
+  return std::move(t.out);
+}
+
 }  // namespace
 
 std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
@@ -527,6 +595,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return qwen3_moe_table(g, dtype);
     case Family::kGraniteHybrid:
       return granite_hybrid_table(g, dtype);
+    case Family::kLfm2:
+      return lfm2_table(g, dtype);
   }
   return {};
 }

@@ -67,6 +67,11 @@ struct Geometry {
   double embedding_multiplier = 1.0, residual_multiplier = 1.0, attention_multiplier = 1.0;
   double logits_scaling = 1.0;
   bool rope_positions = false;
+  // lfm2: attention on attention_layers, gated short conv (conv_kernel) elsewhere; config.json
+  // names the MLP width as block_ff_dim before its auto-adjustment (d_ff is the adjusted width)
+  int block_ff_dim = 0, block_multiple_of = 0;
+  bool conv_bias = false;
+  bool lfm2_5_keys = false;  // LFM2.5's config spelling (layer_types, rope_parameters, ...)
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
@@ -80,7 +85,7 @@ struct SpecialIds {
   int endoftext = 0;
   int im_start = 0;
   int im_end = 0;
-  // Llama 3
+  // Llama 3 (LFM2: begin_of_text is <|startoftext|>)
   int begin_of_text = 0, end_of_text = 0, eom = 0, eot = 0;
   // Granite 4.0 (<|end_of_text|> is end_of_text above)
   int pad = 0;

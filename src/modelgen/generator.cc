@@ -29,6 +29,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "llama") return Family::kLlama;
   if (word == "qwen3_moe") return Family::kQwen3Moe;
   if (word == "granitemoehybrid") return Family::kGraniteHybrid;
+  if (word == "lfm2") return Family::kLfm2;
   return std::nullopt;
 }
 
@@ -48,6 +49,8 @@ const char* family_name(Family family) {
       return "qwen3_moe";
     case Family::kGraniteHybrid:
       return "granitemoehybrid";
+    case Family::kLfm2:
+      return "lfm2";
   }
   return "?";
 }
@@ -159,13 +162,17 @@ Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const
 }
 
 Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary) {
-  // Gemma's tokenizer is SentencePiece-style; the other families' byte-level.
+  // Gemma's tokenizer is SentencePiece-style, LFM2's has its added tokens first; the other
+  // families' are byte-level BPEs with the added tokens last.
   const bool sentencepiece = spec.family == Family::kGemma3;
+  const bool lfm2 = spec.family == Family::kLfm2;
   const SpTokenizer* sp = sentencepiece ? &generated_sp_tokenizer() : nullptr;
-  const BpeTokenizer* bpe = sentencepiece ? nullptr : &family_tokenizer(spec.family, spec.preset);
-  const SpecialIds& ids = sentencepiece ? sp->ids : bpe->ids;
-  RECUR_ASSIGN_OR_RETURN(Geometry g,
-                         resolve_geometry(spec, sentencepiece ? sp->n_tokens() : bpe->n_tokens()));
+  const Lfm2Tokenizer* lt = lfm2 ? &lfm2_tokenizer(spec.preset) : nullptr;
+  const BpeTokenizer* bpe =
+      sentencepiece || lfm2 ? nullptr : &family_tokenizer(spec.family, spec.preset);
+  const SpecialIds& ids = sentencepiece ? sp->ids : lfm2 ? lt->ids : bpe->ids;
+  const int n_tokens = sentencepiece ? sp->n_tokens() : lfm2 ? lt->n_tokens() : bpe->n_tokens();
+  RECUR_ASSIGN_OR_RETURN(Geometry g, resolve_geometry(spec, n_tokens));
   const std::vector<GenTensor> table = tensor_table(g, spec.dtype);
   std::vector<TensorEntry> entries;
   for (const GenTensor& t : table) {
@@ -180,11 +187,12 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
   const TextFile files[] = {
       {"config.json", std::move(config)},
       {"generation_config.json", generation_config_json(g, ids)},
-      {"tokenizer.json",
-       sentencepiece ? sp_tokenizer_json(*sp) : tokenizer_json(*bpe, spec.family)},
-      {"tokenizer_config.json", sentencepiece
-                                    ? sp_tokenizer_config_json(*sp, g.max_position)
-                                    : tokenizer_config_json(*bpe, spec.family, g.max_position)},
+      {"tokenizer.json", sentencepiece ? sp_tokenizer_json(*sp)
+                         : lfm2        ? lfm2_tokenizer_json(*lt)
+                                       : tokenizer_json(*bpe, spec.family)},
+      {"tokenizer_config.json", sentencepiece ? sp_tokenizer_config_json(*sp, g.max_position)
+                                : lfm2        ? lfm2_tokenizer_config_json(*lt, g.max_position)
+                                       : tokenizer_config_json(*bpe, spec.family, g.max_position)},
   };
   for (const TextFile& f : files) {
     RECUR_RETURN_IF_ERROR(write_text(dir, f));

@@ -77,9 +77,10 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
     }
     return t;
   }
-  // mamba2.py / qwen3_5.py sanitize: moveaxis(2, 1) when the last dim is not 1. With one input
-  // channel per group the bytes stay in place.
-  if (shape.size() == 3 && contains(t.name, "conv1d.weight") && shape[2] != 1) {
+  // mamba2.py / qwen3_5.py / lfm2.py sanitize: moveaxis(2, 1) when the last dim is not 1. With
+  // one input channel per group the bytes stay in place.
+  const bool conv = contains(t.name, "conv1d.weight") || t.name.ends_with(".conv.conv.weight");
+  if (shape.size() == 3 && conv && shape[2] != 1) {
     RECUR_CHECK(shape[1] == 1);
     t.shape = {shape[0], shape[2], shape[1]};
     return t;

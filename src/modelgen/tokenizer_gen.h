@@ -75,4 +75,20 @@ const SpTokenizer& generated_sp_tokenizer();
 std::string sp_tokenizer_json(const SpTokenizer& tok);
 std::string sp_tokenizer_config_json(const SpTokenizer& tok, int max_position);
 
+// LFM2's kind (tokenizer_lfm2.cc): the generated BPE with LFM2's 14 added tokens first (ids 0-13:
+// <|startoftext|> 1, <|im_start|> 6, <|im_end|> 7), Llama 3's pre-tokenizer regex with
+// ignore_merges, and LFM2.5-Instruct's chat template; lfm2-350m pads the vocabulary to 65536 with
+// unreachable tokens.
+extern const char* const kLfm2ChatTemplate;
+struct Lfm2Tokenizer {
+  std::vector<std::string> vocab;  // id -> token: the added tokens, then the BPE's
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<AddedToken> added;  // ids 0, 1, ...
+  SpecialIds ids;                 // begin_of_text: <|startoftext|>, endoftext, im_start, im_end
+  int n_tokens() const { return static_cast<int>(vocab.size()); }
+};
+const Lfm2Tokenizer& lfm2_tokenizer(std::string_view preset);
+std::string lfm2_tokenizer_json(const Lfm2Tokenizer& tok);
+std::string lfm2_tokenizer_config_json(const Lfm2Tokenizer& tok, int max_position);
+
 }  // namespace recur::modelgen

@@ -153,7 +153,8 @@ void ChatTurn::run(ChunkWriter& out) {
                .prompt_stored = !done.completion_snapshot_tokens.empty(),
                .timing = &timing};
   if (split && (splitter.saw_reasoning() || !reasoning.empty())) r.reasoning = reasoning;
-  if (stream && parse_tools && calls.calls.empty()) r.unstreamed_content = filter.held();
+  if (stream && parse_tools)
+    r.unstreamed_content = calls.calls.empty() ? filter.held() : calls.trailing;
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.
   r.reply.role = "assistant";
   r.reply.content = r.content;

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/pythonic_calls.h"
+
 namespace recur::server {
 namespace {
 
@@ -12,6 +14,10 @@ using json = nlohmann::ordered_json;
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kLfmOpen = "<|tool_call_start|>";
+constexpr std::string_view kLfmClose = "<|tool_call_end|>";
+// Tags that open a held tool-call part in a stream.
+constexpr std::string_view kOpenTags[] = {kOpen, kLfmOpen};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -162,14 +168,64 @@ std::vector<chat::ToolCall> parse_llama_calls(std::string_view text, const json&
   return calls;
 }
 
+bool all_tools(const std::vector<chat::ToolCall>& calls, const json& tools) {
+  for (const auto& c : calls) {
+    if (!has_tool(tools, c.name)) return false;
+  }
+  return !calls.empty();
+}
+
+// LFM2: <|tool_call_start|>[f(a=1), g()]<|tool_call_end|> blocks, text before and after them
+// (LFM2 usually writes its words after the call). The content is the text with the blocks taken
+// out; a block that does not parse leaves the whole reply as text.
+std::optional<ParsedToolCalls> parse_lfm2_calls(std::string_view text) {
+  ParsedToolCalls out;
+  std::string_view rest = text;
+  std::string outside;
+  while (true) {
+    const size_t open = rest.find(kLfmOpen);
+    if (open == std::string_view::npos) break;
+    const size_t close = rest.find(kLfmClose, open);
+    if (close == std::string_view::npos) return std::nullopt;
+    outside.append(rest.substr(0, open));
+    const std::string_view body =
+        rest.substr(open + kLfmOpen.size(), close - open - kLfmOpen.size());
+    auto calls = parse_pythonic_calls(trim(body));
+    if (!calls) return std::nullopt;
+    for (auto& c : *calls) out.calls.push_back(std::move(c));
+    rest = rest.substr(close + kLfmClose.size());
+  }
+  outside.append(rest);
+  out.content = std::string(trim(outside));
+  out.trailing = std::string(trim(rest));
+  return out;
+}
+
 }  // namespace
 
 ParsedToolCalls parse_tool_calls(std::string_view text, std::string_view tools_json,
                                  std::string_view id_prefix) {
   ParsedToolCalls out;
   json tools = tools_json.empty() ? json() : json::parse(tools_json, nullptr, false);
+  if (text.find(kLfmOpen) != std::string_view::npos) {
+    auto lfm = parse_lfm2_calls(text);
+    if (!lfm) return {.content = std::string(text)};
+    for (size_t i = 0; i < lfm->calls.size(); ++i) {
+      lfm->calls[i].id = fmt::format("{}{}", id_prefix, i);
+    }
+    return std::move(*lfm);
+  }
   size_t first = text.find(kOpen);
   if (first == std::string_view::npos) {
+    // LFM2's call list without its markers (a tokenizer that marks them special drops them in
+    // decoding): the whole reply, every name a tool of the request.
+    if (auto bare = parse_pythonic_calls(trim(text)); bare && all_tools(*bare, tools)) {
+      out.calls = std::move(*bare);
+      for (size_t i = 0; i < out.calls.size(); ++i) {
+        out.calls[i].id = fmt::format("{}{}", id_prefix, i);
+      }
+      return out;
+    }
     out.calls = parse_llama_calls(text, tools);
     for (size_t i = 0; i < out.calls.size(); ++i) {
       out.calls[i].id = fmt::format("{}{}", id_prefix, i);
@@ -218,7 +274,7 @@ std::string ToolCallStreamFilter::push(std::string_view delta) {
     // Llama's form has no opening tag: a reply that starts like a call is held from its start.
     std::string_view head = trim(held_);
     if (head.empty()) return "";
-    const bool brace = head.front() == '{';
+    const bool brace = head.front() == '{' || head.front() == '[';
     const size_t n = std::min(head.size(), kPythonTag.size());
     if (brace || head.substr(0, n) == kPythonTag.substr(0, n)) {
       if (brace || n == kPythonTag.size()) in_call_ = true;
@@ -226,19 +282,22 @@ std::string ToolCallStreamFilter::push(std::string_view delta) {
     }
     past_start_ = true;
   }
-  size_t open = held_.find(kOpen);
+  size_t open = std::string::npos;
+  for (std::string_view tag : kOpenTags) open = std::min(open, held_.find(tag));
   if (open != std::string::npos) {
     in_call_ = true;
     std::string out = held_.substr(0, open);
     held_.erase(0, open);
     return out;
   }
-  // Hold back the longest suffix that could be the start of "<tool_call>".
+  // Hold back the longest suffix that could be the start of an opening tag.
   size_t keep = 0;
-  for (size_t n = std::min(held_.size(), kOpen.size() - 1); n > 0; --n) {
-    if (std::string_view(held_).substr(held_.size() - n) == kOpen.substr(0, n)) {
-      keep = n;
-      break;
+  for (std::string_view tag : kOpenTags) {
+    for (size_t n = std::min(held_.size(), tag.size() - 1); n > keep; --n) {
+      if (std::string_view(held_).substr(held_.size() - n) == tag.substr(0, n)) {
+        keep = n;
+        break;
+      }
     }
   }
   std::string out = held_.substr(0, held_.size() - keep);

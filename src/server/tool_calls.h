@@ -4,9 +4,12 @@
 //   <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>
 //   Llama 3.x: the whole reply is {"name": "f", "parameters": {...}} (optionally after
 //   <|python_tag|>; several calls separated by ";"), the name one of the request's tools
+//   LFM2:    <|tool_call_start|>[f(a=1, b="x")]<|tool_call_end|> (pythonic_calls.h), text
+//   before and after it; or the bare [f(...)] list as the whole reply, naming request tools
 // parsed into OpenAI tool calls. Anything malformed stays text: a tool call is never lost.
 // Also the streaming side: text before the first <tool_call> flows out as content, the rest is
-// held until the end; a reply that starts with "{" or "<|python_tag|>" is held whole.
+// held until the end (also from LFM2's <|tool_call_start|>); a reply that starts with "{", "["
+// or "<|python_tag|>" is held whole.
 #pragma once
 
 #include <optional>
@@ -21,6 +24,9 @@ namespace recur::server {
 struct ParsedToolCalls {
   std::string content;  // text outside the tool calls (trailing whitespace before them trimmed)
   std::vector<chat::ToolCall> calls;
+  // Text after the last call (LFM2 writes its words after the call): in a stream it was held
+  // with the call, so it is still to be sent.
+  std::string trailing;
 };
 
 // tools_json: the request's tool definitions; parameter types from their JSON schemas decide

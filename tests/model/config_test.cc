@@ -143,6 +143,75 @@ TEST(StateSizes, Mamba2MatchesSpecTable) {
   EXPECT_EQ(*snapshot_bytes_from_config(kMamba2_130m, 5000), 19390464);
 }
 
+// LiquidAI/LFM2-350M's config.json (LFM2's spelling: full_attn_idxs, block_ff_dim, rope_theta).
+constexpr const char* kLfm2_350m = R"({
+  "architectures": ["Lfm2ForCausalLM"], "block_auto_adjust_ff_dim": true, "block_dim": 1024,
+  "block_ff_dim": 6656, "block_ffn_dim_multiplier": 1.0, "block_mlp_init_scale": 1.0,
+  "block_multiple_of": 256, "block_norm_eps": 1e-05, "block_out_init_scale": 1.0,
+  "block_use_swiglu": true, "block_use_xavier_init": true, "bos_token_id": 1, "conv_L_cache": 3,
+  "conv_bias": false, "conv_dim": 1024, "conv_dim_out": 1024, "conv_use_xavier_init": true,
+  "eos_token_id": 7, "full_attn_idxs": [2, 5, 8, 10, 12, 14], "hidden_size": 1024,
+  "initializer_range": 0.02, "max_position_embeddings": 128000, "model_type": "lfm2",
+  "norm_eps": 1e-05, "num_attention_heads": 16, "num_heads": 16, "num_hidden_layers": 16,
+  "num_key_value_heads": 8, "pad_token_id": 0, "rope_theta": 1000000.0,
+  "torch_dtype": "bfloat16", "use_cache": true, "use_pos_enc": true, "vocab_size": 65536})";
+
+// docs/lfm2.md: 10 conv windows of 2 × 1024 f32 and 6 attention layers of 8 kv heads of 64.
+TEST(StateSizes, Lfm2MatchesDocTable) {
+  auto layout = state_layout_from_config(kLfm2_350m);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 16u);
+  for (std::size_t i = 0; i < 16; ++i) {
+    const bool attention = i == 2 || i == 5 || i == 8 || i == 10 || i == 12 || i == 14;
+    EXPECT_EQ(layout->layers[i].kind == LayerStateSpec::Kind::kAttention, attention) << i;
+  }
+  EXPECT_EQ(layout->kv_bytes_per_token(), 12288);  // 6·2·8·64·2
+  EXPECT_EQ(layout->fixed_bytes(), 81920);         // 10 · (3 - 1) · 1024 · 4
+  EXPECT_FALSE(layout->truncatable());
+  EXPECT_EQ(*snapshot_bytes_from_config(kLfm2_350m, 1000), 81920 + 12288000);
+}
+
+// LFM2.5's spelling reads the same: layer_types over full_attn_idxs, rope_parameters over
+// rope_theta; and each malformed LFM2 field is an error that names it.
+TEST(StateSizes, Lfm2SpellingsAndErrors) {
+  auto with = [](std::string text, std::string_view from, std::string_view to) {
+    const std::size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return text.replace(pos, from.size(), to);
+  };
+  const std::string lfm25 = with(kLfm2_350m, R"("full_attn_idxs": [2, 5, 8, 10, 12, 14],)",
+                                 R"("layer_types": ["conv", "conv", "full_attention", "conv",
+      "conv", "full_attention", "conv", "conv", "full_attention", "conv", "full_attention",
+      "conv", "full_attention", "conv", "full_attention", "conv"], "full_attn_idxs": null,
+      "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},)");
+  auto a = state_layout_from_config(kLfm2_350m);
+  auto b = state_layout_from_config(lfm25);
+  ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(a->snapshot_bytes(77), b->snapshot_bytes(77));
+  struct Case {
+    std::string_view from, to, error;
+  };
+  const Case cases[] = {
+      {R"("full_attn_idxs": [2, 5, 8, 10, 12, 14])", R"("full_attn_idxs": [2, 16])",
+       "full_attn_idxs names layer 16 of 16"},
+      {R"("full_attn_idxs": [2, 5, 8, 10, 12, 14])",
+       R"("layer_types": ["conv", "mamba", "conv", "conv", "conv", "conv", "conv", "conv", "conv",
+       "conv", "conv", "conv", "conv", "conv", "conv", "conv"])",
+       "layer_types[1] is 'mamba'"},
+      {R"("full_attn_idxs": [2, 5, 8, 10, 12, 14])", R"("layer_types": ["conv"])",
+       "layer_types has 1 entries for 16 layers"},
+      {R"("block_multiple_of": 256)", R"("block_multiple_of": 0)", "block_multiple_of 0"},
+      {R"("num_key_value_heads": 8)", R"("num_key_value_heads": 5)", "heads 16/5"},
+      {R"("rope_theta": 1000000.0)",
+       R"("rope_theta": 1000000.0, "rope_scaling": {"rope_type": "yarn"})", "'yarn'"},
+  };
+  for (const Case& c : cases) {
+    auto r = state_layout_from_config(with(kLfm2_350m, c.from, c.to));
+    ASSERT_FALSE(r.is_ok()) << c.to;
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(StateSizes, UnknownModelTypeListsSupported) {
   auto r = state_layout_from_config(R"({"model_type":"gpt_bigcode"})");
   ASSERT_FALSE(r.is_ok());

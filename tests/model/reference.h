@@ -51,6 +51,7 @@ std::vector<Vec> forward_mamba2(const Checkpoint& ck, const std::vector<std::int
 std::vector<Vec> forward_gemma3(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_llama(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_qwen3_moe(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+std::vector<Vec> forward_lfm2(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 
 std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
                                         const std::vector<std::int32_t>& tokens);

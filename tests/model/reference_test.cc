@@ -25,6 +25,11 @@ using testing::TempDir;
 constexpr int kTokens = 24;
 constexpr double kMaxRelError = 1e-4;      // of the reference logit range
 constexpr double kMaxRelErrorBf16 = 1e-3;  // margin for a rare bf16 rounding flip (measured ~6e-8)
+// LFM2's short conv feeds out_proj C ⊙ conv(B ⊙ x), a product of three roughly Gaussian values:
+// heavy-tailed, so its largest elements sit where a bf16 step is big, and one f32-vs-f64 rounding
+// flip there moves the logits by 1e-4 (tiny-bias, every ISA alike) to 2e-3 of the range (tiny,
+// scalar only, where it also swaps a near-tie). f32 checkpoints check the math to 9e-7.
+constexpr double kMaxRelErrorBf16Gated = 5e-3;
 // Without an int8 rounding flip the quantized engine is within ~2e-7 of the range; an input that
 // f32 and f64 round to neighbouring int8 codes (about one per forward here) moves these
 // random-weight logits by up to ~1e-2 of the range (measured 5e-3..1e-2 over token seeds). Wrong
@@ -48,6 +53,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_qwen3_moe(ck, tokens);
     case modelgen::Family::kGraniteHybrid:
       return reference::forward_granite_hybrid(ck, tokens);
+    case modelgen::Family::kLfm2:
+      return reference::forward_lfm2(ck, tokens);
   }
   return {};
 }
@@ -101,8 +108,9 @@ void check_against_reference(modelgen::Family family, modelgen::DType dtype, dou
       auto got_arg = std::max_element(row.begin(), row.end()) - row.begin();
       // Quantized, logits within tolerance x range of the reference may swap two candidates
       // whose reference values are within twice that (the q4 qwen3_moe run swapped one near-tie,
-      // at a max error of 0.017 of the range); unquantized, any argmax change is a bug.
-      if (want_arg != got_arg && quantize_bits != 0) {
+      // at a max error of 0.017 of the range), and so may LFM2's bf16 rounding flips
+      // (kMaxRelErrorBf16Gated); otherwise any argmax change is a bug.
+      if (want_arg != got_arg && (quantize_bits != 0 || tolerance > kMaxRelErrorBf16)) {
         EXPECT_LE(want[t][static_cast<std::size_t>(want_arg)] -
                       want[t][static_cast<std::size_t>(got_arg)],
                   2 * tolerance * range)
@@ -127,7 +135,9 @@ TEST_P(Reference, EngineMatchesFloat64ReferenceOnF32Checkpoint) {
 // bf16 weights: the reference rounds matmul inputs and K/V to bf16 where the engine does, so
 // only f32-vs-f64 accumulation differences (and the rare bf16 rounding flip they cause) remain.
 TEST_P(Reference, EngineMatchesBf16RoundingReferenceOnBf16Checkpoint) {
-  check_against_reference(GetParam(), modelgen::DType::kBF16, kMaxRelErrorBf16);
+  const bool gated = GetParam() == modelgen::Family::kLfm2;
+  check_against_reference(GetParam(), modelgen::DType::kBF16,
+                          gated ? kMaxRelErrorBf16Gated : kMaxRelErrorBf16);
 }
 
 // Quantized on load (--quantize, groups of 32): the reference uses the dequantized weights and
@@ -191,6 +201,15 @@ TEST(ReferenceLlama, BiasesTiedHeadAndPlainRope) {
   check_against_reference(modelgen::Family::kLlama, modelgen::DType::kF32, kMaxRelError, 0,
                           "tiny-bias");
   check_against_reference(modelgen::Family::kLlama, modelgen::DType::kBF16, kMaxRelErrorBf16, 0,
+                          "tiny-bias");
+}
+
+// LFM2's other side of every flag (tiny-bias: conv biases on in_proj, the conv and out_proj, an
+// untied head, LFM2's config spelling: full_attn_idxs, rope_theta); tiny covers LFM2.5's.
+TEST(ReferenceLfm2, ConvBiasesUntiedHeadAndLfm2Keys) {
+  check_against_reference(modelgen::Family::kLfm2, modelgen::DType::kF32, kMaxRelError, 0,
+                          "tiny-bias");
+  check_against_reference(modelgen::Family::kLfm2, modelgen::DType::kBF16, kMaxRelErrorBf16Gated, 0,
                           "tiny-bias");
 }
 

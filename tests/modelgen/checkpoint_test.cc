@@ -171,7 +171,10 @@ TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
   EXPECT_EQ(index["metadata"]["total_size"].get<std::int64_t>(), total);
 }
 
+// Qwen's tokenizer files (qwen3, qwen3_5 and the generated mamba2 share them); LFM2's are checked
+// by TinyConfig.Lfm2TokenizerAndPresets.
 TEST_P(TinyCheckpoint, TokenizerAndGenerationFiles) {
+  if (GetParam() == Family::kLfm2) return;
   TempDir tmp;
   ASSERT_TRUE(write_checkpoint({.family = GetParam()}, tmp.path().string()).is_ok());
   const Json tok = parse_json_file(tmp.path() / "tokenizer.json");
@@ -214,7 +217,8 @@ TEST_P(TinyCheckpoint, TokenizerAndGenerationFiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TinyCheckpoint,
-                         ::testing::Values(Family::kQwen3, Family::kQwen3_5, Family::kMamba2),
+                         ::testing::Values(Family::kQwen3, Family::kQwen3_5, Family::kMamba2,
+                                           Family::kLfm2),
                          [](const auto& p) { return std::string(family_name(p.param)); });
 
 TEST(TinyConfig, Qwen3) {
@@ -277,6 +281,52 @@ TEST(TinyConfig, Mamba2WritesInfinityLikePython) {
   EXPECT_EQ(c["expand"], 2);
   EXPECT_EQ(c["hidden_size"], 64);
   EXPECT_EQ(c["eos_token_id"], 1000);
+}
+
+// LFM2: the tiny preset in LFM2.5's spelling (layer_types, rope_parameters, tie_embedding) and
+// tiny-bias in LFM2's (full_attn_idxs, rope_theta, an untied head); the tokenizer's added tokens
+// first (bos 1, eos 7), and LFM2.5-Instruct's chat template byte for byte.
+TEST(TinyConfig, Lfm2TokenizerAndPresets) {
+  TempDir tmp;
+  ASSERT_TRUE(write_checkpoint({.family = Family::kLfm2}, (tmp.path() / "t").string()).is_ok());
+  const Json c = parse_json_file(tmp.path() / "t" / "config.json");
+  EXPECT_EQ(c["model_type"], "lfm2");
+  EXPECT_EQ(c["architectures"], Json::array({"Lfm2ForCausalLM"}));
+  EXPECT_EQ(c["layer_types"], Json::array({"conv", "conv", "full_attention", "conv"}));
+  EXPECT_EQ(c["block_ff_dim"], 280);
+  EXPECT_EQ(c["block_multiple_of"], 64);
+  EXPECT_EQ(c["block_auto_adjust_ff_dim"], true);
+  EXPECT_EQ(c["rope_parameters"]["rope_theta"], 1000000.0);
+  EXPECT_EQ(c["tie_embedding"], true);
+  EXPECT_EQ(c["bos_token_id"], 1);
+  EXPECT_EQ(c["eos_token_id"], 7);
+  EXPECT_FALSE(c.contains("full_attn_idxs"));
+  const Json tok = parse_json_file(tmp.path() / "t" / "tokenizer.json");
+  EXPECT_EQ(tok["model"]["ignore_merges"], true);
+  EXPECT_EQ(tok["model"]["vocab"]["<|im_end|>"], 7);
+  EXPECT_EQ(tok["added_tokens"].size(), 14u);
+  EXPECT_EQ(tok["added_tokens"][1]["content"], "<|startoftext|>");
+  EXPECT_EQ(tok["added_tokens"][10]["content"], "<|tool_call_start|>");
+  EXPECT_EQ(tok["added_tokens"][10]["special"], false);
+  const Json tc = parse_json_file(tmp.path() / "t" / "tokenizer_config.json");
+  EXPECT_EQ(tc["bos_token"], "<|startoftext|>");
+  EXPECT_EQ(tc["eos_token"], "<|im_end|>");
+  EXPECT_EQ(
+      tc["chat_template"].get<std::string>(),
+      slurp(fs::path(RECUR_SOURCE_DIR) / "tests/template/chat_templates/LFM2.5-Instruct.jinja"));
+
+  ASSERT_TRUE(write_checkpoint({.family = Family::kLfm2, .preset = "tiny-bias"},
+                               (tmp.path() / "b").string())
+                  .is_ok());
+  const Json b = parse_json_file(tmp.path() / "b" / "config.json");
+  EXPECT_EQ(b["full_attn_idxs"], Json::array({2}));
+  EXPECT_EQ(b["rope_theta"], 1000000.0);
+  EXPECT_EQ(b["conv_bias"], true);
+  EXPECT_EQ(b["tie_embedding"], false);
+  EXPECT_FALSE(b.contains("layer_types"));
+  const StFile f = read_safetensors(tmp.path() / "b" / "model.safetensors");
+  EXPECT_TRUE(f.tensors.contains("lm_head.weight"));
+  EXPECT_TRUE(f.tensors.contains("model.layers.0.conv.conv.bias"));
 }
 
 // Llama: Llama 3's tokenizer files (special tokens after the BPE, the <|begin_of_text|>

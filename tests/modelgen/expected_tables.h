@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -162,6 +163,38 @@ inline Table llama_table(int layers, std::int64_t d, std::int64_t q, std::int64_
   return t;
 }
 
+// LFM2 (docs/model.md "LFM2"): d, heads and kv heads of head_dim hd, MLP width ff, conv kernel K,
+// the attention layers, tied unless `head`.
+inline Table lfm2_table(int layers, std::int64_t d, std::int64_t heads, std::int64_t kv_heads,
+                        std::int64_t hd, std::int64_t ff, std::int64_t kernel, std::int64_t vocab,
+                        const std::vector<int>& attention, bool head, const std::string& dt) {
+  Table t;
+  t["model.embed_tokens.weight"] = {{vocab, d}, dt};
+  t["model.embedding_norm.weight"] = {{d}, dt};
+  if (head) t["lm_head.weight"] = {{vocab, d}, dt};
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t[p + "operator_norm.weight"] = {{d}, dt};
+    t[p + "ffn_norm.weight"] = {{d}, dt};
+    t[p + "feed_forward.w1.weight"] = {{ff, d}, dt};
+    t[p + "feed_forward.w3.weight"] = {{ff, d}, dt};
+    t[p + "feed_forward.w2.weight"] = {{d, ff}, dt};
+    if (std::find(attention.begin(), attention.end(), i) != attention.end()) {
+      t[p + "self_attn.q_proj.weight"] = {{heads * hd, d}, dt};
+      t[p + "self_attn.k_proj.weight"] = {{kv_heads * hd, d}, dt};
+      t[p + "self_attn.v_proj.weight"] = {{kv_heads * hd, d}, dt};
+      t[p + "self_attn.out_proj.weight"] = {{d, heads * hd}, dt};
+      t[p + "self_attn.q_layernorm.weight"] = {{hd}, dt};
+      t[p + "self_attn.k_layernorm.weight"] = {{hd}, dt};
+    } else {
+      t[p + "conv.in_proj.weight"] = {{3 * d, d}, dt};
+      t[p + "conv.conv.weight"] = {{d, 1, kernel}, dt};
+      t[p + "conv.out_proj.weight"] = {{d, d}, dt};
+    }
+  }
+  return t;
+}
+
 // The generated tiny presets' Hugging Face tables (the tiny preset's sizes).
 inline Table tiny_hf_table(Family family, const std::string& dt) {
   switch (family) {
@@ -185,6 +218,8 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
       return mamba2_table(2, 64, 8, 128, 160, 1024, dt);
     case Family::kLlama:  // 1000 BPE tokens + Llama 3's 256 special ones, rounded up to 64
       return llama_table(2, 64, 64, 32, 192, 1280, /*tied=*/false, /*bias=*/false, dt);
+    case Family::kLfm2:  // LFM2's 14 added tokens + 1000 BPE tokens, rounded up to 64
+      return lfm2_table(4, 64, 4, 2, 16, 192, 3, 1024, {2}, false, dt);
     case Family::kGemma3:  // no table here yet: not among the table-checked families
     case Family::kQwen3Moe:
     case Family::kGraniteHybrid:

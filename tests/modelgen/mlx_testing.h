@@ -41,7 +41,8 @@ class TempDir {
 };
 
 // model-families.md 6: qwen3_5 names move from model.language_model.* to language_model.model.*;
-// the tied lm_head copy of qwen3 is left out; conv1d [C, 1, K] becomes [C, K, 1]; every 2-D
+// the tied lm_head copy of qwen3 is left out; conv1d (LFM2: conv.conv) [C, 1, K] becomes
+// [C, K, 1]; every 2-D
 // Linear/Embedding weight whose cols divide by the group size becomes U32 codes plus scales and
 // biases in the checkpoint dtype.
 inline Table mlx_table(const Table& hf, Family family, int bits, int group_size) {
@@ -51,7 +52,9 @@ inline Table mlx_table(const Table& hf, Family family, int bits, int group_size)
     Expected e = hf_entry;
     if (family == Family::kQwen3 && name == "lm_head.weight") continue;
     if (family == Family::kQwen3_5) name = "language_model.model." + name.substr(21);
-    if (name.find("conv1d.weight") != std::string::npos) e.shape = {e.shape[0], e.shape[2], 1};
+    if (name.find("conv1d.weight") != std::string::npos || name.ends_with(".conv.conv.weight")) {
+      e.shape = {e.shape[0], e.shape[2], 1};
+    }
     if (e.shape.size() == 2 && e.shape[1] % group_size == 0) {
       const std::string path = name.substr(0, name.size() - 7);  // without ".weight"
       out[name] = {{e.shape[0], e.shape[1] * bits / 32}, "U32"};

@@ -190,6 +190,45 @@ TEST(RealPresets, Llama_3_2_1B) {
   EXPECT_EQ(gen_config["bos_token_id"], 128000);
 }
 
+// LiquidAI/LFM2-350M: 148 tensors (tied: no lm_head), 354,483,968 parameters (the model card's
+// figure), block_ff_dim 6656 adjusted to a 4608-wide MLP, attention on layers 2, 5, 8, 10, 12,
+// 14, the config.json field for field, and LFM2's token ids (bos 1, eos 7, pad 0).
+TEST(RealPresets, Lfm2_350M) {
+  const Lfm2Tokenizer& tok = lfm2_tokenizer("lfm2-350m");
+  EXPECT_EQ(tok.n_tokens(), 65536);
+  EXPECT_EQ(tok.vocab[1], "<|startoftext|>");
+  EXPECT_EQ(tok.vocab[6], "<|im_start|>");
+  EXPECT_EQ(tok.vocab[7], "<|im_end|>");
+  EXPECT_EQ(tok.vocab[10], "<|tool_call_start|>");
+  auto g = resolve_geometry({.family = Family::kLfm2, .preset = "lfm2-350m"}, tok.n_tokens());
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const auto gen = tensor_table(*g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 148u);
+  EXPECT_EQ(n_params(gen), 354483968);
+  EXPECT_EQ(
+      testing::table_diff(table_of(gen), testing::lfm2_table(16, 1024, 16, 8, 64, 4608, 3, 65536,
+                                                             {2, 5, 8, 10, 12, 14}, false, "BF16")),
+      "");
+  const Json reference = Json::parse(R"({
+    "architectures": ["Lfm2ForCausalLM"], "block_auto_adjust_ff_dim": true, "block_dim": 1024,
+    "block_ff_dim": 6656, "block_ffn_dim_multiplier": 1.0, "block_mlp_init_scale": 1.0,
+    "block_multiple_of": 256, "block_norm_eps": 1e-05, "block_out_init_scale": 1.0,
+    "block_use_swiglu": true, "block_use_xavier_init": true, "bos_token_id": 1,
+    "conv_L_cache": 3, "conv_bias": false, "conv_dim": 1024, "conv_dim_out": 1024,
+    "conv_use_xavier_init": true, "eos_token_id": 7, "full_attn_idxs": [2, 5, 8, 10, 12, 14],
+    "hidden_size": 1024, "initializer_range": 0.02, "max_position_embeddings": 128000,
+    "model_type": "lfm2", "norm_eps": 1e-05, "num_attention_heads": 16, "num_heads": 16,
+    "num_hidden_layers": 16, "num_key_value_heads": 8, "pad_token_id": 0, "rope_theta": 1000000.0,
+    "torch_dtype": "bfloat16", "transformers_version": "4.54.0.dev0", "use_cache": true,
+    "use_pos_enc": true, "vocab_size": 65536})");
+  const Json got = Json::parse(config_json(*g, DType::kBF16, tok.ids));
+  expect_superset(got, reference, {});
+  EXPECT_EQ(got.size(), reference.size());
+  const Json gen_config = Json::parse(generation_config_json(*g, tok.ids));
+  EXPECT_EQ(gen_config["eos_token_id"], 7);
+  EXPECT_EQ(gen_config["bos_token_id"], 1);
+}
+
 TEST(RealPresets, FamilyIsDerivedNeverMixed) {
   auto g = resolve_geometry({.family = Family::kQwen3_5, .preset = "qwen3-0.6b"}, 1009);
   EXPECT_FALSE(g.is_ok());

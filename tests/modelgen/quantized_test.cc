@@ -155,6 +155,15 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedGen,
                                               std::get<1>(p.param), std::get<2>(p.param));
                          });
 
+// LFM2's tiny matrices are 64 or 192 wide: groups of 128 would quantize none of them.
+INSTANTIATE_TEST_SUITE_P(Lfm2, QuantizedGen,
+                         ::testing::Combine(::testing::Values(Family::kLfm2),
+                                            ::testing::Values(4, 8), ::testing::Values(32, 64)),
+                         [](const auto& p) {
+                           return fmt::format("{}_{}bit_g{}", family_name(std::get<0>(p.param)),
+                                              std::get<1>(p.param), std::get<2>(p.param));
+                         });
+
 TEST(QuantizedGen, KeptTensorsAndFoldedNorms) {
   TempDir tmp;
   const StFile q = generate({.family = Family::kQwen3_5, .seed = 3, .bits = 4}, tmp.path() / "q");

@@ -110,6 +110,87 @@ TEST(ToolCalls, Llama3FormThatIsNotACallStaysText) {
   EXPECT_TRUE(parse_tool_calls("{\"name\": \"get_weather\"}", "", "c").calls.empty());
 }
 
+// LFM2 (docs/model.md "LFM2"): pythonic calls between <|tool_call_start|> and <|tool_call_end|>,
+// words after the call, Python literals as JSON.
+TEST(ToolCalls, Lfm2PythonicForm) {
+  auto r = parse_tool_calls(
+      "<|tool_call_start|>[get_weather(city=\"Oslo\", days=3), get_weather(city='S\\'dam',"
+      " zip=None, opts={'metric': True, 'n': [1, 2.5, -3]}, tags=('a',))]<|tool_call_end|>"
+      "Checking the weather.",
+      kTools, "c");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].id, "c0");
+  EXPECT_EQ(r.calls[0].arguments_json, R"({"city":"Oslo","days":3})");
+  EXPECT_EQ(r.calls[1].arguments_json,
+            R"({"city":"S'dam","zip":null,"opts":{"metric":true,"n":[1,2.5,-3]},"tags":["a"]})");
+  EXPECT_EQ(r.calls[1].id, "c1");
+  EXPECT_EQ(r.content, "Checking the weather.");
+  EXPECT_EQ(r.trailing, "Checking the weather.");
+
+  auto two = parse_tool_calls(
+      "Sure.\n<|tool_call_start|>[get_weather()]<|tool_call_end|>\n"
+      "<|tool_call_start|>[get_weather(city=\"a\\nb\\u00e9\")]<|tool_call_end|>",
+      kTools, "c");
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[0].arguments_json, "{}");
+  EXPECT_EQ(two.calls[1].arguments_json, "{\"city\":\"a\\nb\u00e9\"}");
+  EXPECT_EQ(two.calls[1].id, "c1");
+  EXPECT_EQ(two.content, "Sure.");
+  EXPECT_EQ(two.trailing, "");
+}
+
+// The marker-less list (a tokenizer whose markers are special drops them in decoding) is a call
+// only as the whole reply naming the request's tools.
+TEST(ToolCalls, Lfm2BareListNamingRequestTools) {
+  auto r = parse_tool_calls(" [get_weather(city=\"Oslo\")] ", kTools, "c");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments_json, R"({"city":"Oslo"})");
+  EXPECT_EQ(r.content, "");
+  for (const char* text : {"[other(city=\"Oslo\")]", "[1, 2, 3]", "See [get_weather(city=1)]",
+                           "[get_weather(city=1)] and more"}) {
+    auto t = parse_tool_calls(text, kTools, "c");
+    EXPECT_TRUE(t.calls.empty()) << text;
+    EXPECT_EQ(t.content, text);
+  }
+}
+
+TEST(ToolCalls, Lfm2MalformedStaysText) {
+  std::string deep = "<|tool_call_start|>[get_weather(city=";
+  for (int i = 0; i < 200; ++i) deep += "[";
+  deep += "<|tool_call_end|>";
+  const std::string cases[] = {
+      "<|tool_call_start|>[get_weather(city=\"Oslo\")]",              // no end marker
+      "<|tool_call_start|>[get_weather(\"Oslo\")]<|tool_call_end|>",  // positional
+      "<|tool_call_start|>[get_weather(city=os.getcwd())]<|tool_call_end|>",
+      "<|tool_call_start|>[get_weather(city=\"Oslo)]<|tool_call_end|>",
+      "<|tool_call_start|>get_weather(city=1)<|tool_call_end|>",
+      "<|tool_call_start|>[]<|tool_call_end|>",
+      "<|tool_call_start|>[get_weather(city=1)] extra<|tool_call_end|>",
+      deep};
+  for (const std::string& text : cases) {
+    auto r = parse_tool_calls(text, kTools, "c");
+    EXPECT_TRUE(r.calls.empty()) << text;
+    EXPECT_EQ(r.content, text);
+  }
+}
+
+TEST(ToolCallStreamFilter, HoldsAnLfm2CallAndWhatFollows) {
+  ToolCallStreamFilter f;
+  std::string out = f.push("Let me look. <|tool_");
+  EXPECT_EQ(out, "Let me look. ");
+  out += f.push("call_start|>[get_weather(city=\"Oslo\")]<|tool_call_end|>");
+  EXPECT_TRUE(f.in_tool_call());
+  out += f.push("Done.");
+  EXPECT_EQ(out, "Let me look. ");
+  EXPECT_EQ(f.held(), "<|tool_call_start|>[get_weather(city=\"Oslo\")]<|tool_call_end|>Done.");
+
+  ToolCallStreamFilter g;  // the bare list is held from its start
+  out = g.push("[get_weather(");
+  EXPECT_EQ(out, "");
+  EXPECT_TRUE(g.in_tool_call());
+}
+
 TEST(ToolCallStreamFilter, HoldsALlamaCallFromItsStart) {
   ToolCallStreamFilter f;
   std::string out = f.push("\n<|python");
