@@ -210,6 +210,7 @@ class Lfm2 final : public FamilyModel {
   void final_norm(float* h, std::int64_t n_rows) const override {
     apply_norm(final_norm_, h, h, n_rows, c_.d_model);
   }
+  bool supports_capture() const override { return true; }
   const kernels::WeightView& embedding() const override { return embed_; }
   const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
 

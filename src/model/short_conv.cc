@@ -5,6 +5,8 @@
 #include "model/short_conv.h"
 
 #include "model/blocks.h"
+#include "model/capture.h"
+#include "model/state.h"
 
 namespace recur::model {
 
@@ -47,6 +49,11 @@ void short_conv_block(ForwardCtx& ctx, const ShortConvW& w, const float* x, floa
   const float* conv_bias = w.conv_bias.empty() ? nullptr : w.conv_bias.data();
   ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
     const ChunkRows& c = ctx.chunks[i];
+    capture_conv_windows(c, w.layer, bcx + c.row0 * 3 * d + 2 * d, 3 * d, d, w.kernel);
+    // The window is all the state there is: the (empty) recurrent part is captured as well.
+    for (const ChunkCapture& cap : captures_in(c)) {
+      c.seq->capture_recurrent(cap.index, w.layer, c.seq->conv_window(w.layer));
+    }
     k::causal_conv1d(bcx + c.row0 * 3 * d + 2 * d, w.conv.data(), conv_bias,
                      c.seq->conv_window(w.layer), y + c.row0 * d,
                      {.n_tokens = c.n_rows,

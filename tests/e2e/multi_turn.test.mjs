@@ -45,6 +45,7 @@ const SYSTEM_BLOCK = {
   llama: (s) => `<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n${s}`,
   granitemoehybrid: (s) =>
     `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
+  lfm2: (s) => `<|startoftext|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
 };
 
 async function firstTurnCached(dir, family) {
