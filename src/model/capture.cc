@@ -19,6 +19,7 @@ std::vector<ChunkCapture> captures_in(const ChunkRows& c) {
 
 void capture_conv_windows(const ChunkRows& c, std::size_t layer, const float* x,
                           std::int64_t x_stride, std::int64_t channels, std::int64_t kernel) {
+  if (c.seq->n_captures() == 0) return;
   const std::vector<ChunkCapture> caps = captures_in(c);
   if (caps.empty()) return;
   const float* old = c.seq->conv_window(layer);  // [kernel - 1, channels], oldest first

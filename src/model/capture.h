@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/family.h"
+#include "model/state.h"
 
 namespace recur::model {
 
@@ -33,6 +34,12 @@ void capture_conv_windows(const ChunkRows& c, std::size_t layer, const float* x,
 template <typename Job, typename RunBatch, typename Slice>
 void run_recurrence(std::span<const ChunkRows> chunks, const std::vector<Job>& jobs,
                     std::size_t layer, RunBatch&& run_batch, Slice&& slice) {
+  // Decode steps never capture: no allocation on that path.
+  if (std::none_of(chunks.begin(), chunks.end(),
+                   [](const ChunkRows& c) { return c.seq->n_captures() > 0; })) {
+    run_batch(std::span<const Job>(jobs));
+    return;
+  }
   std::vector<std::vector<ChunkCapture>> caps(chunks.size());
   std::size_t max_caps = 0;
   for (std::size_t i = 0; i < chunks.size(); ++i) {

@@ -136,6 +136,7 @@ class ReferenceStore {
     e.last_used_ns = now;
     e.seq = ++seq_;
     ++s_.hits;
+    if (e.origin == Origin::kShared) ++s_.hits_shared;
     s_.tokens_reused += usable;
     Found f;
     f.result.n_tokens_usable = usable;
