@@ -72,8 +72,10 @@ describe('disconnects free the request within one engine step', () => {
   let server;
   // One token per prefill step makes a prefill last long enough to leave in the middle of it.
   before(async () => {
+    // A long context: the tiny model writes 4000 tokens in about a second, so the 'running'
+    // requests below ask for 60000 and stay running however fast the machine is.
     server = await startServer(makeModel('qwen3_5'), ['--parallel', '1', '--max-queue', '2',
-                                                      '--prefill-chunk', '1', '--ctx-size', '8192']);
+                                                      '--prefill-chunk', '1', '--ctx-size', '65536']);
   });
   after(async () => { await server?.stop(); });
 
@@ -100,7 +102,7 @@ describe('disconnects free the request within one engine step', () => {
 
   test('mid-queue: the place is given back while the running request goes on', async () => {
     const before0 = await scrape(server);
-    const running = await open(server, { content: 'Hi', maxTokens: 4000, stream: true });
+    const running = await open(server, { content: 'Hi', maxTokens: 60000, stream: true });
     await until(server, (m) => m.active === 1 && m.steps > before0.steps + 3, 'the first one runs');
     const waiting = await open(server, { content: LONG_PROMPT, maxTokens: 8, stream: true });
     const queued = await until(server, (m) => m.queued === 1, 'the second one waits');
