@@ -111,7 +111,9 @@ const isTemp = (n) => n.startsWith('.tmp-');
 test('after SIGKILL mid-writing the next start drops exactly the damaged files', async () => {
   const model = makeModel(FAMILY);
   const dir = tempDir('disk-kill');
-  const args = ['--prompt-cache-dir', dir, '--parallel', '4'];
+  // Without shared system-prompt entries, each conversation writes into its own session directory
+  // only (the shared session would be a ninth directory, made by the first conversation).
+  const args = ['--prompt-cache-dir', dir, '--parallel', '4', '--no-prompt-cache-shared'];
   let server = await startServer(model, args);
   const root = (await server.stats()).disk.dir;
   // Turn 1 of eight conversations, one at a time, so each one's session directory is known.
