@@ -1,5 +1,6 @@
 // One engine step: admission with cache restore, batch planning (decodes first, then prefill
-// pieces round-robin, warm-ups with a small reserved share), the forward, and what follows it.
+// pieces shortest remaining prompt first - at most --step-tokens while anything decodes - then
+// warm-ups with a small reserved share), the forward, and what follows it.
 #include <algorithm>
 
 #include "engine/cached_state.h"
