@@ -120,7 +120,9 @@ EngineStats Engine::stats() const {
           .steps = n_steps_.load(),
           .prefill_tokens = n_prefill_tokens_.load(),
           .warmup_tokens = n_warmup_tokens_.load(),
-          .dropped_queued = n_dropped_queued_.load()};
+          .dropped_queued = n_dropped_queued_.load(),
+          .restores_in_place = n_restores_in_place_.load(),
+          .restores_copied = n_restores_copied_.load()};
 }
 
 bool Engine::idle() const {

@@ -44,6 +44,9 @@ struct EngineStats {
   std::int64_t prefill_tokens = 0;  // prompt tokens computed (not restored from the cache)
   std::int64_t warmup_tokens = 0;   // tokens computed by warm-ups
   std::int64_t dropped_queued = 0;  // requests whose client left before they were admitted
+  // Cache hits served by a kept state that still held the entry (no copy), and hits copied.
+  std::int64_t restores_in_place = 0;
+  std::int64_t restores_copied = 0;
 };
 
 class Engine {
@@ -92,20 +95,25 @@ class Engine {
   void admit();
   void step();
   void plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& owners);
-  void restore_from_cache(model::SequenceState& state, const cache::CacheKey& key,
+  void restore_from_cache(std::unique_ptr<model::SequenceState>& state, const cache::CacheKey& key,
                           std::span<const TokenId> tokens, CacheTrace* trace);
   // Admission's restore: a RAM lookup, then (with a disk tier, when RAM left tokens to compute)
   // an asynchronous disk load that finish_restore() completes once done.
   void begin_restore(Sequence& seq);
   void finish_restore(Sequence& seq);
   // Copies `r`'s state into `state` and truncates it to the usable length; false on failure.
-  bool apply_hit(model::SequenceState& state, const cache::LookupResult& r, CacheTrace* trace);
+  // When a kept state still holds r's entry, `state` is swapped for it and nothing is copied.
+  bool apply_hit(std::unique_ptr<model::SequenceState>& state, const cache::LookupResult& r,
+                 CacheTrace* trace);
   bool waiting_for_disk(const Sequence& seq) const;
-  // Returns whether the cache admitted it.
-  bool store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
-                      cache::Origin origin, std::span<const TokenId> tokens);
-  bool store_snapshot(std::shared_ptr<const model::Snapshot> snapshot, const cache::CacheKey& key,
-                      cache::Origin origin, std::span<const TokenId> tokens);
+  // Return the stored snapshot, or null when the cache did not admit it.
+  std::shared_ptr<const model::Snapshot> store_snapshot(const model::SequenceState& state,
+                                                        const cache::CacheKey& key,
+                                                        cache::Origin origin,
+                                                        std::span<const TokenId> tokens);
+  std::shared_ptr<const model::Snapshot> store_snapshot(
+      std::shared_ptr<const model::Snapshot> snapshot, const cache::CacheKey& key,
+      cache::Origin origin, std::span<const TokenId> tokens);
   // Prompt positions whose state this sequence stores, ascending (the history boundary).
   std::vector<std::pair<std::int64_t, cache::Origin>> snapshot_points(const Sequence& seq) const;
   // Plans the snapshot points inside a prefill piece [start, start + len): interior captures
@@ -119,8 +127,21 @@ class Engine {
   void on_sample(Sequence& seq, std::span<const float> logits);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
   void fail_all(const Status& error);
+  // A state with no tokens, from the kept ones when there are.
   std::unique_ptr<model::SequenceState> take_state();
-  void release_state(std::unique_ptr<model::SequenceState> state);
+  // Keeps `state` for reuse. `mirrors`: a snapshot just stored from it at its full length, which
+  // it equals in everything a forward reads, so a later hit on that entry can take the state as
+  // it is (the next turn's restore, a warm-up's) instead of copying tens of megabytes.
+  void release_state(std::unique_ptr<model::SequenceState> state,
+                     std::shared_ptr<const model::Snapshot> mirrors = nullptr,
+                     cache::Origin origin = cache::Origin::kCompletion);
+  // The kept state to give up when all are mirrors: the oldest completion's (a warm-up usually
+  // supersedes it), else the oldest.
+  std::size_t state_to_give_up() const;
+  // How many states are kept between requests (with their grown buffers).
+  std::size_t kept_states_cap() const { return static_cast<std::size_t>(options_.parallel) + 2; }
+  // Moves a kept state that mirrors `snap` into `state`; false when none does.
+  bool take_mirror(std::unique_ptr<model::SequenceState>& state, const model::Snapshot& snap);
 
   const EngineOptions options_;
   model::Model& model_;
@@ -138,7 +159,12 @@ class Engine {
   // Engine thread only.
   std::vector<std::unique_ptr<Sequence>> active_;
   std::vector<std::unique_ptr<Warmup>> warmups_running_;
-  std::vector<std::unique_ptr<model::SequenceState>> free_states_;
+  struct KeptState {
+    std::unique_ptr<model::SequenceState> state;
+    std::weak_ptr<const model::Snapshot> mirrors;       // expired or empty: reset, no tokens
+    cache::Origin origin = cache::Origin::kCompletion;  // of the mirrored entry
+  };
+  std::vector<KeptState> free_states_;  // oldest first
 
   std::atomic<std::int64_t> n_queued_{0};
   std::atomic<std::int64_t> n_active_{0};
@@ -148,6 +174,8 @@ class Engine {
   std::atomic<std::int64_t> n_prefill_tokens_{0};
   std::atomic<std::int64_t> n_warmup_tokens_{0};
   std::atomic<std::int64_t> n_dropped_queued_{0};
+  std::atomic<std::int64_t> n_restores_in_place_{0};
+  std::atomic<std::int64_t> n_restores_copied_{0};
   std::thread thread_;
 };
 

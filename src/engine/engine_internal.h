@@ -34,6 +34,7 @@ struct Engine::Sequence {
   // Interior captures requested for this step's piece, with the origin each is stored under.
   std::vector<std::pair<std::int64_t, cache::Origin>> captures;
   bool snapshots_pending = false;  // a prefill piece passed snapshot points this step
+  std::shared_ptr<const model::Snapshot> completion;  // stored at finish, if admitted
 };
 
 struct Engine::Warmup {
@@ -41,6 +42,7 @@ struct Engine::Warmup {
   std::vector<TokenId> tokens;
   std::vector<TokenId> retire;  // the turn's completion snapshot, removed once this is stored
   std::unique_ptr<model::SequenceState> state;
+  std::shared_ptr<const model::Snapshot> stored;  // the warm-up entry, once admitted
   bool done = false;
 };
 

@@ -37,19 +37,61 @@ std::string describe_miss(const cache::LookupResult& r) {
 }  // namespace
 
 std::unique_ptr<model::SequenceState> Engine::take_state() {
-  if (free_states_.empty()) return model_.new_sequence();
-  auto s = std::move(free_states_.back());
-  free_states_.pop_back();
+  // A reset state if there is one; else a new one while fewer than the cap are kept (a kept
+  // state is some conversation's next restore); else the state kept longest.
+  auto it = std::find_if(free_states_.begin(), free_states_.end(),
+                         [](const KeptState& k) { return k.mirrors.expired(); });
+  if (it == free_states_.end()) {
+    if (free_states_.size() < kept_states_cap()) return model_.new_sequence();
+    it = free_states_.begin() + static_cast<std::ptrdiff_t>(state_to_give_up());
+  }
+  auto s = std::move(it->state);
+  const bool was_mirror = !it->mirrors.expired();
+  free_states_.erase(it);
+  if (was_mirror || s->n_tokens() > 0) s->reset();
   return s;
 }
 
-void Engine::release_state(std::unique_ptr<model::SequenceState> state) {
-  if (!state) return;
-  // Keep a few states with their grown KV buffers so steady serving does not allocate.
-  if (free_states_.size() < static_cast<std::size_t>(options_.parallel) + 2) {
-    state->reset();
-    free_states_.push_back(std::move(state));
+std::size_t Engine::state_to_give_up() const {
+  for (std::size_t i = 0; i < free_states_.size(); ++i) {
+    if (free_states_[i].origin == cache::Origin::kCompletion) return i;
   }
+  return 0;
+}
+
+void Engine::release_state(std::unique_ptr<model::SequenceState> state,
+                           std::shared_ptr<const model::Snapshot> mirrors, cache::Origin origin) {
+  if (!state) return;
+  const bool mirror = mirrors != nullptr && mirrors->n_tokens() == state->n_tokens();
+  // Keep a few states with their grown KV buffers so steady serving does not allocate; when
+  // full, a mirror displaces the oldest state (a reset one first).
+  if (free_states_.size() >= kept_states_cap()) {
+    if (!mirror) return;
+    auto victim = std::find_if(free_states_.begin(), free_states_.end(),
+                               [](const KeptState& k) { return k.mirrors.expired(); });
+    if (victim == free_states_.end()) {
+      victim = free_states_.begin() + static_cast<std::ptrdiff_t>(state_to_give_up());
+    }
+    free_states_.erase(victim);
+  }
+  if (mirror) {
+    free_states_.push_back({std::move(state), std::move(mirrors), origin});
+    return;
+  }
+  // Not a mirror: reset now, so the next take_state hands it out at once.
+  state->reset();
+  free_states_.push_back({std::move(state), {}});
+}
+
+bool Engine::take_mirror(std::unique_ptr<model::SequenceState>& state,
+                         const model::Snapshot& snap) {
+  for (auto it = free_states_.begin(); it != free_states_.end(); ++it) {
+    if (it->mirrors.lock().get() != &snap) continue;
+    state = std::move(it->state);
+    free_states_.erase(it);
+    return true;
+  }
+  return false;
 }
 
 bool Engine::origin_wanted(cache::Origin origin) const {
@@ -58,35 +100,46 @@ bool Engine::origin_wanted(cache::Origin origin) const {
   return p.enabled && p.origin_enabled[static_cast<int>(origin)];
 }
 
-void Engine::restore_from_cache(model::SequenceState& state, const cache::CacheKey& key,
-                                std::span<const TokenId> tokens, CacheTrace* trace) {
+void Engine::restore_from_cache(std::unique_ptr<model::SequenceState>& state,
+                                const cache::CacheKey& key, std::span<const TokenId> tokens,
+                                CacheTrace* trace) {
   trace->store = truncatable_ ? "prefix" : "snapshot";
   if (cache_ == nullptr) {
     trace->miss_reason = "disabled";
+    state = take_state();
     return;
   }
   cache::LookupResult r = cache_->lookup(key, tokens, truncatable_);
   if (!r.hit()) {
     trace->miss_reason = describe_miss(r);
+    state = take_state();
     return;
   }
   apply_hit(state, r, trace);
 }
 
-bool Engine::apply_hit(model::SequenceState& state, const cache::LookupResult& r,
+bool Engine::apply_hit(std::unique_ptr<model::SequenceState>& state, const cache::LookupResult& r,
                        CacheTrace* trace) {
+  RECUR_CHECK(state == nullptr);
   const auto* cached = dynamic_cast<const CachedState*>(r.snapshot.get());
   RECUR_CHECK_MSG(cached != nullptr, "a cache entry that the engine did not store");
-  Status s = state.restore(cached->model_snapshot());
-  if (s.is_ok() && state.n_tokens() > r.n_tokens_usable) s = state.truncate(r.n_tokens_usable);
+  Status s;
+  if (take_mirror(state, cached->model_snapshot())) {
+    n_restores_in_place_.fetch_add(1);
+  } else {
+    state = take_state();
+    s = state->restore(cached->model_snapshot());
+    n_restores_copied_.fetch_add(1);
+  }
+  if (s.is_ok() && state->n_tokens() > r.n_tokens_usable) s = state->truncate(r.n_tokens_usable);
   if (!s.is_ok()) {
     log::warn("cache restore failed, computing from scratch: {}", s.message());
-    state.reset();
+    state->reset();
     trace->miss_reason = "restore_failed";
     return false;
   }
   trace->hit = true;
-  trace->hit_tokens = state.n_tokens();
+  trace->hit_tokens = state->n_tokens();
   trace->origin = cache::origin_name(r.origin);
   return true;
 }
@@ -100,6 +153,7 @@ void Engine::begin_restore(Sequence& seq) {
   trace.store = truncatable_ ? "prefix" : "snapshot";
   if (cache_ == nullptr) {
     trace.miss_reason = "disabled";
+    finish_restore(seq);
     return;
   }
   const auto prompt = std::span<const TokenId>(seq.req.prompt);
@@ -137,9 +191,10 @@ void Engine::finish_restore(Sequence& seq) {
   }
   if (r.hit()) {
     if (seq.trace.tier.empty()) seq.trace.tier = "ram";
-    apply_hit(*seq.state, r, &seq.trace);
+    apply_hit(seq.state, r, &seq.trace);
   } else {
-    seq.trace.miss_reason = describe_miss(r);
+    if (cache_ != nullptr) seq.trace.miss_reason = describe_miss(r);
+    seq.state = take_state();
   }
   auto prompt = std::span<const TokenId>(seq.req.prompt);
   // The snapshot store caps a hit so one prompt token is left to compute; a truncatable hit
@@ -156,24 +211,26 @@ void Engine::finish_restore(Sequence& seq) {
              seq.trace.to_header());
 }
 
-bool Engine::store_snapshot(const model::SequenceState& state, const cache::CacheKey& key,
-                            cache::Origin origin, std::span<const TokenId> tokens) {
-  if (!origin_wanted(origin)) return false;
+std::shared_ptr<const model::Snapshot> Engine::store_snapshot(const model::SequenceState& state,
+                                                              const cache::CacheKey& key,
+                                                              cache::Origin origin,
+                                                              std::span<const TokenId> tokens) {
+  if (!origin_wanted(origin)) return nullptr;
   RECUR_CHECK(static_cast<std::int64_t>(tokens.size()) == state.n_tokens());
   return store_snapshot(state.snapshot(), key, origin, tokens);
 }
 
-bool Engine::store_snapshot(std::shared_ptr<const model::Snapshot> snapshot,
-                            const cache::CacheKey& key, cache::Origin origin,
-                            std::span<const TokenId> tokens) {
-  if (!origin_wanted(origin)) return false;
+std::shared_ptr<const model::Snapshot> Engine::store_snapshot(
+    std::shared_ptr<const model::Snapshot> snapshot, const cache::CacheKey& key,
+    cache::Origin origin, std::span<const TokenId> tokens) {
+  if (!origin_wanted(origin)) return nullptr;
   RECUR_CHECK(static_cast<std::int64_t>(tokens.size()) == snapshot->n_tokens());
-  auto snap = std::make_shared<CachedState>(std::move(snapshot));
+  auto snap = std::make_shared<CachedState>(snapshot);
   cache::InsertResult r = cache_->insert(key, origin, tokens, std::move(snap));
   log::debug("cache insert origin={} tokens={} outcome={} superseded={} evicted={}",
              cache::origin_name(origin), tokens.size(), cache::insert_outcome_name(r.outcome),
              r.superseded, r.evicted_lru);
-  return r.admitted();
+  return r.admitted() ? std::move(snapshot) : nullptr;
 }
 
 void Engine::admit() {
@@ -209,14 +266,12 @@ void Engine::admit() {
     }
     seq->admitted_at = Clock::now();
     seq->timing.queue_s = seconds_between(seq->submitted_at, seq->admitted_at);
-    seq->state = take_state();
-    begin_restore(*seq);
+    begin_restore(*seq);  // takes a state: a kept one that holds the hit, if any
     active_.push_back(std::move(seq));
   }
   for (auto& w : warmups) {
-    w->state = take_state();
     CacheTrace ignored;
-    restore_from_cache(*w->state, w->key, w->tokens, &ignored);
+    restore_from_cache(w->state, w->key, w->tokens, &ignored);
     if (w->state->n_tokens() >= static_cast<std::int64_t>(w->tokens.size())) {
       // Already stored (a dense prefix entry covers it): only the retirement is left to do.
       if (!w->retire.empty()) {
@@ -356,8 +411,8 @@ void Engine::step() {
           n_warmup_tokens_.fetch_add(n_chunk);
           Warmup& w = *p.warmup;
           if (w.state->n_tokens() == static_cast<std::int64_t>(w.tokens.size())) {
-            if (store_snapshot(*w.state, w.key, cache::Origin::kWarmup, w.tokens) &&
-                !w.retire.empty()) {
+            w.stored = store_snapshot(*w.state, w.key, cache::Origin::kWarmup, w.tokens);
+            if (w.stored != nullptr && !w.retire.empty()) {
               cache_->retire(w.key, cache::Origin::kCompletion, w.retire, truncatable_);
             }
             w.done = true;
@@ -388,12 +443,12 @@ void Engine::step() {
     if (seq->snapshots_pending && seq->state) store_passed_points(*seq);
   }
   for (auto& seq : active_) {
-    if (seq->done) release_state(std::move(seq->state));
+    if (seq->done) release_state(std::move(seq->state), std::move(seq->completion));
   }
   std::erase_if(active_, [](const auto& s) { return s->done; });
   for (auto& w : warmups_running_) {
     if (w->done) {
-      release_state(std::move(w->state));
+      release_state(std::move(w->state), std::move(w->stored), cache::Origin::kWarmup);
       n_warmups_done_.fetch_add(1);
     }
   }
@@ -478,7 +533,9 @@ void Engine::finish(Sequence& seq, FinishReason reason, Status error) {
     std::span<const TokenId> forwarded(seq.tokens.data(),
                                        static_cast<std::size_t>(seq.state->n_tokens()));
     const Clock::time_point t0 = Clock::now();
-    if (store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded)) {
+    seq.completion =
+        store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded);
+    if (seq.completion != nullptr) {
       seq.out.completion_snapshot_tokens.assign(forwarded.begin(), forwarded.end());
     }
     seq.timing.snapshot_s += seconds_between(t0, Clock::now());

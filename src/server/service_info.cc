@@ -198,6 +198,7 @@ HttpResponse Service::cache_stats(const HttpRequest&) const {
   if (be != nullptr) {
     engine::EngineStats e = be->engine->stats();
     out["warmup"] = {{"pending", e.warmups_pending}, {"done", e.warmups_done}};
+    out["restores"] = {{"in_place", e.restores_in_place}, {"copied", e.restores_copied}};
   }
   return HttpResponse::json(200, out.dump());
 }
@@ -228,6 +229,12 @@ HttpResponse Service::metrics(const HttpRequest&) const {
                           "kind=prompt", static_cast<std::uint64_t>(e.prefill_tokens));
     metrics_.sync_counter("recur_computed_tokens_total", "", "kind=warmup",
                           static_cast<std::uint64_t>(e.warmup_tokens));
+    metrics_.sync_counter("recur_cache_restores_total",
+                          "Cache hits restored into a sequence state: in_place when a kept state "
+                          "still held the entry (nothing copied), copied otherwise.",
+                          "kind=in_place", static_cast<std::uint64_t>(e.restores_in_place));
+    metrics_.sync_counter("recur_cache_restores_total", "", "kind=copied",
+                          static_cast<std::uint64_t>(e.restores_copied));
     metrics_.sync_counter("recur_dropped_queued_requests_total",
                           "Queued requests dropped because their client disconnected.", "",
                           static_cast<std::uint64_t>(e.dropped_queued));

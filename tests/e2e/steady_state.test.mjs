@@ -1,5 +1,6 @@
 // Steady-state cache memory: after N turns of K conversations the snapshot store holds at most
-// one entry per (conversation, origin); supersedes grow with the turns; nothing is LRU-evicted.
+// one entry per (conversation, origin); supersedes grow with the turns; nothing is LRU-evicted;
+// follow-up turns restore without a copy.
 import { test, describe, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeModel, startServer } from './harness.mjs';
@@ -31,6 +32,9 @@ for (const family of ['qwen3_5', 'mamba2', 'granitemoehybrid', 'lfm2']) {
         assert.ok(s.snapshot.supersedes >= K * (N - 1), `${s.snapshot.supersedes} supersedes`);
         assert.equal(s.snapshot.evictions.lru, 0);
         assert.equal(s.snapshot.self_evictions, 0);
+        // Every follow-up turn took the state its warm-up left (no snapshot copy on the way to
+        // its first token).
+        assert.ok(s.restores.in_place >= K * (N - 1), JSON.stringify(s.restores));
       });
     });
   }

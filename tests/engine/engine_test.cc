@@ -123,6 +123,64 @@ TEST_P(EngineTest, CacheOnAndOffGiveTheSameTokensOverTurns) {
   EXPECT_GT(store.hits, 0);
 }
 
+// A state whose snapshot was just stored is kept as it is: the warm-up that continues the turn and
+// the next turn each take it instead of copying the entry into another state. Once the entry is
+// gone (here: the cache is cleared) the kept state must not be used. Tokens equal an engine
+// without cache throughout.
+TEST_P(EngineTest, KeptStatesServeTheNextTurnWithoutACopy) {
+  ThreadPool pool(2);
+  auto cache = make_cache();
+  Engine with(EngineOptions{.parallel = 2, .prefill_chunk = 16, .ctx_size = 512}, *model_, *tok_,
+              cache.get(), pool);
+  with.start();
+  ThreadPool pool2(1);
+  auto other = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+  ASSERT_TRUE(other.is_ok());
+  Engine without(EngineOptions{.parallel = 2, .ctx_size = 512}, **other, *tok_, nullptr, pool2);
+  without.start();
+  std::vector<TokenId> prompt = prompt_of(
+      "<|im_start|>user\nHello there, how are things?<|im_end|>\n<|im_start|>assistant\n");
+  const auto key = request(prompt, 1).cache_key;
+  for (int turn = 0; turn < 3; ++turn) {
+    SCOPED_TRACE("turn " + std::to_string(turn));
+    if (turn == 2) cache->clear();
+    const EngineStats before = with.stats();
+    auto a = with.submit(request(prompt, 11 + turn));
+    auto b = without.submit(request(prompt, 11 + turn));
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    auto [ids_a, done_a] = drain(**a);
+    auto [ids_b, done_b] = drain(**b);
+    ASSERT_EQ(ids_a, ids_b);
+    const EngineStats after = with.stats();
+    if (turn == 1) {
+      // The warm-up took the completion's state, the turn the warm-up's.
+      EXPECT_EQ(done_a.trace.origin, "warmup") << done_a.trace.to_header();
+      EXPECT_EQ(after.restores_in_place - before.restores_in_place, 1);
+      EXPECT_EQ(after.restores_copied, 0);
+    }
+    if (turn == 2) {
+      EXPECT_FALSE(done_a.trace.hit) << done_a.trace.to_header();
+      EXPECT_EQ(after.restores_in_place, before.restores_in_place);
+    }
+    // The next turn: the reply as the template closes it, then a new user message. The warm-up
+    // computes the closed reply from the completion snapshot while nothing else runs.
+    prompt.insert(prompt.end(), ids_a.begin(), ids_a.end());
+    auto close = prompt_of("<|im_end|>\n");
+    prompt.insert(prompt.end(), close.begin(), close.end());
+    const std::int64_t done_before = with.stats().warmups_done;
+    with.submit_warmup(key, prompt, done_a.completion_snapshot_tokens);
+    for (int i = 0; i < 1000 && with.stats().warmups_done == done_before; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(with.stats().warmups_done, done_before + 1);
+    auto more = prompt_of("<|im_start|>user\nAnd then?<|im_end|>\n<|im_start|>assistant\n");
+    prompt.insert(prompt.end(), more.begin(), more.end());
+  }
+  // Every warm-up (from its turn's completion) and turn 1's restore; none copied a snapshot.
+  EXPECT_EQ(with.stats().restores_in_place, 4);
+  EXPECT_EQ(with.stats().restores_copied, 0);
+}
+
 // A request whose last message differs from the previous request's (an edited or regenerated
 // turn) shares only the rendered history with it. Hybrid and recurrent models can resume there
 // only from the boundary snapshot taken at history_boundary; dense models from the prefix store.
@@ -414,8 +472,8 @@ TEST_P(EngineTest, SubmissionsBeyondLimitsAreRefusedNamingThem) {
 INSTANTIATE_TEST_SUITE_P(Families, EngineTest,
                          testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
                                          modelgen::Family::kQwen3, modelgen::Family::kGemma3,
-                                         modelgen::Family::kLlama,
-                                         modelgen::Family::kGraniteHybrid, modelgen::Family::kLfm2),
+                                         modelgen::Family::kLlama, modelgen::Family::kGraniteHybrid,
+                                         modelgen::Family::kLfm2),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 }  // namespace
