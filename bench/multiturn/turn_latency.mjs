@@ -5,15 +5,17 @@
 //                the client's TTFT, the uncached tokens, the server's phases, and TTFT against the
 //                engine alone (`recur bench` prefilling the same uncached tokens after the cached
 //                prefix, timed in the same run);
-//   shared       --conversations new conversations that share one system prompt (one first, the
-//                others together): the prompt tokens each computed, against the shared prompt +
+//   shared       --conversations new conversations that share one system prompt (all at once, or
+//                with --shared-start first one first, the others together): the prompt tokens
+//                each computed, against the shared prompt +
 //                the conversations' own tokens;
 //   interleaved  --conversations conversations x --turns turns at once (server defaults unless
 //                --parallel): median and p90 TTFT of turns 2+.
 //
 //   node bench/multiturn/turn_latency.mjs --model DIR [--scenarios one,shared,interleaved]
 //        [--turns 6] [--conversations 8] [--system-tokens 1570] [--user-tokens 30]
-//        [--max-tokens 24] [--parallel N] [--recur build/bin/recur] [--json out.json]
+//        [--max-tokens 24] [--parallel N] [--shared-start together|first]
+//        [--recur build/bin/recur] [--json out.json]
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -28,6 +30,7 @@ const OpenAI = require('openai').default ?? require('openai');
 function parseArgs(argv) {
   const opts = { scenarios: 'one,shared,interleaved', turns: 6, conversations: 8,
                  'system-tokens': 1570, 'user-tokens': 30, 'max-tokens': 24, parallel: '',
+                 'shared-start': 'together',
                  recur: join(here, '../../build/bin/recur'), model: '', json: '', extra: '' };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
@@ -146,25 +149,33 @@ async function scenarioShared(opts) {
       const r = await turn(server.client, messages, opts, `shared-${c}`);
       rows.push({ conversation: c, ...r });
     };
-    await one(0);
-    await settle(server.base);
-    await Promise.all([...Array(opts.conversations - 1).keys()].map((c) => one(c + 1)));
+    if (opts['shared-start'] === 'first') {
+      await one(0);
+      await settle(server.base);
+      await Promise.all([...Array(opts.conversations - 1).keys()].map((c) => one(c + 1)));
+    } else {
+      await Promise.all([...Array(opts.conversations).keys()].map((c) => one(c)));
+    }
   } finally {
     server.proc.kill('SIGTERM');
   }
   const computedOf = (r) => r.timing?.prefill_tokens ?? r.prompt - r.cached;
   const computed = rows.reduce((a, r) => a + computedOf(r), 0);
   const first = rows.find((r) => r.conversation === 0);
-  // Each conversation's own tokens: its prompt beyond what the first one shares with it.
-  const own = rows.reduce((a, r) => a + (r.prompt - (r.conversation === 0 ? 0 : r.cached)), 0);
+  // The shared prefix (what the conversations that did not compute it restored), and each
+  // conversation's own tokens beyond it: the target is one shared prefix plus the own tokens.
+  const shared = Math.max(...rows.map((r) => r.cached));
+  const own = rows.reduce((a, r) => a + (r.prompt - shared), 0);
   console.log(`\n### ${opts.conversations} new conversations sharing a system prompt of ~${opts['system-tokens']} words\n`);
   console.log('| conversation | prompt | cached | computed | TTFT ms |');
   console.log('|---|---|---|---|---|');
   for (const r of rows.sort((a, b) => a.conversation - b.conversation)) {
     console.log(`| ${r.conversation + 1} | ${r.prompt} | ${r.cached} | ${computedOf(r)} | ${r.ttft_ms.toFixed(0)} |`);
   }
-  console.log(`\ncomputed ${computed} prompt tokens in all; the first conversation's prompt is ${first.prompt}`);
-  return { rows, computed, own };
+  console.log(`\ncomputed ${computed} prompt tokens in all (start: ${opts['shared-start']}); ` +
+    `the shared prefix is ${shared} tokens and the conversations' own tokens ${own}: ` +
+    `target ${shared + own}; the first conversation's prompt is ${first.prompt}`);
+  return { rows, computed, own, shared };
 }
 
 async function scenarioInterleaved(opts) {

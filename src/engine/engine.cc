@@ -122,7 +122,8 @@ EngineStats Engine::stats() const {
           .warmup_tokens = n_warmup_tokens_.load(),
           .dropped_queued = n_dropped_queued_.load(),
           .restores_in_place = n_restores_in_place_.load(),
-          .restores_copied = n_restores_copied_.load()};
+          .restores_copied = n_restores_copied_.load(),
+          .shared_waits = n_shared_waits_.load()};
 }
 
 bool Engine::idle() const {

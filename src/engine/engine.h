@@ -47,6 +47,8 @@ struct EngineStats {
   // Cache hits served by a kept state that still held the entry (no copy), and hits copied.
   std::int64_t restores_in_place = 0;
   std::int64_t restores_copied = 0;
+  // Sequences that waited for another to compute their shared prefix rather than compute it too.
+  std::int64_t shared_waits = 0;
 };
 
 class Engine {
@@ -106,6 +108,12 @@ class Engine {
   bool apply_hit(std::unique_ptr<model::SequenceState>& state, const cache::LookupResult& r,
                  CacheTrace* trace);
   bool waiting_for_disk(const Sequence& seq) const;
+  // Whether another active sequence is computing `seq`'s shared prefix (the tenant's system
+  // messages) and will store it before `seq` could compute it itself.
+  bool shared_prefix_in_flight(const Sequence& seq) const;
+  // A waiting sequence whose shared prefix was stored (or whose leader stopped): restores the
+  // longer entry if the cache now has one.
+  void resume_after_shared(Sequence& seq);
   // Return the stored snapshot, or null when the cache did not admit it.
   std::shared_ptr<const model::Snapshot> store_snapshot(const model::SequenceState& state,
                                                         const cache::CacheKey& key,
@@ -176,6 +184,7 @@ class Engine {
   std::atomic<std::int64_t> n_dropped_queued_{0};
   std::atomic<std::int64_t> n_restores_in_place_{0};
   std::atomic<std::int64_t> n_restores_copied_{0};
+  std::atomic<std::int64_t> n_shared_waits_{0};
   std::thread thread_;
 };
 

@@ -35,6 +35,9 @@ struct Engine::Sequence {
   std::vector<std::pair<std::int64_t, cache::Origin>> captures;
   bool snapshots_pending = false;  // a prefill piece passed snapshot points this step
   std::shared_ptr<const model::Snapshot> completion;  // stored at finish, if admitted
+  // Another sequence is computing the same leading system messages (same tenant and bucket):
+  // not planned until it has stored them as a shared entry (or stopped), then restored from it.
+  bool awaiting_shared = false;
 };
 
 struct Engine::Warmup {

@@ -209,6 +209,57 @@ void Engine::finish_restore(Sequence& seq) {
   seq.timing.restore_s = seconds_between(seq.admitted_at, seq.restored_at);
   log::debug("admit req={} prompt={} cached={} trace='{}'", seq.req.id, prompt.size(), seq.n_cached,
              seq.trace.to_header());
+  if (shared_prefix_in_flight(seq)) {
+    seq.awaiting_shared = true;
+    n_shared_waits_.fetch_add(1);
+  }
+}
+
+bool Engine::shared_prefix_in_flight(const Sequence& seq) const {
+  const std::int64_t s = seq.req.shared_boundary;
+  auto has_shared_point = [&](const Sequence& q) {
+    return !truncatable_ && q.req.shared_boundary == s && s > 0 && s < q.req.history_boundary;
+  };
+  if (!has_shared_point(seq) || !origin_wanted(cache::Origin::kShared) ||
+      seq.state->n_tokens() >= s) {
+    return false;
+  }
+  const cache::CacheKey key = key_for(seq.req.cache_key, cache::Origin::kShared);
+  const auto prefix = std::span<const TokenId>(seq.req.prompt).first(static_cast<std::size_t>(s));
+  for (const auto& q : active_) {
+    if (q.get() == &seq || q->done || q->decoding || q->awaiting_shared || !q->state ||
+        q->state->n_tokens() >= s || !has_shared_point(*q)) {
+      continue;
+    }
+    const cache::CacheKey k = key_for(q->req.cache_key, cache::Origin::kShared);
+    if (k.tenant == key.tenant && k.bucket == key.bucket &&
+        std::ranges::equal(std::span<const TokenId>(q->req.prompt).first(prefix.size()), prefix)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Engine::resume_after_shared(Sequence& seq) {
+  seq.awaiting_shared = false;
+  const auto prompt = std::span<const TokenId>(seq.req.prompt);
+  cache::LookupResult r = cache_->lookup(seq.req.cache_key, prompt, truncatable_);
+  if (!r.hit() || r.n_tokens_usable <= seq.state->n_tokens()) return;
+  std::unique_ptr<model::SequenceState> restored;
+  CacheTrace trace = seq.trace;
+  trace.miss_reason.clear();
+  trace.tier = "ram";
+  if (!apply_hit(restored, r, &trace)) {
+    release_state(std::move(restored));
+    return;
+  }
+  release_state(std::move(seq.state));
+  seq.state = std::move(restored);
+  seq.trace = trace;
+  seq.n_cached = seq.state->n_tokens();
+  seq.out.trace = seq.trace;
+  log::debug("req={} resumed from the shared prefix computed meanwhile: cached={}", seq.req.id,
+             seq.n_cached);
 }
 
 std::shared_ptr<const model::Snapshot> Engine::store_snapshot(const model::SequenceState& state,
@@ -236,6 +287,11 @@ std::shared_ptr<const model::Snapshot> Engine::store_snapshot(
 void Engine::admit() {
   for (auto& seq : active_) {
     if (seq->disk_load != nullptr && seq->disk_load->done()) finish_restore(*seq);
+  }
+  for (auto& seq : active_) {
+    if (seq->awaiting_shared && !seq->done && !shared_prefix_in_flight(*seq)) {
+      resume_after_shared(*seq);
+    }
   }
   std::vector<std::unique_ptr<Sequence>> admitted;
   std::vector<std::unique_ptr<Warmup>> warmups;
@@ -305,7 +361,9 @@ void Engine::plan(std::vector<model::SeqChunk>& chunks, std::vector<Planned>& ow
   // conversation's long first prompt, and among long prompts the nearest to done finishes first.
   std::vector<Sequence*> prefilling;
   for (auto& seq : active_) {
-    if (!seq->done && !seq->decoding && seq->disk_load == nullptr) prefilling.push_back(seq.get());
+    if (!seq->done && !seq->decoding && seq->disk_load == nullptr && !seq->awaiting_shared) {
+      prefilling.push_back(seq.get());
+    }
   }
   auto remaining = [](const Sequence* s) {
     return static_cast<std::int64_t>(s->req.prompt.size()) - s->state->n_tokens();

@@ -199,6 +199,7 @@ HttpResponse Service::cache_stats(const HttpRequest&) const {
     engine::EngineStats e = be->engine->stats();
     out["warmup"] = {{"pending", e.warmups_pending}, {"done", e.warmups_done}};
     out["restores"] = {{"in_place", e.restores_in_place}, {"copied", e.restores_copied}};
+    out["shared_waits"] = e.shared_waits;
   }
   return HttpResponse::json(200, out.dump());
 }
@@ -235,6 +236,10 @@ HttpResponse Service::metrics(const HttpRequest&) const {
                           "kind=in_place", static_cast<std::uint64_t>(e.restores_in_place));
     metrics_.sync_counter("recur_cache_restores_total", "", "kind=copied",
                           static_cast<std::uint64_t>(e.restores_copied));
+    metrics_.sync_counter("recur_shared_prefix_waits_total",
+                          "New conversations that waited for another to compute the system prompt "
+                          "they share, instead of computing it too.",
+                          "", static_cast<std::uint64_t>(e.shared_waits));
     metrics_.sync_counter("recur_dropped_queued_requests_total",
                           "Queued requests dropped because their client disconnected.", "",
                           static_cast<std::uint64_t>(e.dropped_queued));

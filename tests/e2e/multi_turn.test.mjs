@@ -123,6 +123,22 @@ for (const family of FAMILIES) {
       if (store === stats.snapshot) assert.ok(store.hits_shared >= 1, JSON.stringify(store));
     });
 
+    test('conversations that start together with a new system prompt compute it once', async () => {
+      if (['qwen3', 'llama', 'qwen3_moe'].includes(family)) return;  // dense: the prefix store
+      cached ??= await startServer(dir, ['--parallel', '4']);
+      const system = 'A new system prompt that three conversations of one tenant send at once.';
+      const runs = await Promise.all([0, 1, 2].map((c) =>
+        converse(cached, family, { key: `start-together-${c}`, system, turns: 1, offset: c })));
+      const systemTokens = await oracleTokenCount(dir, SYSTEM_BLOCK[family](system));
+      // Whichever was admitted first computed the system prompt; the others restored it, either
+      // stored already or waited for while it was being computed.
+      const counts = runs.map((r) => r[0].cached_tokens).sort((x, y) => x - y);
+      assert.deepEqual(counts, [0, systemTokens, systemTokens]);
+      for (const r of runs) {
+        assert.equal(r[0].timing.prefill_tokens, r[0].prompt_tokens - r[0].cached_tokens);
+      }
+    });
+
     test('four concurrent conversations produce the same bytes as each alone', async () => {
       cached ??= await startServer(dir, ['--parallel', '4']);
       const sampling = SAMPLINGS.seeded;

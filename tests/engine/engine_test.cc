@@ -332,6 +332,64 @@ TEST_P(EngineTest, SharedSystemPromptServesTheTenantsNewConversations) {
   }
 }
 
+// New conversations that arrive together with the same new system prompt compute it once: the
+// first computes it, the others of its tenant wait until it is stored and restore it, and another
+// tenant's computes its own. The bytes are those of each alone without a cache.
+TEST_P(EngineTest, ConversationsStartingTogetherComputeTheirSystemPromptOnce) {
+  if (model_->state_layout().truncatable()) GTEST_SKIP() << "dense: prefix store, no shared point";
+  ThreadPool pool(2);
+  auto cache = make_cache();
+  Engine with(EngineOptions{.parallel = 4, .prefill_chunk = 8, .ctx_size = 512}, *model_, *tok_,
+              cache.get(), pool);
+  ThreadPool pool2(1);
+  auto other = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+  ASSERT_TRUE(other.is_ok());
+  Engine without(EngineOptions{.parallel = 1, .ctx_size = 512}, **other, *tok_, nullptr, pool2);
+  without.start();
+  const std::vector<TokenId> system = prompt_of(
+      "<|im_start|>system\nYou answer in haiku, always, about anything at all.<|im_end|>\n");
+  const auto s = static_cast<std::int64_t>(system.size());
+  struct Conv {
+    std::string session, tenant, user;
+  };
+  const std::vector<Conv> convs = {{"a", "t1", "Rain?"},
+                                   {"b", "t1", "Snow, and the quiet after it?"},
+                                   {"c", "t2", "Fog?"},
+                                   {"d", "t1", "Wind in the pines?"}};
+  std::vector<GenerationRequest> reqs;
+  std::vector<std::shared_ptr<RequestChannel>> got;
+  std::int64_t prompt_total = 0;
+  for (const Conv& c : convs) {
+    std::vector<TokenId> p = system;
+    auto tail = prompt_of("<|im_start|>user\n" + c.user + "<|im_end|>\n<|im_start|>assistant\n");
+    p.insert(p.end(), tail.begin(), tail.end());
+    GenerationRequest r = request(p, 3, 4);
+    r.cache_key.session = cache::SessionKey::from_request(c.session, "");
+    r.cache_key.tenant.api_key_identity = c.tenant;
+    r.shared_boundary = s;
+    prompt_total += static_cast<std::int64_t>(p.size());
+    reqs.push_back(r);
+    auto ch = with.submit(r);  // all queued before the engine starts: they arrive together
+    ASSERT_TRUE(ch.is_ok());
+    got.push_back(*ch);
+  }
+  with.start();
+  for (std::size_t i = 0; i < convs.size(); ++i) {
+    SCOPED_TRACE("session " + convs[i].session);
+    auto [ids, done] = drain(*got[i]);
+    auto want = without.submit(reqs[i]);
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_EQ(ids, drain(**want).first);
+    const bool follower = convs[i].tenant == "t1" && convs[i].session != "a";
+    EXPECT_EQ(done.usage.cached_tokens, follower ? s : 0) << done.trace.to_header();
+    if (follower) {
+      EXPECT_EQ(done.trace.origin, "shared");
+    }
+  }
+  EXPECT_EQ(with.stats().shared_waits, 2);
+  EXPECT_EQ(with.stats().prefill_tokens, prompt_total - 2 * s);
+}
+
 // Shortest prompt first, and short steps while anything decodes: a follow-up turn's few tokens
 // are computed in the first step after it arrives, ahead of another conversation's long prompt,
 // which meanwhile advances at most --step-tokens per step; the bytes are those of each alone.
