@@ -89,16 +89,16 @@ Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
   return channel;
 }
 
-void Engine::submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens,
-                           std::vector<TokenId> retire) {
-  if (!accepts_warmups() || tokens.empty() ||
-      static_cast<std::int64_t>(tokens.size()) >= options_.ctx_size) {
+void Engine::continue_turn(const std::shared_ptr<const TurnEnd>& turn,
+                           std::vector<TokenId> next_prefix) {
+  if (turn == nullptr || !accepts_warmups() || next_prefix.empty() ||
+      static_cast<std::int64_t>(next_prefix.size()) >= options_.ctx_size) {
     return;
   }
   auto w = std::make_unique<Warmup>();
-  w->key = std::move(key);
-  w->tokens = std::move(tokens);
-  w->retire = std::move(retire);
+  w->key = turn->key;
+  w->tokens = std::move(next_prefix);
+  w->retire = turn->completion;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;

@@ -67,14 +67,13 @@ class Engine {
   // Queues a request. Errors: kResourceExhausted when the queue is full; kOutOfRange when the
   // prompt or prompt + max_tokens exceeds the context; kInvalidArgument for bad sampling values.
   Result<std::shared_ptr<RequestChannel>> submit(GenerationRequest request);
-  // Queues a warm-up: prefill `tokens` (the anticipated prefix of a conversation's next turn,
-  // design section 5) from the best cached state in spare capacity and store it with origin
-  // warmup. Dropped when warm-ups are off, the cache is off, or too many are pending. Once it is
-  // stored, the turn's completion snapshot (`retire`: Event::completion_snapshot_tokens) is
-  // removed: the warm-up covers everything of it the next turn can use.
-  void submit_warmup(cache::CacheKey key, std::vector<TokenId> tokens,
-                     std::vector<TokenId> retire = {});
-  // Whether submit_warmup can keep anything: the cache is on and takes warm-ups
+  // Continues a finished turn (Event::turn_end) with a warm-up: prefill `next_prefix` (the
+  // anticipated prefix of the conversation's next turn, design section 5) from the best cached
+  // state in spare capacity and store it with origin warmup in the turn's session; once it is
+  // stored the turn's completion snapshot is retired (the warm-up covers everything of it the
+  // next turn can use). Dropped when warm-ups are off, the cache is off, or too many are pending.
+  void continue_turn(const std::shared_ptr<const TurnEnd>& turn, std::vector<TokenId> next_prefix);
+  // Whether continue_turn can keep anything: the cache is on and takes warm-ups
   // (--prompt-cache-warmup, one of the cache's settings). Lets callers skip building the prefix.
   // Thread-safe (reads only what is fixed at construction).
   bool accepts_warmups() const { return origin_wanted(cache::Origin::kWarmup); }

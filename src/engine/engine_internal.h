@@ -8,6 +8,11 @@
 
 namespace recur::engine {
 
+struct TurnEnd {
+  cache::CacheKey key;
+  std::vector<TokenId> completion;  // the completion snapshot's tokens; empty if none was stored
+};
+
 struct Engine::Sequence {
   GenerationRequest req;
   std::shared_ptr<RequestChannel> channel;

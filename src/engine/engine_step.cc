@@ -593,9 +593,11 @@ void Engine::finish(Sequence& seq, FinishReason reason, Status error) {
     const Clock::time_point t0 = Clock::now();
     seq.completion =
         store_snapshot(*seq.state, seq.req.cache_key, cache::Origin::kCompletion, forwarded);
-    if (seq.completion != nullptr) {
-      seq.out.completion_snapshot_tokens.assign(forwarded.begin(), forwarded.end());
-    }
+    auto turn = std::make_shared<TurnEnd>();
+    turn->key = seq.req.cache_key;
+    if (seq.completion != nullptr) turn->completion.assign(forwarded.begin(), forwarded.end());
+    seq.out.completion_stored = seq.completion != nullptr;
+    if (cache_ != nullptr) seq.out.turn_end = std::move(turn);
     seq.timing.snapshot_s += seconds_between(t0, Clock::now());
   }
   if (seq.first_token_seen) seq.timing.decode_s = seconds_between(seq.first_token_at, Clock::now());

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ namespace recur::engine {
 
 enum class FinishReason : std::uint8_t { kStop, kLength, kCancelled, kError };
 const char* finish_reason_name(FinishReason reason);
+
+// A finished turn as the engine keeps it for its warm-up (engine/engine_internal.h).
+struct TurnEnd;
 
 struct GenerationRequest {
   std::string id;  // the response id the client sees, for logs and traces
@@ -82,9 +86,11 @@ struct Event {
   std::optional<std::size_t> stop_index;
   double ttft_s = 0;    // seconds from submit to the first token (first event with samples)
   EngineTiming timing;  // filled on the first event with samples and on done
-  // On done: the tokens of the completion snapshot stored for this turn (empty if none), so the
-  // turn's warm-up can retire it (submit_warmup).
-  std::vector<TokenId> completion_snapshot_tokens;
+  // On a healthy done with the cache on: the finished turn as the engine keeps it (its cache key
+  // and the completion snapshot stored, if one was), opaque to the server, which hands it back
+  // with the next turn's anticipated prefix (Engine::continue_turn).
+  std::shared_ptr<const TurnEnd> turn_end;
+  bool completion_stored = false;  // the cache admitted a completion snapshot of this turn
 };
 
 // Engine thread -> one HTTP thread. Thread-safe.

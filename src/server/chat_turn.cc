@@ -150,7 +150,7 @@ void ChatTurn::run(ChunkWriter& out) {
                .stop_index = done.stop_index,
                .usage = done.usage,
                .trace = done.trace,
-               .prompt_stored = !done.completion_snapshot_tokens.empty(),
+               .prompt_stored = done.completion_stored,
                .timing = &timing};
   if (split && (splitter.saw_reasoning() || !reasoning.empty())) r.reasoning = reasoning;
   if (stream && parse_tools)
@@ -168,8 +168,7 @@ void ChatTurn::run(ChunkWriter& out) {
                       .kwargs_json = request.chat_template_kwargs_json};
   auto prefix = backend->formatter->next_turn_prefix(in, r.reply);
   if (!prefix.empty()) {
-    backend->engine->submit_warmup(key, std::move(prefix),
-                                   std::move(done.completion_snapshot_tokens));
+    backend->engine->continue_turn(done.turn_end, std::move(prefix));
   }
 }
 

@@ -140,7 +140,6 @@ TEST_P(EngineTest, KeptStatesServeTheNextTurnWithoutACopy) {
   without.start();
   std::vector<TokenId> prompt = prompt_of(
       "<|im_start|>user\nHello there, how are things?<|im_end|>\n<|im_start|>assistant\n");
-  const auto key = request(prompt, 1).cache_key;
   for (int turn = 0; turn < 3; ++turn) {
     SCOPED_TRACE("turn " + std::to_string(turn));
     if (turn == 2) cache->clear();
@@ -168,7 +167,7 @@ TEST_P(EngineTest, KeptStatesServeTheNextTurnWithoutACopy) {
     auto close = prompt_of("<|im_end|>\n");
     prompt.insert(prompt.end(), close.begin(), close.end());
     const std::int64_t done_before = with.stats().warmups_done;
-    with.submit_warmup(key, prompt, done_a.completion_snapshot_tokens);
+    with.continue_turn(done_a.turn_end, prompt);
     for (int i = 0; i < 1000 && with.stats().warmups_done == done_before; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
