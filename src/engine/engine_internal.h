@@ -8,6 +8,19 @@
 
 namespace recur::engine {
 
+inline double seconds_between(std::chrono::steady_clock::time_point a,
+                              std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// A shared prefix belongs to the tenant's shared session, not to the conversation that made it.
+inline cache::CacheKey key_for(const cache::CacheKey& key, cache::Origin origin) {
+  if (origin != cache::Origin::kShared) return key;
+  cache::CacheKey shared = key;
+  shared.session = cache::SessionKey::shared();
+  return shared;
+}
+
 struct TurnEnd {
   cache::CacheKey key;
   std::vector<TokenId> completion;  // the completion snapshot's tokens; empty if none was stored
