@@ -65,23 +65,32 @@ std::optional<DiskCandidate> DiskIndex::best(const DiskQuery& query) const {
 }
 
 std::optional<DiskCandidate> DiskIndex::best_exact(const DiskQuery& q) const {
-  const std::set<std::string>* paths = session_paths(q.partition, q.session);
-  if (paths == nullptr) return std::nullopt;
   // As the snapshot store: a non-truncatable state must leave one prompt token to compute.
   const auto max_usable = static_cast<std::int64_t>(q.tokens.size()) - 1;
   const std::int64_t min_usable =
       std::max<std::int64_t>({1, q.min_prefix_tokens, q.better_than + 1});
   const Slot* best = nullptr;
-  for (const std::string& p : *paths) {
-    const Slot& s = entries_.at(p);
-    const std::int64_t n = s.head.header.n_tokens;
-    if (s.head.header.kind != q.kind || n < min_usable || n > max_usable) continue;
-    if (!is_prefix(s.head.tokens, q.tokens)) continue;
-    if (best == nullptr || n > best->head.header.n_tokens ||
-        (n == best->head.header.n_tokens && s.use_seq > best->use_seq)) {
-      best = &s;
+  bool best_own = false;
+  // The session's own entries, then the shared session's: as in RAM, the longest usable entry
+  // wins, and at equal length the conversation's own state.
+  auto consider = [&](std::uint64_t session, bool own) {
+    const std::set<std::string>* paths = session_paths(q.partition, session);
+    if (paths == nullptr) return;
+    for (const std::string& p : *paths) {
+      const Slot& s = entries_.at(p);
+      const std::int64_t n = s.head.header.n_tokens;
+      if (s.head.header.kind != q.kind || n < min_usable || n > max_usable) continue;
+      if (!is_prefix(s.head.tokens, q.tokens)) continue;
+      const std::int64_t best_n = best == nullptr ? 0 : best->head.header.n_tokens;
+      if (best == nullptr || n > best_n ||
+          (n == best_n && own == best_own && s.use_seq > best->use_seq)) {
+        best = &s;
+        best_own = own;
+      }
     }
-  }
+  };
+  consider(q.session, true);
+  if (q.shared_session != 0 && q.shared_session != q.session) consider(q.shared_session, false);
   if (best == nullptr) return std::nullopt;
   return DiskCandidate{.entry = best->head, .n_usable = best->head.header.n_tokens};
 }

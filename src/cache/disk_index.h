@@ -26,6 +26,9 @@ struct DiskCandidate {
 struct DiskQuery {
   std::uint64_t partition = 0;
   std::uint64_t session = 0;
+  // kSnapshot: the tenant's shared session (system-prompt prefixes any session may resume from),
+  // searched after the session's own entries; 0: none (--no-prompt-cache-shared).
+  std::uint64_t shared_session = 0;
   DiskKind kind = DiskKind::kSnapshot;
   std::vector<Token> tokens;     // the prompt
   std::int64_t better_than = 0;  // only candidates usable for more tokens than this
@@ -42,9 +45,10 @@ class DiskIndex {
   bool contains(const std::string& rel_path) const { return entries_.contains(rel_path); }
   void touch(const std::string& rel_path);
 
-  // The best entry for `query` (snapshot kind: the longest entry of the session that is a strict
-  // prefix of the prompt; prefix kind: the longest common prefix of any entry of the partition,
-  // rounded down to a block), or nullopt when none beats query.better_than.
+  // The best entry for `query` (snapshot kind: the longest entry of the session, or of the shared
+  // session, that is a strict prefix of the prompt, the session's own winning a tie; prefix kind:
+  // the longest common prefix of any entry of the partition, rounded down to a block), or nullopt
+  // when none beats query.better_than.
   std::optional<DiskCandidate> best(const DiskQuery& query) const;
 
   // Entries of the same partition, session, kind and origin whose tokens are a strict prefix of

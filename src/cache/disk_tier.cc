@@ -259,13 +259,17 @@ std::shared_ptr<DiskLoad> DiskTier::load(const CacheKey& key, TokenSpan prompt, 
                                          const StorePolicy& policy, std::int64_t better_than,
                                          std::function<void()> on_done) {
   auto load = std::make_shared<DiskLoad>(std::move(on_done));
-  DiskQuery q{.partition = partition_hash(PartitionKey{key.tenant, key.bucket}),
-              .session = session_hash(key.session),
-              .kind = kind_for(truncatable),
-              .tokens = std::vector<Token>(prompt.begin(), prompt.end()),
-              .better_than = better_than,
-              .min_prefix_tokens = policy.min_prefix_tokens,
-              .block_tokens = policy.block_tokens};
+  DiskQuery q{
+      .partition = partition_hash(PartitionKey{key.tenant, key.bucket}),
+      .session = session_hash(key.session),
+      .shared_session = !truncatable && policy.origin_enabled[static_cast<int>(Origin::kShared)]
+                            ? session_hash(SessionKey::shared())
+                            : 0,
+      .kind = kind_for(truncatable),
+      .tokens = std::vector<Token>(prompt.begin(), prompt.end()),
+      .better_than = better_than,
+      .min_prefix_tokens = policy.min_prefix_tokens,
+      .block_tokens = policy.block_tokens};
   {
     MutexLock lock(mu_);
     ++stats_.lookups;
@@ -344,6 +348,7 @@ std::optional<DiskHit> DiskTier::unwritten_hit(const DiskQuery& query) {
     if (on_disk && on_disk->n_usable >= c->n_usable) return std::nullopt;
     ++stats_.hits;
     ++stats_.unwritten_hits;
+    if (c->entry.header.origin == Origin::kShared) ++stats_.hits_shared;
     stats_.tokens_reused += c->n_usable;
   }
   auto job = std::find_if(jobs.begin(), jobs.end(),
@@ -355,8 +360,12 @@ std::optional<DiskHit> DiskTier::unwritten_hit(const DiskQuery& query) {
 }
 
 std::optional<DiskHit> DiskTier::serve(const DiskQuery& query, std::string& miss) {
-  // Another replica may have written this conversation's newest state since we last looked.
+  // Another replica may have written this conversation's newest state, or the tenant's shared
+  // system prompt, since we last looked.
   refresh_session(query.partition, query.session);
+  if (query.shared_session != 0 && query.shared_session != query.session) {
+    refresh_session(query.partition, query.shared_session);
+  }
   std::vector<std::string> victims;
   {
     MutexLock lock(mu_);
@@ -410,6 +419,7 @@ std::optional<DiskHit> DiskTier::serve(const DiskQuery& query, std::string& miss
     MutexLock lock(mu_);
     index_.touch(c->entry.rel_path);
     ++stats_.hits;
+    if (h.origin == Origin::kShared) ++stats_.hits_shared;
     stats_.tokens_reused += c->n_usable;
     stats_.read_bytes += h.file_bytes();
     stats_.read_ns_total += read_ns;

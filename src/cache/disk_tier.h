@@ -54,8 +54,9 @@ struct DiskStats {
   std::int64_t writes_oversized = 0;  // entries larger than the whole disk budget
   std::int64_t pending_writes = 0;
   std::int64_t pending_write_bytes = 0;
-  std::int64_t lookups = 0;         // loads asked for (RAM had less than the disk might)
-  std::int64_t hits = 0;            // loads that found a longer prefix (read, or not yet written)
+  std::int64_t lookups = 0;      // loads asked for (RAM had less than the disk might)
+  std::int64_t hits = 0;         // loads that found a longer prefix (read, or not yet written)
+  std::int64_t hits_shared = 0;  // of which a tenant's shared system-prompt entry (origin shared)
   std::int64_t unwritten_hits = 0;  // of which served from a write still queued
   std::int64_t tokens_reused = 0;
   std::int64_t read_bytes = 0;

@@ -33,7 +33,11 @@ std::shared_ptr<DiskLoad> PromptCache::load_from_disk(const CacheKey& key, Token
 }
 
 InsertResult PromptCache::adopt(const CacheKey& key, const DiskHit& hit) {
-  return store_for(hit.snapshot->truncatable()).insert(key, hit.origin, hit.tokens, hit.snapshot);
+  // A shared system-prompt entry goes back to the tenant's shared session, where every new
+  // conversation finds it, not into the session of the one that loaded it.
+  CacheKey into = key;
+  if (hit.origin == Origin::kShared) into.session = SessionKey::shared();
+  return store_for(hit.snapshot->truncatable()).insert(into, hit.origin, hit.tokens, hit.snapshot);
 }
 
 bool PromptCache::retire(const CacheKey& key, Origin origin, TokenSpan tokens, bool truncatable) {

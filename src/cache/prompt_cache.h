@@ -37,7 +37,8 @@ class PromptCache {
   // the tier's reader thread once the load is done (DiskLoad::done()).
   std::shared_ptr<DiskLoad> load_from_disk(const CacheKey& key, TokenSpan tokens, bool truncatable,
                                            std::int64_t better_than, std::function<void()> on_done);
-  // Puts an entry loaded from disk into its RAM store (it is on disk already: not written back).
+  // Puts an entry loaded from disk into its RAM store (it is on disk already: not written back);
+  // a shared system-prompt entry (origin shared) into the shared session of the key's tenant.
   InsertResult adopt(const CacheKey& key, const DiskHit& hit);
   DiskTier* disk() { return disk_.get(); }
 

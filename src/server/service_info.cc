@@ -59,6 +59,7 @@ json disk_json(const cache::DiskStats& s) {
       {"discovered", s.discovered},
       {"lookups", s.lookups},
       {"hits", s.hits},
+      {"hits_shared", s.hits_shared},
       {"unwritten_hits", s.unwritten_hits},
       {"tokens_reused", s.tokens_reused},
       {"read_bytes", s.read_bytes},
@@ -97,6 +98,8 @@ void sync_disk_metrics(ServerMetrics& m, const cache::DiskStats& s) {
                  u(s.lookups));
   m.sync_counter("recur_cache_disk_hits_total", "Disk loads that restored a longer prefix.", "",
                  u(s.hits));
+  m.sync_counter("recur_cache_disk_shared_hits_total",
+                 "Disk hits on a tenant's shared system-prompt entry.", "", u(s.hits_shared));
   m.sync_counter("recur_cache_disk_read_bytes_total", "Bytes read by disk-tier hits.", "",
                  u(s.read_bytes));
   m.sync_counter("recur_cache_disk_read_nanoseconds_total",

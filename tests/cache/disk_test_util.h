@@ -1,18 +1,21 @@
 // Disk-tier test helpers: a snapshot that holds real payload bytes and the codec that writes and
 // rebuilds it (the same interface the engine implements for model states), and a scratch
-// directory removed at the end of the test.
+// directory removed at the end of the test; a tier opened on it and a synchronous load.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cache/disk_tier.h"
 #include "cache/snapshot_codec.h"
+#include "test_snapshot.h"
 
 namespace recur::cache::testing {
 
@@ -77,5 +80,42 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+inline StorePolicy store_policy(std::int64_t min_prefix = 4, std::int64_t block = 1) {
+  return {.enabled = true,
+          .capacity_bytes = 1 << 20,
+          .max_entries = 100,
+          .min_prefix_tokens = min_prefix,
+          .block_tokens = block};
+}
+
+inline std::unique_ptr<DiskTier> open_tier(const std::string& dir, std::int64_t capacity = 1 << 24,
+                                           std::uint64_t signature = 42) {
+  auto t = DiskTier::open({.dir = dir, .capacity_bytes = capacity},
+                          std::make_shared<BytesCodec>(signature));
+  EXPECT_TRUE(t.is_ok()) << t.status().to_string();
+  return std::move(*t);
+}
+
+// Loads synchronously: waits for the completion callback.
+inline std::shared_ptr<DiskLoad> load(DiskTier& tier, const CacheKey& key,
+                                      const std::vector<Token>& prompt, bool truncatable = false,
+                                      std::int64_t better_than = 0,
+                                      const StorePolicy& policy = store_policy()) {
+  std::promise<void> done;
+  auto l = tier.load(key, prompt, truncatable, policy, better_than, [&] { done.set_value(); });
+  done.get_future().wait();
+  EXPECT_TRUE(l->done());
+  return l;
+}
+
+// Every entry file under the directory.
+inline std::vector<std::filesystem::path> entry_files(const std::string& dir) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".rpc") out.push_back(e.path());
+  }
+  return out;
+}
 
 }  // namespace recur::cache::testing

@@ -24,46 +24,14 @@ using testing::bytes_of;
 using testing::bytes_snap;
 using testing::BytesCodec;
 using testing::concat;
+using testing::entry_files;
 using testing::iota_tokens;
 using testing::key_for;
+using testing::load;
+using testing::open_tier;
 using testing::ScratchDir;
+using testing::store_policy;
 using V = std::vector<Token>;
-
-StorePolicy store_policy(std::int64_t min_prefix = 4, std::int64_t block = 1) {
-  return {.enabled = true,
-          .capacity_bytes = 1 << 20,
-          .max_entries = 100,
-          .min_prefix_tokens = min_prefix,
-          .block_tokens = block};
-}
-
-std::unique_ptr<DiskTier> open_tier(const std::string& dir, std::int64_t capacity = 1 << 24,
-                                    std::uint64_t signature = 42) {
-  auto t = DiskTier::open({.dir = dir, .capacity_bytes = capacity},
-                          std::make_shared<BytesCodec>(signature));
-  EXPECT_TRUE(t.is_ok()) << t.status().to_string();
-  return std::move(*t);
-}
-
-// Loads synchronously: waits for the completion callback.
-std::shared_ptr<DiskLoad> load(DiskTier& tier, const CacheKey& key, const V& prompt,
-                               bool truncatable = false, std::int64_t better_than = 0,
-                               const StorePolicy& policy = store_policy()) {
-  std::promise<void> done;
-  auto l = tier.load(key, prompt, truncatable, policy, better_than, [&] { done.set_value(); });
-  done.get_future().wait();
-  EXPECT_TRUE(l->done());
-  return l;
-}
-
-// Every entry file under the directory.
-std::vector<fs::path> entry_files(const std::string& dir) {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file() && e.path().extension() == ".rpc") out.push_back(e.path());
-  }
-  return out;
-}
 
 TEST(DiskFormat, HeaderRoundTripsAndEveryFieldIsChecked) {
   DiskHeader h{.model = 1,

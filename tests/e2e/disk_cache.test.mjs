@@ -21,6 +21,7 @@ async function turn(server, conv, t, client = server.client()) {
   const data = await client.chat.completions.create({
     model: FAMILY, messages: conv.messages, max_tokens: 10, temperature: 0, logprobs: true,
     prompt_cache_key: conv.key, chat_template_kwargs: { enable_thinking: false },
+    ...(conv.salt ? { cache_salt: conv.salt } : {}),
   });
   const choice = data.choices[0];
   conv.messages.push({ role: 'assistant', content: choice.message.content ?? '' });
@@ -85,12 +86,49 @@ test('a conversation continued after a restart has the same cached counts and by
   // The fields docs/prompt-cache.md lists, no more and no fewer.
   assert.deepEqual(Object.keys(end.disk).sort(), [
     'bytes', 'capacity_bytes', 'cleared_entries', 'dir', 'discovered', 'dropped_files', 'enabled',
-    'entries', 'evictions', 'hits', 'indexed_at_start', 'lookups', 'read_bytes', 'read_failures',
+    'entries', 'evictions', 'hits', 'hits_shared', 'indexed_at_start', 'lookups', 'read_bytes', 'read_failures',
     'read_ms_avg', 'read_ms_max', 'supersedes', 'tokens_reused', 'unwritten_hits', 'writes']);
   assert.deepEqual(Object.keys(end.disk.writes).sort(), [
     'bytes', 'cancelled', 'coalesced', 'done', 'dropped', 'failed', 'oversized', 'pending',
     'pending_bytes']);
   assert.deepEqual(Object.keys(end.disk.dropped_files).sort(), ['corrupt', 'temp', 'vanished']);
+});
+
+test('after a restart a new conversation resumes from its tenant\'s shared system prompt on disk', async () => {
+  const model = makeModel(FAMILY);
+  const dir = tempDir('disk-system');
+  let server = await startServer(model, ['--prompt-cache-dir', dir]);
+  // The first conversation computes everything and leaves the shared system-prompt entry; the
+  // second finds it in RAM: its cached count is the shared boundary's length.
+  const first = await turn(server, newConv('system-a'), 0);
+  await settled(server);
+  const second = await turn(server, newConv('system-b'), 0);
+  await settled(server);
+  assert.equal(first.cached_tokens, 0, first.trace);
+  assert.match(second.trace, /origin=shared/);
+  const boundary = second.cached_tokens;
+  assert.ok(boundary > 0 && boundary < second.prompt_tokens, second.trace);
+  assert.equal(await server.stop(), 0);
+
+  server = await startServer(model, ['--prompt-cache-dir', dir]);
+  const restarted = await turn(server, newConv('system-c'), 0);
+  await settled(server);
+  // Loaded from disk into the shared session in RAM: the next new conversation finds it there.
+  const next = await turn(server, newConv('system-d'), 0);
+  await settled(server);
+  // Another tenant (cache_salt) with the same system prompt sees none of it.
+  const salted = await turn(server, { ...newConv('system-e'), salt: 'other-tenant' }, 0);
+  const s = await server.stats();
+  await server.stop();
+
+  assert.equal(restarted.cached_tokens, boundary, restarted.trace);
+  assert.match(restarted.trace, /origin=shared; tier=disk/);
+  assert.equal(next.cached_tokens, boundary, next.trace);
+  assert.match(next.trace, /origin=shared$/);  // a RAM hit names no tier
+  assert.equal(salted.cached_tokens, 0, salted.trace);
+  assert.deepEqual(generated([restarted, next, salted]), generated([first, first, first]));
+  assert.equal(s.disk.hits_shared, 1, JSON.stringify(s.disk));
+  assert.equal(s.snapshot.hits_shared, 1, JSON.stringify(s.snapshot));
 });
 
 // The session directories (partition/session) under the model directory `root`.
