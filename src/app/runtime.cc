@@ -9,6 +9,7 @@
 #include "kernels/isa.h"
 #include "util/format.h"
 #include "util/log.h"
+#include "util/progress.h"
 
 namespace recur::app {
 
@@ -67,14 +68,29 @@ Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_b
   rt.n_threads = settings.threads_or_cores();
   rt.pool = std::make_unique<ThreadPool>(rt.n_threads, settings.thread_spin);
 
-  RECUR_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load_dir(dir));
-  rt.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  // One line or bar for the whole load (tokenizer, mapping, binding the weights): quiet when it
+  // takes under a second, as a mapped bf16 checkpoint does; quantizing on load or repacking a
+  // quantized checkpoint takes longer.
+  Progress progress(settings.quantize_bits != 0 ? fmt::format("loading {} (quantizing to {} bits)",
+                                                              dir, settings.quantize_bits)
+                                                : fmt::format("loading {}", dir),
+                    0, ProgressUnit::kBytes);
+  const auto load_start = std::chrono::steady_clock::now();
+  auto tok = tokenizer::Tokenizer::load_dir(dir);
+  if (!tok.is_ok()) {
+    progress.finish("failed");
+    return tok.status();
+  }
+  rt.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(*tok));
   model::LoadOptions lo{.max_batch_tokens = max_batch_tokens,
                         .max_logit_rows = max_logit_rows,
                         .quantize_bits = settings.quantize_bits,
-                        .quantize_group_size = settings.quantize_group_size};
-  const auto load_start = std::chrono::steady_clock::now();
-  RECUR_ASSIGN_OR_RETURN(rt.model, model::Model::load(dir, lo));
+                        .quantize_group_size = settings.quantize_group_size,
+                        .progress = &progress};
+  auto model = model::Model::load(dir, lo);
+  progress.finish(model.is_ok() ? "done" : "failed");
+  RECUR_RETURN_IF_ERROR(model.status());
+  rt.model = std::move(*model);
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (settings.quantize_bits != 0) {

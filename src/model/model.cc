@@ -15,6 +15,7 @@
 #include "model/family.h"
 #include "util/check.h"
 #include "util/hash.h"
+#include "util/progress.h"
 
 namespace recur::model {
 
@@ -84,6 +85,8 @@ class BindingVisitor final : public TensorVisitor {
       quantize_in_memory(slot);
       list_->back().n_bytes = static_cast<std::int64_t>(store_->bytes - before);
       drop_mapped_pages(t->data, t->n_bytes);  // the pages the row passes shared at their edges
+    } else {
+      advance(t->n_bytes);
     }
   }
 
@@ -115,6 +118,8 @@ class BindingVisitor final : public TensorVisitor {
       *slot = {.data = t->data + e * expert_bytes, .dtype = *t->dtype, .rows = rows, .cols = cols};
       if (opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0) {
         quantize_in_memory(slot);
+      } else {
+        advance(static_cast<std::size_t>(expert_bytes));
       }
     }
     if (store_->bytes != before) {
@@ -150,6 +155,7 @@ class BindingVisitor final : public TensorVisitor {
     for (std::int64_t i = 0; i < n; ++i) {
       (*slot)[static_cast<std::size_t>(i)] = load_unaligned(t->data, dt, i);
     }
+    advance(t->n_bytes);
   }
 
  private:
@@ -289,6 +295,7 @@ class BindingVisitor final : public TensorVisitor {
     // Repacked into the kernels' layout; the file's pages are released behind the copy.
     *slot = store_->add(k::packed_view(mlx, nullptr));
     k::pack_quantized_rows(mlx, 0, rows, *slot);
+    advance(static_cast<std::size_t>(rows * words * 4 + 2 * scale_bytes));
     if (stack.index + 1 < stack.count) return;  // the later experts still read these pages
     drop_mapped_pages(codes->data, codes->n_bytes);
     drop_mapped_pages(scales->data, scales->n_bytes);
@@ -324,11 +331,16 @@ class BindingVisitor final : public TensorVisitor {
       k::quantize_rows(rows.data(), n, w->cols, bits, gs, w->dtype, codes.data(), scales.data(),
                        biases.data());
       k::pack_quantized_rows(mlx, r0, n, packed);
+      advance(static_cast<std::size_t>(n * part.row_bytes()));
       // Released as it goes, so loading never holds a whole floating matrix (the embedding is
       // the largest: 0.5 GB at Qwen3.5-0.8B's vocabulary) beside the quantized copy.
       drop_mapped_pages(part.data, static_cast<std::size_t>(n * part.row_bytes()));
     }
     *w = packed;
+  }
+
+  void advance(std::size_t bytes) {
+    if (opts_.progress != nullptr) opts_.progress->add(static_cast<std::int64_t>(bytes));
   }
 
   const Checkpoint& ck_;
@@ -386,6 +398,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
                  "--quantize: {} bits in groups of {} is not supported; supported: 4 or 8 bits "
                  "(q4, q8) in groups of 32, 64 or 128",
                  opts.quantize_bits, opts.quantize_group_size);
+  }
+  if (opts.progress != nullptr) {
+    opts.progress->set_total(static_cast<std::int64_t>(m->checkpoint_->n_weight_bytes()));
   }
   m->quantized_ = std::make_unique<QuantizedStore>();
   BindingVisitor binder(*m->checkpoint_, quant, opts, m->quantized_.get(), &m->tensors_);

@@ -16,6 +16,10 @@
 #include "util/status.h"
 #include "util/thread_pool.h"
 
+namespace recur {
+class Progress;
+}
+
 namespace recur::model {
 
 class Checkpoint;
@@ -33,6 +37,10 @@ struct LoadOptions {
   // Matrices the checkpoint already holds quantized stay as they are.
   int quantize_bits = 0;
   int quantize_group_size = 64;
+  // Told the load's pace: its total is the checkpoint's weight bytes, and each tensor's bytes are
+  // added once bound (mapped in place: at once; copied, repacked or quantized: as that goes, a
+  // large matrix in pieces). Null: none. Owned by the caller (util/progress.h).
+  Progress* progress = nullptr;
 };
 
 enum class LogitsWanted : std::uint8_t { kNone, kLast, kAll };

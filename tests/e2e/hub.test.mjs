@@ -48,6 +48,22 @@ function assertSnapshotMatchesSource(dir) {
   }
 }
 
+// Lays out `repo` at `commit` in HF_HOME `home` as huggingface_hub does (blobs named by their git
+// or sha256 hash, refs/main, snapshot files as relative links), with the generated checkpoint.
+function pythonCache(home, repo, commit) {
+  const root = join(home, 'hub', `models--${repo.replace('/', '--')}`);
+  mkdirSync(join(root, 'blobs'), { recursive: true });
+  mkdirSync(join(root, 'refs'), { recursive: true });
+  mkdirSync(join(root, 'snapshots', commit), { recursive: true });
+  writeFileSync(join(root, 'refs', 'main'), commit);
+  for (const f of sourceFiles()) {
+    const buf = readFileSync(join(source, f));
+    const blob = f.endsWith('.safetensors') ? hub.sha256(buf) : hub.gitSha1(buf);
+    writeFileSync(join(root, 'blobs', blob), buf);
+    symlinkSync(`../../blobs/${blob}`, join(root, 'snapshots', commit, f));
+  }
+}
+
 // A port nothing listens on: the Hub "down".
 async function deadEndpoint() {
   const s = createServer();
@@ -165,21 +181,10 @@ test('offline and with the Hub down, a cached model is used without a request', 
   assert.equal(unreachable.code, 0, unreachable.stderr);
   assert.match(unreachable.stderr, new RegExp(`cannot reach ${down}.*using the cached snapshot`));
 
-  // A cache laid out by hand as huggingface_hub lays it out (blobs, refs, relative links), as if
-  // Python had downloaded the model: served offline as is.
+  // A cache laid out by hand as huggingface_hub lays it out, as if Python had downloaded the
+  // model: served offline as is.
   const py = tempDir('hf-py');
-  const root = join(py, 'hub', 'models--someone--pymodel');
-  mkdirSync(join(root, 'blobs'), { recursive: true });
-  mkdirSync(join(root, 'refs'), { recursive: true });
-  const commit = 'fe'.repeat(20);
-  mkdirSync(join(root, 'snapshots', commit), { recursive: true });
-  writeFileSync(join(root, 'refs', 'main'), commit);
-  for (const f of sourceFiles()) {
-    const buf = readFileSync(join(source, f));
-    const blob = f.endsWith('.safetensors') ? hub.sha256(buf) : hub.gitSha1(buf);
-    writeFileSync(join(root, 'blobs', blob), buf);
-    symlinkSync(`../../blobs/${blob}`, join(root, 'snapshots', commit, f));
-  }
+  pythonCache(py, 'someone/pymodel', 'fe'.repeat(20));
   const server = await startServer('someone/pymodel', [],
                                    { HF_HOME: py, HF_HUB_OFFLINE: '1', HF_ENDPOINT: down });
   try {
@@ -191,6 +196,27 @@ test('offline and with the Hub down, a cached model is used without a request', 
                               { HF_HOME: py, HF_HUB_OFFLINE: '1' });
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /HF_HUB_OFFLINE is set and someone\/other/);
+});
+
+test('online, a model Python tools downloaded is used without downloading a file', async () => {
+  const home = tempDir('hf-py-online');
+  pythonCache(home, 'org/tiny', COMMIT);
+  const before = hub.log.length;
+  const pulled = await recur(['pull', 'org/tiny'], hubEnv(home));
+  assert.equal(pulled.code, 0, pulled.stderr);
+  assert.equal(pulled.stdout.trim(), snapshotDir(home, 'org/tiny', COMMIT));
+  // Only the revision's metadata was asked for: no file was fetched.
+  const asked = hub.log.slice(before).map((r) => `${r.method} ${r.path}`);
+  assert.ok(asked.length >= 1 && asked.every((r) => r.includes('/api/models/org/tiny/')),
+            JSON.stringify(asked));
+  const server = await startServer('org/tiny', [], hubEnv(home));
+  try {
+    assert.equal((await server.json('/v1/models')).body.data[0].id, 'tiny');
+  } finally {
+    await server.stop();
+  }
+  assert.ok(hub.log.slice(before).every((r) => !r.path.includes('/resolve/')),
+            JSON.stringify(hub.log.slice(before)));
 });
 
 test('a file whose bytes do not match the Hub\'s sha256 is refused and not kept', async () => {
