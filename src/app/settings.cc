@@ -53,6 +53,7 @@ std::string_view family_of_preset(std::string_view preset) {
   if (preset == "qwen3-30b-a3b") return "qwen3_moe";
   if (preset == "granite-4.0-h-350m") return "granitemoehybrid";
   if (preset == "lfm2-350m") return "lfm2";
+  if (preset == "nemotron-h-4b") return "nemotron_h";
   if (preset == "llama-3.2-1b" || preset == "tiny-bias") return "llama";
   return {};
 }

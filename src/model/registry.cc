@@ -55,6 +55,12 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_lfm2},
+      // Released checkpoints name the model backbone.*; transformers 5 may save model.*.
+      {.name = "nemotron_h",
+       .model_types = {"nemotron_h"},
+       .tensor_prefixes = {"backbone.", "model."},
+       .probe_tensor = "embeddings.weight",
+       .create = create_nemotron_h},
   };
   return kFamilies;
 }

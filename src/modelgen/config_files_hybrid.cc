@@ -76,4 +76,67 @@ std::string granite_hybrid_generation_config_json(const SpecialIds& ids) {
   return j.dump(2) + "\n";
 }
 
+// Nemotron-H-4B's config.json (the remote-code era field names the released files carry).
+// time_step_limit holds Python's bare Infinity, put in after dumping.
+std::string nemotron_h_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  constexpr const char* kInf = "__recur_infinity__";
+  const Json j = {{"architectures", {"NemotronHForCausalLM"}},
+                  {"attention_bias", false},
+                  {"attention_dropout", 0.0},
+                  {"attention_head_dim", g.head_dim},
+                  {"bos_token_id", ids.begin_of_text},
+                  {"chunk_size", 128},
+                  {"conv_kernel", g.conv_kernel},
+                  {"eos_token_id", ids.im_end},
+                  {"expand", g.expand},
+                  {"hidden_dropout", 0.0},
+                  {"hidden_size", g.d_model},
+                  {"hybrid_override_pattern", g.block_pattern},
+                  {"initializer_range", 0.02},
+                  {"intermediate_size", g.d_ff},
+                  {"layer_norm_epsilon", g.norm_eps},
+                  {"mamba_head_dim", g.ssm_head_dim},
+                  {"mamba_hidden_act", "silu"},
+                  {"mamba_num_heads", g.ssm_heads},
+                  {"mamba_proj_bias", false},
+                  {"max_position_embeddings", g.max_position},
+                  {"mlp_bias", false},
+                  {"mlp_hidden_act", "relu2"},
+                  {"model_type", "nemotron_h"},
+                  {"n_groups", g.ssm_groups},
+                  {"num_attention_heads", g.n_heads},
+                  {"num_hidden_layers", g.n_layers},
+                  {"num_key_value_heads", g.n_kv_heads},
+                  {"num_logits_to_keep", 1},
+                  {"pad_token_id", ids.pad},
+                  {"rescale_prenorm_residual", true},
+                  {"residual_in_fp32", false},
+                  {"rms_norm_eps", g.norm_eps},
+                  {"ssm_state_size", g.ssm_state},
+                  {"tie_word_embeddings", g.tied},
+                  {"time_step_floor", 0.0001},
+                  {"time_step_limit", {0.0, kInf}},
+                  {"time_step_max", 0.1},
+                  {"time_step_min", 0.001},
+                  {"torch_dtype", torch_dtype_name(dtype)},
+                  {"transformers_version", "4.48.0.dev0"},
+                  {"use_bias", false},
+                  {"use_cache", true},
+                  {"use_conv_bias", true},
+                  {"use_mamba_kernels", true},
+                  {"vocab_size", g.vocab_size}};
+  std::string text = j.dump(2) + "\n";
+  const std::string quoted = std::string("\"") + kInf + "\"";
+  text.replace(text.find(quoted), quoted.size(), "Infinity");
+  return text;
+}
+
+std::string nemotron_h_generation_config_json(const SpecialIds& ids) {
+  const Json j = {{"bos_token_id", ids.begin_of_text},
+                  {"eos_token_id", {ids.im_end, ids.end_of_text}},
+                  {"pad_token_id", ids.pad},
+                  {"transformers_version", "4.48.0.dev0"}};
+  return j.dump(2) + "\n";
+}
+
 }  // namespace recur::modelgen

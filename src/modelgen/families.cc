@@ -14,6 +14,7 @@ bool Geometry::is_full_attention(int layer) const {
     return std::find(attention_layers.begin(), attention_layers.end(), layer) !=
            attention_layers.end();
   }
+  if (family == Family::kNemotronH) return block_pattern[static_cast<std::size_t>(layer)] == '*';
   if (family != Family::kQwen3_5) {
     return family == Family::kQwen3 || family == Family::kLlama || family == Family::kQwen3Moe;
   }
@@ -173,10 +174,36 @@ Geometry lfm2_preset(const std::string& preset) {
   return g;
 }
 
+// nvidia/Nemotron-H-4B-Instruct-128K; tiny: M * - M - (both states, a Mamba2 block after the
+// attention one, MLP blocks between), two SSM groups so the per-group gated norm differs from the
+// whole-row one, an untied head as the real one.
+Geometry nemotron_h_preset(bool real) {
+  Geometry g{.family = Family::kNemotronH, .norm_eps = 1e-5};
+  g.expand = 2, g.conv_kernel = 4, g.tied = false;
+  if (real) {
+    g.block_pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
+    g.d_model = 3072, g.vocab_size = 131072, g.d_ff = 12288, g.max_position = 131072;
+    g.n_heads = 32, g.n_kv_heads = 8, g.head_dim = 128;
+    g.ssm_heads = 112, g.ssm_head_dim = 64, g.ssm_state = 128, g.ssm_groups = 8;
+  } else {
+    g.block_pattern = "M*-M-";
+    g.d_model = 64, g.d_ff = 128, g.max_position = 8192;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+    g.ssm_heads = 8, g.ssm_head_dim = 16, g.ssm_state = 16, g.ssm_groups = 2;
+  }
+  g.n_layers = static_cast<int>(g.block_pattern.size());
+  return g;
+}
+
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
   if (family == Family::kLfm2 &&
       (preset == "tiny" || preset == "tiny-bias" || preset == "lfm2-350m")) {
     Geometry g = lfm2_preset(preset);
+    g.preset = preset;
+    return g;
+  }
+  if (family == Family::kNemotronH && (preset == "tiny" || preset == "nemotron-h-4b")) {
+    Geometry g = nemotron_h_preset(preset != "tiny");
     g.preset = preset;
     return g;
   }
@@ -216,7 +243,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
-               "granite-4.0-h-350m for granitemoehybrid, lfm2-350m and tiny-bias for lfm2)",
+               "granite-4.0-h-350m for granitemoehybrid, lfm2-350m and tiny-bias for lfm2, "
+               "nemotron-h-4b for nemotron_h)",
                preset, family_name(family));
 }
 
@@ -258,7 +286,17 @@ Result<Geometry> resolve_geometry(const GenSpec& spec, int n_tokens) {
   if (spec.layers < 0 || spec.hidden_size < 0 || spec.vocab_size < 0) {
     return Error(StatusCode::kInvalidArgument, "layers, hidden size and vocab size must be >= 0");
   }
-  if (spec.layers > 0) g.n_layers = spec.layers;
+  if (spec.layers > 0) {
+    if (g.family == Family::kNemotronH) {
+      if (spec.layers > g.n_layers) {
+        return Error(StatusCode::kInvalidArgument,
+                     "--layers {}: the {} pattern has {} blocks; fewer layers keep a prefix of it",
+                     spec.layers, g.preset, g.n_layers);
+      }
+      g.block_pattern.resize(static_cast<std::size_t>(spec.layers));
+    }
+    g.n_layers = spec.layers;
+  }
   if (spec.hidden_size > 0) RECUR_RETURN_IF_ERROR(apply_hidden_size(g, spec.hidden_size));
   if (spec.vocab_size > 0) {
     g.vocab_size = spec.vocab_size;
@@ -510,6 +548,37 @@ void mamba2_mixer(TableBuilder& t, const Geometry& g, const std::string& m) {
   t.out_linear(m + "out_proj.weight", d, inner);
 }
 
+// NemotronHForCausalLM: backbone.*, one norm and one mixer per block (Mamba2, attention without
+// q/k norms, or up/down ReLU² MLP), backbone.norm_f, a separate lm_head.
+std::vector<GenTensor> nemotron_h_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  t.embedding("backbone.embeddings.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("backbone.layers.{}.", i);
+    t.plain_norm(p + "norm.weight", d);
+    switch (g.block_pattern[static_cast<std::size_t>(i)]) {
+      case 'M':
+        mamba2_mixer(t, g, p + "mixer.");
+        break;
+      case '*':
+        t.linear(p + "mixer.q_proj.weight", q_rows, d);
+        t.linear(p + "mixer.k_proj.weight", kv_rows, d);
+        t.linear(p + "mixer.v_proj.weight", kv_rows, d);
+        t.out_linear(p + "mixer.o_proj.weight", d, q_rows);
+        break;
+      default:
+        t.linear(p + "mixer.up_proj.weight", g.d_ff, d);
+        t.out_linear(p + "mixer.down_proj.weight", d, g.d_ff);
+        break;
+    }
+  }
+  t.plain_norm("backbone.norm_f.weight", d);
+  if (!g.tied) t.linear("lm_head.weight", g.vocab_size, d);
+  return std::move(t.out);
+}
+
 // GraniteMoeHybridForCausalLM, dense: Mamba2 under mamba., attention without q/k norms, the
 // shared_mlp's fused [gate | up] input_linear; tied, so no lm_head.weight in the file.
 std::vector<GenTensor> granite_hybrid_table(const Geometry& g, DType dtype) {
@@ -597,6 +666,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return granite_hybrid_table(g, dtype);
     case Family::kLfm2:
       return lfm2_table(g, dtype);
+    case Family::kNemotronH:
+      return nemotron_h_table(g, dtype);
   }
   return {};
 }

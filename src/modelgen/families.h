@@ -72,6 +72,8 @@ struct Geometry {
   int block_ff_dim = 0, block_multiple_of = 0;
   bool conv_bias = false;
   bool lfm2_5_keys = false;  // LFM2.5's config spelling (layer_types, rope_parameters, ...)
+  // nemotron_h: one block per layer, M (Mamba2), * (attention) or - (ReLU² MLP)
+  std::string block_pattern;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
@@ -121,5 +123,7 @@ std::string generation_config_json(const Geometry& g, const SpecialIds& ids);
 // The hybrids' files (config_files_hybrid.cc), reached through the two above.
 std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string granite_hybrid_generation_config_json(const SpecialIds& ids);
+std::string nemotron_h_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
+std::string nemotron_h_generation_config_json(const SpecialIds& ids);
 
 }  // namespace recur::modelgen

@@ -30,6 +30,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "qwen3_moe") return Family::kQwen3Moe;
   if (word == "granitemoehybrid") return Family::kGraniteHybrid;
   if (word == "lfm2") return Family::kLfm2;
+  if (word == "nemotron_h") return Family::kNemotronH;
   return std::nullopt;
 }
 
@@ -51,6 +52,8 @@ const char* family_name(Family family) {
       return "granitemoehybrid";
     case Family::kLfm2:
       return "lfm2";
+    case Family::kNemotronH:
+      return "nemotron_h";
   }
   return "?";
 }

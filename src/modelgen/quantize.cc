@@ -35,9 +35,10 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "qwen3_moe") return Family::kQwen3Moe;
   if (type == "granitemoehybrid") return Family::kGraniteHybrid;
   if (type == "lfm2") return Family::kLfm2;
+  if (type == "nemotron_h") return Family::kNemotronH;
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
-               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2)",
+               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h)",
                ck.dir(), type);
 }
 

@@ -56,6 +56,8 @@ std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int ma
 const BpeTokenizer& granite_tokenizer(std::string_view preset);
 std::string granite_tokenizer_json(const BpeTokenizer& tok);
 std::string granite_tokenizer_config_json(const BpeTokenizer& tok, int max_position);
+const BpeTokenizer& nemotron_h_tokenizer();
+std::string nemotron_h_tokenizer_config_json(const BpeTokenizer& tok, int max_position);
 
 // Gemma's kind (tokenizer_sp.cc): a SentencePiece BPE as Hugging Face converts it. Spaces are
 // normalized to U+2581 ("▁"), the whole text is one word, pieces are code points merged by rank,

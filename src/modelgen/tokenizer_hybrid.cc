@@ -159,4 +159,54 @@ std::string granite_tokenizer_config_json(const BpeTokenizer& tok, int max_posit
   return j.dump(2) + "\n";
 }
 
+// Nemotron's: the generated BPE and the specials its chat template writes (the real file's ids
+// differ: its first 1000 ids are special tokens; docs/model-nemotron-h.md).
+const BpeTokenizer& nemotron_h_tokenizer() {
+  static const BpeTokenizer tok = [] {
+    BpeTokenizer t = padded(0, {{"<unk>"},
+                                {"<s>"},
+                                {"</s>"},
+                                {"<|im_start|>"},
+                                {"<|im_end|>"},
+                                {"<think>", false},
+                                {"</think>", false},
+                                {"<tool_call>", false},
+                                {"</tool_call>", false},
+                                {"<tool_response>", false},
+                                {"</tool_response>", false}});
+    const auto base = static_cast<int>(t.vocab.size());
+    t.ids = {.im_start = base + 3,
+             .im_end = base + 4,
+             .begin_of_text = base + 1,
+             .end_of_text = base + 2,
+             .pad = base};
+    return t;
+  }();
+  return tok;
+}
+
+std::string nemotron_h_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
+  OJson decoder = OJson::object();
+  for (std::size_t i = 0; i < tok.added.size(); ++i) {
+    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
+                                                     {"lstrip", false},
+                                                     {"normalized", false},
+                                                     {"rstrip", false},
+                                                     {"single_word", false},
+                                                     {"special", tok.added[i].special}};
+  }
+  const OJson j = {{"add_bos_token", false},
+                   {"add_eos_token", false},
+                   {"added_tokens_decoder", std::move(decoder)},
+                   {"bos_token", "<s>"},
+                   {"chat_template", kNemotron3ChatTemplate},
+                   {"clean_up_tokenization_spaces", false},
+                   {"eos_token", "<|im_end|>"},
+                   {"model_max_length", max_position},
+                   {"pad_token", "<unk>"},
+                   {"tokenizer_class", "PreTrainedTokenizerFast"},
+                   {"unk_token", "<unk>"}};
+  return j.dump(2) + "\n";
+}
+
 }  // namespace recur::modelgen

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
-const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid', 'lfm2'];
+const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid', 'lfm2',
+                  'nemotron_h'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -17,6 +18,9 @@ const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_
 // has no thinking switch and calls the assistant "model"; Llama 3.1's has none either, nor has
 // Granite 4.0's or LFM2.5's (ChatML turns, no think block).
 function newTokensOf(family, user, thinking) {
+  if (family === 'nemotron_h') {  // Nemotron 3's template: an empty think block when off
+    return `${user}<|im_end|>\n<|im_start|>assistant\n${thinking ? '<think>\n' : '<think></think>'}`;
+  }
   if (family === 'granitemoehybrid') {
     return `${user}<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>`;
   }
@@ -43,6 +47,7 @@ const SYSTEM_BLOCK = {
   qwen3_moe: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   gemma3: (s) => `<bos><start_of_turn>user\n${s}\n\n`,
   llama: (s) => `<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n${s}`,
+  nemotron_h: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   granitemoehybrid: (s) =>
     `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
   lfm2: (s) => `<|startoftext|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,

@@ -55,6 +55,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_granite_hybrid(ck, tokens);
     case modelgen::Family::kLfm2:
       return reference::forward_lfm2(ck, tokens);
+    case modelgen::Family::kNemotronH:
+      return reference::forward_nemotron_h(ck, tokens);
   }
   return {};
 }

@@ -223,6 +223,7 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
     case Family::kGemma3:  // no table here yet: not among the table-checked families
     case Family::kQwen3Moe:
     case Family::kGraniteHybrid:
+    case Family::kNemotronH:
       break;
   }
   return {};

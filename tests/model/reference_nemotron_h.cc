@@ -1,0 +1,89 @@
+// Reference Nemotron-H forward (docs/model-nemotron-h.md, from transformers'
+// modeling_nemotron_h.py and mlx-lm nemotron_h.py), float64: per block h += mixer(RMSNorm(h)) with
+// the mixer from hybrid_override_pattern: M Mamba2 (gated norm per group), * attention without
+// positions, - ReLU² MLP.
+#include <cmath>
+
+#include "reference.h"
+#include "util/check.h"
+
+namespace recur::model::reference {
+
+namespace {
+
+std::vector<Vec> attention(const Checkpoint& ck, const std::string& p, const std::vector<Vec>& x) {
+  const auto H = static_cast<std::int64_t>(cfg(ck, "num_attention_heads", 0));
+  const auto Hkv = static_cast<std::int64_t>(cfg(ck, "num_key_value_heads", H));
+  const auto hidden = static_cast<std::int64_t>(cfg(ck, "hidden_size", 0));
+  const auto hd = static_cast<std::int64_t>(
+      cfg(ck, "head_dim", cfg(ck, "attention_head_dim", static_cast<double>(hidden / H))));
+  const Tensor wq = load(ck, p + "q_proj.weight"), wk = load(ck, p + "k_proj.weight");
+  const Tensor wv = load(ck, p + "v_proj.weight"), wo = load(ck, p + "o_proj.weight");
+  std::vector<Vec> q, k, v;
+  for (const Vec& row : x) {
+    q.push_back(matvec(wq, row));
+    k.push_back(matvec(wk, row));
+    v.push_back(matvec(wv, row));
+  }
+  round_like_kv_cache(ck, &k, &v);
+  std::vector<Vec> out;
+  for (const Vec& a : causal_attention(q, k, v, H, Hkv, hd)) out.push_back(matvec(wo, a));
+  return out;
+}
+
+std::vector<Vec> relu2_mlp(const Checkpoint& ck, const std::string& p, const std::vector<Vec>& x) {
+  const Tensor up = load(ck, p + "up_proj.weight"), down = load(ck, p + "down_proj.weight");
+  std::vector<Vec> out;
+  for (const Vec& row : x) {
+    Vec u = matvec(up, row);
+    for (double& e : u) e = e > 0 ? e * e : 0.0;
+    out.push_back(matvec(down, u));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Vec> forward_nemotron_h(const Checkpoint& ck, const std::vector<std::int32_t>& tokens) {
+  const std::string pattern = *ck.config().get_string("hybrid_override_pattern");
+  const double eps = cfg(ck, "layer_norm_epsilon", 1e-5);
+  Mamba2Geometry g;
+  g.n_heads = static_cast<std::int64_t>(cfg(ck, "mamba_num_heads", 128));
+  g.head_dim = static_cast<std::int64_t>(cfg(ck, "mamba_head_dim", 64));
+  g.d_state = static_cast<std::int64_t>(cfg(ck, "ssm_state_size", 128));
+  g.n_groups = static_cast<std::int64_t>(cfg(ck, "n_groups", 8));
+  g.kernel = static_cast<std::int64_t>(cfg(ck, "conv_kernel", 4));
+  g.eps = eps;
+  auto conv_bias = ck.config().get_bool("use_conv_bias", true);
+  RECUR_CHECK(conv_bias.is_ok());
+  g.conv_bias = *conv_bias;
+  if (ck.config().has("time_step_limit")) {
+    auto lim = *ck.config().get_floats("time_step_limit");
+    g.dt_min = lim[0], g.dt_max = lim[1];
+  }
+  const Tensor embed = load(ck, "backbone.embeddings.weight");
+  const std::size_t T = tokens.size();
+  const auto d = static_cast<std::size_t>(embed.cols());
+  std::vector<Vec> h(T);
+  for (std::size_t t = 0; t < T; ++t) {
+    h[t].assign(embed.v.begin() + static_cast<std::ptrdiff_t>(tokens[t] * d),
+                embed.v.begin() + static_cast<std::ptrdiff_t>((tokens[t] + 1) * d));
+  }
+  for (std::size_t l = 0; l < pattern.size(); ++l) {
+    const std::string p = "backbone.layers." + std::to_string(l) + ".";
+    const Tensor wn = load(ck, p + "norm.weight");
+    std::vector<Vec> x(T);
+    for (std::size_t t = 0; t < T; ++t) x[t] = rms_norm(h[t], wn.v, eps, false);
+    const std::vector<Vec> y = pattern[l] == 'M'   ? mamba2_mixer(ck, p + "mixer.", g, x)
+                               : pattern[l] == '*' ? attention(ck, p + "mixer.", x)
+                                                   : relu2_mlp(ck, p + "mixer.", x);
+    for (std::size_t t = 0; t < T; ++t) {
+      for (std::size_t i = 0; i < d; ++i) h[t][i] += y[t][i];
+    }
+  }
+  const Tensor wf = load(ck, "backbone.norm_f.weight");
+  for (Vec& row : h) row = rms_norm(row, wf.v, eps, false);
+  return head_logits(ck, h, embed);
+}
+
+}  // namespace recur::model::reference
