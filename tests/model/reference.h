@@ -52,6 +52,15 @@ std::vector<Vec> forward_gemma3(const Checkpoint& ck, const std::vector<std::int
 std::vector<Vec> forward_llama(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_qwen3_moe(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_lfm2(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+// Where forward_lfm2's short conv rounds its intermediates (in_proj's output, B ⊙ x, the conv's
+// output, C ⊙ conv): float64 by default; f32 rounds each to float as the engine holds them, bf16
+// as transformers does in a bf16 model. Tests measuring where LFM2's bf16 error comes from.
+enum class Rounding : std::uint8_t { kF64, kF32, kBf16 };
+struct ShortConvRounding {
+  Rounding in_proj = Rounding::kF64, bx = Rounding::kF64, conv = Rounding::kF64,
+           gated = Rounding::kF64;
+};
+void set_short_conv_rounding(const ShortConvRounding& r);
 
 std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
                                         const std::vector<std::int32_t>& tokens);

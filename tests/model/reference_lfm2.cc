@@ -2,11 +2,26 @@
 // Lfm2ShortConv's slow_forward, Lfm2Attention, Lfm2MLP, Lfm2DecoderLayer), float64, whole sequence
 // at once. A layer is attention when the checkpoint holds its self_attn tensors (the loader derives
 // the same schedule from config.json and refuses a checkpoint that disagrees).
+#include "kernels/dtype.h"
 #include "reference.h"
 
 namespace recur::model::reference {
 
 namespace {
+
+ShortConvRounding g_rounding;
+
+double round_as(double v, Rounding r) {
+  switch (r) {
+    case Rounding::kF64:
+      return v;
+    case Rounding::kF32:
+      return static_cast<float>(v);
+    case Rounding::kBf16:
+      return kernels::round_to_bf16(static_cast<float>(v));
+  }
+  return v;
+}
 
 Vec add_bias(Vec y, const Checkpoint& ck, const std::string& name) {
   if (ck.find(name) == nullptr) return y;
@@ -25,9 +40,10 @@ std::vector<Vec> short_conv(const Checkpoint& ck, const std::string& p, const st
   const auto K = static_cast<std::size_t>(conv.shape.back());
   std::vector<Vec> bx(T, Vec(d)), gate(T, Vec(d));
   for (std::size_t t = 0; t < T; ++t) {
-    const Vec bcx = add_bias(matvec(in, x[t]), ck, p + "conv.in_proj.bias");
+    Vec bcx = add_bias(matvec(in, x[t]), ck, p + "conv.in_proj.bias");
+    for (double& v : bcx) v = round_as(v, g_rounding.in_proj);
     for (std::size_t c = 0; c < d; ++c) {
-      bx[t][c] = bcx[c] * bcx[2 * d + c];
+      bx[t][c] = round_as(bcx[c] * bcx[2 * d + c], g_rounding.bx);
       gate[t][c] = bcx[d + c];
     }
   }
@@ -38,12 +54,19 @@ std::vector<Vec> short_conv(const Checkpoint& ck, const std::string& p, const st
     Vec g(d);
     for (std::size_t c = 0; c < d; ++c) {
       double s = conv_bias ? cb.v[c] : 0.0;
+      float s32 = 0.0f;  // Rounding::kF32: the taps summed in float, then the bias (the engine's)
       for (std::size_t j = 0; j < K; ++j) {
         const std::ptrdiff_t src =
             static_cast<std::ptrdiff_t>(t + j) - static_cast<std::ptrdiff_t>(K - 1);
-        if (src >= 0) s += conv.v[c * K + j] * bx[static_cast<std::size_t>(src)][c];
+        if (src < 0) continue;
+        const double tap = conv.v[c * K + j] * bx[static_cast<std::size_t>(src)][c];
+        s += tap;
+        s32 += static_cast<float>(tap);
       }
-      g[c] = s * gate[t][c];
+      if (g_rounding.conv == Rounding::kF32) {
+        s = s32 + (conv_bias ? static_cast<float>(cb.v[c]) : 0.0f);
+      }
+      g[c] = round_as(round_as(s, g_rounding.conv) * gate[t][c], g_rounding.gated);
     }
     y[t] = add_bias(matvec(out, g), ck, p + "conv.out_proj.bias");
   }
@@ -87,6 +110,8 @@ std::vector<Vec> attention(const Checkpoint& ck, const std::string& p, const std
 }
 
 }  // namespace
+
+void set_short_conv_rounding(const ShortConvRounding& r) { g_rounding = r; }
 
 std::vector<Vec> forward_lfm2(const Checkpoint& ck, const std::vector<std::int32_t>& tokens) {
   const auto L = static_cast<int>(cfg(ck, "num_hidden_layers", 0));
