@@ -315,13 +315,14 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
 
 void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
                MlpW* w) {
-  v.matrix(p + "mlp.gate_proj.weight", d_ff, d_model, &w->gate);
-  v.matrix(p + "mlp.up_proj.weight", d_ff, d_model, &w->up);
-  v.matrix(p + "mlp.down_proj.weight", d_model, d_ff, &w->down);
+  const std::string m = p + w->module;
+  v.matrix(m + "gate_proj.weight", d_ff, d_model, &w->gate);
+  v.matrix(m + "up_proj.weight", d_ff, d_model, &w->up);
+  v.matrix(m + "down_proj.weight", d_model, d_ff, &w->down);
   if (w->bias) {
-    v.vector(p + "mlp.gate_proj.bias", {d_ff}, &w->gate_bias);
-    v.vector(p + "mlp.up_proj.bias", {d_ff}, &w->up_bias);
-    v.vector(p + "mlp.down_proj.bias", {d_model}, &w->down_bias);
+    v.vector(m + "gate_proj.bias", {d_ff}, &w->gate_bias);
+    v.vector(m + "up_proj.bias", {d_ff}, &w->up_bias);
+    v.vector(m + "down_proj.bias", {d_model}, &w->down_bias);
   }
 }
 
@@ -336,6 +337,9 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   k::matmul_fused(*ctx.pool, x, n, gate_up);
   add_bias(g, w.gate_bias, n);
   add_bias(u, w.up_bias, n);
+  if (w.gate_scale != 1.0f) {
+    for (std::int64_t i = 0; i < n * d_ff; ++i) g[i] *= w.gate_scale;
+  }
   k::swiglu(g, u, g, n * d_ff);
   k::matmul(*ctx.pool, g, n, w.down, out);
   add_bias(out, w.down_bias, n);
@@ -465,7 +469,7 @@ void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, 
   v.vector(m + "dt_bias", {w->n_heads}, &w->dt_bias);
   v.vector(m + "A_log", {w->n_heads}, &w->a_log);
   v.vector(m + "D", {w->n_heads}, &w->d);
-  visit_norm(v, m + "norm.weight", w->d_inner(), &w->norm);
+  if (w->gate != Mamba2W::Gate::kNoNorm) visit_norm(v, m + "norm.weight", w->d_inner(), &w->norm);
   v.matrix(m + "out_proj.weight", d_model, w->d_inner(), &w->out);
 }
 
@@ -488,6 +492,11 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
   float* y = ctx.scratch->take(n * di);    // [n, H, P]
   float* z = ctx.scratch->take(n * di);    // [n, d_inner], z made contiguous for the gated norm
   k::matmul(*ctx.pool, x, n, w.in, zx);
+  if (!w.in_scale.empty()) {
+    for (std::int64_t r = 0; r < n; ++r) {
+      for (std::int64_t j = 0; j < iw; ++j) zx[r * iw + j] *= w.in_scale[j];
+    }
+  }
   const float* bias = w.conv_bias.empty() ? nullptr : w.conv_bias.data();
   // Every sequence's conv, then one scan dispatch over all their heads: a decode step of N
   // sequences would otherwise be N serial convs and N scan dispatches per layer, the other
@@ -540,9 +549,23 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
         return s;
       });
   for (std::int64_t r = 0; r < n; ++r) std::memcpy(z + r * di, zx + r * iw, di * sizeof(float));
-  // Per-group normalisation (mamba_ssm / llama.cpp); equals HF's whole-row form when G = 1.
-  k::rms_norm_gate_first(y, z, w.norm.w.data(), y, {.n_rows = n, .width = di}, di / w.n_groups,
-                         w.norm.eps);
+  const std::int64_t gs = di / w.n_groups;
+  switch (w.gate) {
+    case Mamba2W::Gate::kNormAfterGate:
+      // Per-group normalisation (mamba_ssm / llama.cpp); equals HF's whole-row form when G = 1.
+      k::rms_norm_gate_first(y, z, w.norm.w.data(), y, {.n_rows = n, .width = di}, gs, w.norm.eps);
+      break;
+    case Mamba2W::Gate::kNormBeforeGate:
+      // Each group has its own slice of the weight (HF weight.view(G, d_inner / G)).
+      for (std::int64_t g = 0; g < w.n_groups; ++g) {
+        k::rms_norm_gated(y + g * gs, z + g * gs, w.norm.w.data() + g * gs, y + g * gs,
+                          {.n_rows = n, .width = gs, .x_stride = di, .y_stride = di}, w.norm.eps);
+      }
+      break;
+    case Mamba2W::Gate::kNoNorm:
+      k::swiglu(z, y, y, n * di);
+      break;
+  }
   k::matmul(*ctx.pool, y, n, w.out, out);
 }
 

@@ -60,6 +60,12 @@ struct MlpW {
   kernels::WeightView gate, up, down;
   bool bias = false;  // gate/up/down_proj.bias (Llama's mlp_bias)
   std::vector<float> gate_bias, up_bias, down_bias;
+  // Falcon-H1's mlp_multipliers[0]: silu(gate(x) · gate_scale); inside the silu, so it cannot be
+  // folded into the output.
+  float gate_scale = 1.0f;
+  // Tensor names are <layer prefix><module><gate|up|down>_proj.*: Falcon-H1 names its
+  // "feed_forward.".
+  std::string module = "mlp.";
 };
 void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
                MlpW* w);
@@ -84,8 +90,12 @@ std::int64_t gated_delta_scratch_per_row(const GatedDeltaW& w);
 LayerStateSpec gated_delta_state(const GatedDeltaW& w);
 void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, float* out);
 
-// Mamba2 mixer: in_proj → conv → SSM scan → gate-then-norm → out_proj.
+// Mamba2 mixer: in_proj → conv → SSM scan → gated norm → out_proj.
 struct Mamba2W {
+  // How y meets the gate z: gate-then-norm w ⊙ norm_g(y ⊙ silu(z)) (Mamba2, Granite, Falcon-H1's
+  // mamba_norm_before_gate false), norm-then-gate w ⊙ norm_g(y) ⊙ silu(z), or no norm at all,
+  // y ⊙ silu(z) (Falcon-H1's mamba_rms_norm false: no norm.weight in the checkpoint).
+  enum class Gate : std::uint8_t { kNormAfterGate, kNormBeforeGate, kNoNorm };
   kernels::WeightView in, out;
   std::vector<float> conv, conv_bias;    // [K, conv_dim] tap-major, [conv_dim] (empty: no bias)
   std::vector<float> a_log, dt_bias, d;  // [H]
@@ -96,6 +106,10 @@ struct Mamba2W {
   std::size_t layer = 0;
   // Tensor names are <layer prefix><module>in_proj.weight, ...: Granite 4.0-H names its "mamba.".
   std::string module = "mixer.";
+  Gate gate = Gate::kNormAfterGate;
+  // Per-column multipliers of the in_proj output [in_width()] (Falcon-H1's mup vector times its
+  // ssm_in_multiplier, which in_proj's linearity lets move past the matmul); empty: none.
+  std::vector<float> in_scale;
   std::int64_t d_inner() const { return n_heads * head_dim; }
   std::int64_t conv_dim() const { return d_inner() + 2 * n_groups * d_state; }
   std::int64_t in_width() const { return d_inner() + conv_dim() + n_heads; }

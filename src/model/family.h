@@ -152,6 +152,8 @@ Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
 Result<std::unique_ptr<FamilyModel>> create_lfm2(const ConfigJson& c, const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
                                                        const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
+                                                      const std::string& prefix);
 
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.

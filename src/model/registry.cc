@@ -61,6 +61,11 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"backbone.", "model."},
        .probe_tensor = "embeddings.weight",
        .create = create_nemotron_h},
+      {.name = "falcon_h1",
+       .model_types = {"falcon_h1"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_falcon_h1},
   };
   return kFamilies;
 }

@@ -1,13 +1,15 @@
 // The chat templates of the Mamba2 hybrids written into tokenizer_config.json, verbatim, as data:
 // IBM Granite 4.0 (tools as JSON inside <tools>, calls as <tool_call>{json}</tool_call>, tool
 // results as a user turn) and NVIDIA Nemotron 3 (ChatML with <think>, enable_thinking and
-// truncate_history_thinking, Qwen3.5's XML tool calls).
+// truncate_history_thinking, Qwen3.5's XML tool calls); and the ChatML form recur writes for
+// Falcon-H1 (docs/model-falcon-h1.md: the real file was not found).
 #include "modelgen/tokenizer_gen.h"
 
 namespace recur::modelgen {
 
 // From ../shared/reference/chat-templates/ibm-granite-granite-4.0.jinja.
-const char* const kGranite4ChatTemplate = R"jinja({%- set tools_system_message_prefix = 'You are a helpful assistant with access to the following tools. You may call one or more tools to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>'  %}
+const char* const kGranite4ChatTemplate =
+    R"jinja({%- set tools_system_message_prefix = 'You are a helpful assistant with access to the following tools. You may call one or more tools to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>'  %}
 {%- set tools_system_message_suffix = '\n</tools>\n\nFor each tool call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>. If a tool does not exist in the provided list of tools, notify the user that you do not have the ability to fulfill the request.' %}
 {%- set documents_system_message_prefix = 'You are a helpful assistant with access to the following documents. You may use one or more documents to assist with the user query.\n\nYou are given a list of documents within <documents></documents> XML tags:\n<documents>' %}
 {%- set documents_system_message_suffix = '\n</documents>\n\nWrite the response to the user\'s input by strictly aligning with the facts in the provided documents. If the information needed to answer the question is not available in the documents, inform the user that the question cannot be answered based on the available data.' %}
@@ -127,7 +129,8 @@ const char* const kGranite4ChatTemplate = R"jinja({%- set tools_system_message_p
 {%- endif %})jinja";
 
 // From ../shared/reference/chat-templates/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja.
-const char* const kNemotron3ChatTemplate = R"jinja({% macro render_extra_keys(json_dict, handled_keys) %}
+const char* const kNemotron3ChatTemplate =
+    R"jinja({% macro render_extra_keys(json_dict, handled_keys) %}
     {%- if json_dict is mapping %}
         {%- for json_key in json_dict if json_key not in handled_keys %}
             {%- if json_dict[json_key] is mapping or (json_dict[json_key] is sequence and json_dict[json_key] is not string) %}
@@ -330,6 +333,60 @@ const char* const kNemotron3ChatTemplate = R"jinja({% macro render_extra_keys(js
     {%- else %}
         {{- '<|im_start|>assistant\n<think></think>' }}
     {%- endif %}
+{%- endif %}
+)jinja";
+
+// ChatML after <|begin_of_text|>; tools as JSON lines inside <tools> in the system turn, calls as
+// <tool_call>{json}</tool_call>, results as <tool_response> blocks in a user turn (the form
+// Qwen2.5's template writes, which recur's tool-call parser reads); no default system prompt.
+const char* const kFalconH1ChatTemplate = R"jinja({{- bos_token }}
+{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- elif messages[0]['role'] == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
 {%- endif %}
 )jinja";
 

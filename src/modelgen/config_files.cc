@@ -357,6 +357,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return lfm2_config(g, dtype, ids).dump(2) + "\n";
     case Family::kNemotronH:
       return nemotron_h_config_json(g, dtype, ids);
+    case Family::kFalconH1:
+      return falcon_h1_config_json(g, dtype, ids);
     case Family::kMamba2: {
       std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
       const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);
@@ -370,6 +372,7 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
   if (g.family == Family::kGraniteHybrid) return granite_hybrid_generation_config_json(ids);
   if (g.family == Family::kNemotronH) return nemotron_h_generation_config_json(ids);
+  if (g.family == Family::kFalconH1) return falcon_h1_generation_config_json(ids);
   if (g.family == Family::kLlama) {  // Llama-3.2-1B-Instruct's
     const Json j = {{"bos_token_id", ids.begin_of_text},
                     {"do_sample", true},

@@ -1,5 +1,7 @@
 // config.json and generation_config.json of the generated Mamba2 hybrids, with the real files'
-// field names (docs/model.md "Granite 4.0-H"): granite-4.0-h-350m's. Keys sorted, indented by 2.
+// field names (docs/model.md "Granite 4.0-H"): granite-4.0-h-350m's; Falcon-H1-0.5B-Instruct's
+// (docs/model-falcon-h1.md names the fields verified and those inferred). Keys sorted, indented by
+// 2.
 #include <nlohmann/json.hpp>
 
 #include "modelgen/families.h"
@@ -65,6 +67,68 @@ std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const Spe
                   {"transformers_version", "4.56.0"},
                   {"use_cache", true},
                   {"vocab_size", g.vocab_size}};
+  return j.dump(2) + "\n";
+}
+
+std::string falcon_h1_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  const Json j = {{"architectures", {"FalconH1ForCausalLM"}},
+                  {"attention_bias", false},
+                  {"attention_dropout", 0.0},
+                  {"attention_in_multiplier", g.attention_in_multiplier},
+                  {"attention_out_multiplier", g.attention_out_multiplier},
+                  {"attn_layer_indices", nullptr},
+                  {"bos_token_id", ids.begin_of_text},
+                  {"embedding_multiplier", g.embedding_multiplier},
+                  {"eos_token_id", ids.end_of_text},
+                  {"head_dim", g.head_dim},
+                  {"hidden_act", "silu"},
+                  {"hidden_size", g.d_model},
+                  {"initializer_range", 0.02},
+                  {"intermediate_size", g.d_ff},
+                  {"key_multiplier", g.key_multiplier},
+                  {"lm_head_multiplier", g.lm_head_multiplier},
+                  {"mamba_chunk_size", 128},
+                  {"mamba_conv_bias", true},
+                  {"mamba_d_conv", g.conv_kernel},
+                  {"mamba_d_head", g.ssm_head_dim},
+                  {"mamba_d_ssm", g.ssm_d_inner()},
+                  {"mamba_d_state", g.ssm_state},
+                  {"mamba_expand", g.expand},
+                  {"mamba_n_groups", g.ssm_groups},
+                  {"mamba_n_heads", g.ssm_heads},
+                  {"mamba_norm_before_gate", g.mamba_norm_before_gate},
+                  {"mamba_proj_bias", false},
+                  {"mamba_rms_norm", g.mamba_rms_norm},
+                  {"mamba_use_mlp", true},
+                  {"max_position_embeddings", g.max_position},
+                  {"mlp_bias", false},
+                  {"mlp_multipliers", g.mlp_multipliers},
+                  {"model_type", "falcon_h1"},
+                  {"num_attention_heads", g.n_heads},
+                  {"num_hidden_layers", g.n_layers},
+                  {"num_key_value_heads", g.n_kv_heads},
+                  {"num_logits_to_keep", 1},
+                  {"pad_token_id", ids.pad},
+                  {"projectors_bias", false},
+                  {"rms_norm_eps", g.norm_eps},
+                  {"rope_scaling", nullptr},
+                  {"rope_theta", g.rope_theta},
+                  {"ssm_in_multiplier", g.ssm_in_multiplier},
+                  {"ssm_multipliers", g.ssm_multipliers},
+                  {"ssm_out_multiplier", g.ssm_out_multiplier},
+                  {"tie_word_embeddings", g.tied},
+                  {"torch_dtype", torch_dtype_name(dtype)},
+                  {"transformers_version", "4.52.0"},
+                  {"use_cache", true},
+                  {"vocab_size", g.vocab_size}};
+  return j.dump(2) + "\n";
+}
+
+std::string falcon_h1_generation_config_json(const SpecialIds& ids) {
+  const Json j = {{"bos_token_id", ids.begin_of_text},
+                  {"eos_token_id", {ids.end_of_text, ids.im_end}},
+                  {"pad_token_id", ids.pad},
+                  {"transformers_version", "4.52.0"}};
   return j.dump(2) + "\n";
 }
 

@@ -195,7 +195,41 @@ Geometry nemotron_h_preset(bool real) {
   return g;
 }
 
+// tiiuae/Falcon-H1-0.5B-Instruct (docs/model-falcon-h1.md: which fields are verified where);
+// tiny: its multipliers and flags with a head_dim unlike d_model / heads and a mamba_d_ssm unlike
+// mamba_expand · d_model, as the real one; tiny-norm: the mixer's gated norm (norm before gate)
+// over two SSM groups, and a tied head.
+Geometry falcon_h1_preset(const std::string& preset) {
+  Geometry g{.family = Family::kFalconH1, .rope_theta = 1e11, .norm_eps = 1e-5};
+  g.expand = 2, g.ssm_groups = 1, g.conv_kernel = 4, g.max_position = 16384, g.tied = false;
+  g.embedding_multiplier = 5.656854249492381, g.lm_head_multiplier = 0.0390625;
+  g.key_multiplier = 0.39062499999999994, g.attention_in_multiplier = 1.0;
+  g.attention_out_multiplier = 0.9375, g.ssm_in_multiplier = 1.25;
+  g.ssm_out_multiplier = 0.23570226039551587;
+  g.mlp_multipliers = {0.8838834764831844, 0.5859375};
+  g.ssm_multipliers = {0.3535533905932738, 0.25, 0.3535533905932738, 0.5, 0.3535533905932738};
+  if (preset == "falcon-h1-0.5b") {
+    g.n_layers = 36, g.d_model = 1024, g.vocab_size = 32784, g.d_ff = 2048;
+    g.n_heads = 8, g.n_kv_heads = 2, g.head_dim = 64;
+    g.ssm_heads = 24, g.ssm_head_dim = 64, g.ssm_state = 128;
+    return g;
+  }
+  g.n_layers = 2, g.d_model = 64, g.d_ff = 128;
+  g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 8;
+  g.ssm_heads = 6, g.ssm_head_dim = 16, g.ssm_state = 16;
+  if (preset == "tiny-norm") {
+    g.mamba_rms_norm = true, g.mamba_norm_before_gate = true, g.ssm_groups = 2, g.tied = true;
+  }
+  return g;
+}
+
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  if (family == Family::kFalconH1 &&
+      (preset == "tiny" || preset == "tiny-norm" || preset == "falcon-h1-0.5b")) {
+    Geometry g = falcon_h1_preset(preset);
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kLfm2 &&
       (preset == "tiny" || preset == "tiny-bias" || preset == "lfm2-350m")) {
     Geometry g = lfm2_preset(preset);
@@ -244,7 +278,7 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
                "granite-4.0-h-350m for granitemoehybrid, lfm2-350m and tiny-bias for lfm2, "
-               "nemotron-h-4b for nemotron_h)",
+               "nemotron-h-4b for nemotron_h, falcon-h1-0.5b and tiny-norm for falcon_h1)",
                preset, family_name(family));
 }
 
@@ -266,6 +300,7 @@ Status apply_hidden_size(Geometry& g, int d) {
     g.ssm_heads = g.expand * d / g.ssm_head_dim;
     if (g.family == Family::kMamba2) return Status::ok();
   }
+  if (g.family == Family::kFalconH1) g.ssm_heads = scaled(g.ssm_heads, d, old_d);
   g.n_heads = scaled(g.n_heads, d, old_d);
   g.n_kv_heads = std::min(scaled(g.n_kv_heads, d, old_d), g.n_heads);
   while (g.n_heads % g.n_kv_heads != 0) --g.n_kv_heads;
@@ -533,8 +568,9 @@ std::vector<GenTensor> mamba2_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
-// The Mamba2 mixer of a hybrid layer under `m` (mamba. or mixer.), initialised as mamba2_table's.
-void mamba2_mixer(TableBuilder& t, const Geometry& g, const std::string& m) {
+// The Mamba2 mixer of a hybrid layer under `m` (mamba. or mixer.), initialised as mamba2_table's;
+// without `norm` it has no gated norm (Falcon-H1's mamba_rms_norm false).
+void mamba2_mixer(TableBuilder& t, const Geometry& g, const std::string& m, bool norm = true) {
   const std::int64_t d = g.d_model, h = g.ssm_heads, inner = g.ssm_d_inner();
   const std::int64_t conv = g.ssm_conv_dim();
   t.add(m + "A_log", {h}, {.kind = InitKind::kLogUniform, .a = 1.0, .b = 16.0});
@@ -544,7 +580,7 @@ void mamba2_mixer(TableBuilder& t, const Geometry& g, const std::string& m) {
   t.add(m + "conv1d.bias", {conv}, {.a = 0.0, .b = 0.1});
   t.add(m + "dt_bias", {h}, {.kind = InitKind::kDtBias, .a = 0.001, .b = 0.1});
   t.linear(m + "in_proj.weight", inner + conv + h, d);
-  t.plain_norm(m + "norm.weight", inner);
+  if (norm) t.plain_norm(m + "norm.weight", inner);
   t.out_linear(m + "out_proj.weight", d, inner);
 }
 
@@ -646,6 +682,36 @@ std::vector<GenTensor> lfm2_table(const Geometry& g, DType dtype) {
   return std::move(t.out);
 }
 
+// FalconH1ForCausalLM: per layer the Mamba2 mixer (mamba.) and the attention (self_attn., no q/k
+// norms) on input_layernorm's output, then pre_ff_layernorm and the SwiGLU feed_forward; the final
+// norm is final_layernorm. The head is initialised 1 / lm_head_multiplier larger than a plain
+// linear, so the generated logits are not flattened by the muP scaling.
+std::vector<GenTensor> falcon_h1_table(const Geometry& g, DType dtype) {
+  TableBuilder t{dtype, g.n_layers, {}};
+  const std::int64_t d = g.d_model, q_rows = std::int64_t{g.n_heads} * g.head_dim;
+  const std::int64_t kv_rows = std::int64_t{g.n_kv_heads} * g.head_dim;
+  t.embedding("model.embed_tokens.weight", g.vocab_size, d);
+  for (int i = 0; i < g.n_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t.plain_norm(p + "input_layernorm.weight", d);
+    mamba2_mixer(t, g, p + "mamba.", g.mamba_rms_norm);
+    t.linear(p + "self_attn.q_proj.weight", q_rows, d);
+    t.linear(p + "self_attn.k_proj.weight", kv_rows, d);
+    t.linear(p + "self_attn.v_proj.weight", kv_rows, d);
+    t.out_linear(p + "self_attn.o_proj.weight", d, q_rows);
+    t.plain_norm(p + "pre_ff_layernorm.weight", d);
+    t.linear(p + "feed_forward.gate_proj.weight", g.d_ff, d);
+    t.linear(p + "feed_forward.up_proj.weight", g.d_ff, d);
+    t.out_linear(p + "feed_forward.down_proj.weight", d, g.d_ff);
+  }
+  t.plain_norm("model.final_layernorm.weight", d);
+  if (!g.tied) {
+    t.add("lm_head.weight", {g.vocab_size, d},
+          {.a = 0.0, .b = 2.0 / std::sqrt(double(d)) / g.lm_head_multiplier});
+  }
+  return std::move(t.out);
+}
+
 }  // namespace
 
 std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
@@ -668,6 +734,8 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return lfm2_table(g, dtype);
     case Family::kNemotronH:
       return nemotron_h_table(g, dtype);
+    case Family::kFalconH1:
+      return falcon_h1_table(g, dtype);
   }
   return {};
 }

@@ -74,6 +74,12 @@ struct Geometry {
   bool lfm2_5_keys = false;  // LFM2.5's config spelling (layer_types, rope_parameters, ...)
   // nemotron_h: one block per layer, M (Mamba2), * (attention) or - (ReLU² MLP)
   std::string block_pattern;
+  // falcon_h1: attention and Mamba2 side by side in every layer (ssm_d_inner() is its
+  // mamba_d_ssm); its muP multipliers besides embedding_multiplier; the mixer's optional norm
+  double lm_head_multiplier = 1.0, key_multiplier = 1.0, attention_in_multiplier = 1.0;
+  double attention_out_multiplier = 1.0, ssm_in_multiplier = 1.0, ssm_out_multiplier = 1.0;
+  std::vector<double> mlp_multipliers, ssm_multipliers;  // [gate, down], [z, x, B, C, dt]
+  bool mamba_rms_norm = false, mamba_norm_before_gate = false;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
@@ -125,5 +131,7 @@ std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const Spe
 std::string granite_hybrid_generation_config_json(const SpecialIds& ids);
 std::string nemotron_h_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string nemotron_h_generation_config_json(const SpecialIds& ids);
+std::string falcon_h1_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
+std::string falcon_h1_generation_config_json(const SpecialIds& ids);
 
 }  // namespace recur::modelgen

@@ -31,6 +31,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "granitemoehybrid") return Family::kGraniteHybrid;
   if (word == "lfm2") return Family::kLfm2;
   if (word == "nemotron_h") return Family::kNemotronH;
+  if (word == "falcon_h1") return Family::kFalconH1;
   return std::nullopt;
 }
 
@@ -54,6 +55,8 @@ const char* family_name(Family family) {
       return "lfm2";
     case Family::kNemotronH:
       return "nemotron_h";
+    case Family::kFalconH1:
+      return "falcon_h1";
   }
   return "?";
 }

@@ -36,9 +36,10 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "granitemoehybrid") return Family::kGraniteHybrid;
   if (type == "lfm2") return Family::kLfm2;
   if (type == "nemotron_h") return Family::kNemotronH;
+  if (type == "falcon_h1") return Family::kFalconH1;
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
-               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h)",
+               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h, falcon_h1)",
                ck.dir(), type);
 }
 

@@ -277,6 +277,7 @@ BpeTokenizer llama_tokenizer(int pad_to) {
 const BpeTokenizer& family_tokenizer(Family family, std::string_view preset) {
   if (family == Family::kGraniteHybrid) return granite_tokenizer(preset);
   if (family == Family::kNemotronH) return nemotron_h_tokenizer();
+  if (family == Family::kFalconH1) return falcon_h1_tokenizer();
   if (family != Family::kLlama) return generated_tokenizer();
   if (preset == "llama-3.2-1b") {
     static const BpeTokenizer real = llama_tokenizer(128000);
@@ -419,7 +420,8 @@ bool qwen3_like(Family family) { return family == Family::kQwen3 || family == Fa
 
 std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
   if (family == Family::kLlama) return llama_tokenizer_json(tok);
-  if (family == Family::kGraniteHybrid || family == Family::kNemotronH) {
+  if (family == Family::kGraniteHybrid || family == Family::kNemotronH ||
+      family == Family::kFalconH1) {
     return granite_tokenizer_json(tok);
   }
   OJson added = OJson::array();
@@ -453,6 +455,7 @@ std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int ma
   if (family == Family::kLlama) return llama_tokenizer_config_json(tok, max_position);
   if (family == Family::kGraniteHybrid) return granite_tokenizer_config_json(tok, max_position);
   if (family == Family::kNemotronH) return nemotron_h_tokenizer_config_json(tok, max_position);
+  if (family == Family::kFalconH1) return falcon_h1_tokenizer_config_json(tok, max_position);
   OJson decoder = OJson::object();
   OJson extra = OJson::array();
   for (std::size_t i = 0; i < tok.added.size(); ++i) {

@@ -17,6 +17,7 @@ extern const char* const kQwen3_5ChatTemplate;
 extern const char* const kQwen3ChatTemplate;
 extern const char* const kLlama3ChatTemplate;
 extern const char* const kGranite4ChatTemplate;
+extern const char* const kFalconH1ChatTemplate;
 extern const char* const kNemotron3ChatTemplate;
 
 struct AddedToken {
@@ -58,6 +59,11 @@ std::string granite_tokenizer_json(const BpeTokenizer& tok);
 std::string granite_tokenizer_config_json(const BpeTokenizer& tok, int max_position);
 const BpeTokenizer& nemotron_h_tokenizer();
 std::string nemotron_h_tokenizer_config_json(const BpeTokenizer& tok, int max_position);
+// Falcon-H1's: a byte-level BPE with the Llama 3 / cl100k pre-tokenizer regex (llama.cpp's
+// "falcon-h1" pre-tokenizer) written as granite_tokenizer_json writes it, the generated BPE and
+// ChatML's added tokens after it (not the real ids: docs/model-falcon-h1.md).
+const BpeTokenizer& falcon_h1_tokenizer();
+std::string falcon_h1_tokenizer_config_json(const BpeTokenizer& tok, int max_position);
 
 // Gemma's kind (tokenizer_sp.cc): a SentencePiece BPE as Hugging Face converts it. Spaces are
 // normalized to U+2581 ("▁"), the whole text is one word, pieces are code points merged by rank,

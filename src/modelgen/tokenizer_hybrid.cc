@@ -2,6 +2,8 @@
 // added tokens at their real ids. Granite 4.0: a GPT-2-style file with the cl100k pre-tokenizer
 // regex (the one Llama 3 also uses), no normalizer, <|pad|> .. </documents> at 100256..100283
 // (the granite-4.0-h-350m preset pads the BPE with unreachable tokens so the ids match).
+// Falcon-H1: the same kind of file (llama.cpp reads its pre-tokenizer as Llama 3's regex) with
+// ChatML's tokens, <|begin_of_text|> as bos, tool and think tags.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +115,53 @@ const BpeTokenizer& granite_tokenizer(std::string_view preset) {
   }
   static const BpeTokenizer tiny = make(0);
   return tiny;
+}
+
+const BpeTokenizer& falcon_h1_tokenizer() {
+  static const BpeTokenizer tok = [] {
+    BpeTokenizer t = padded(0, {{"<|pad|>"},
+                                {"<|begin_of_text|>"},
+                                {"<|end_of_text|>"},
+                                {"<|im_start|>"},
+                                {"<|im_end|>"},
+                                {"<tool_call>", false},
+                                {"</tool_call>", false},
+                                {"<tool_response>", false},
+                                {"</tool_response>", false},
+                                {"<think>", false},
+                                {"</think>", false}});
+    const auto base = static_cast<int>(t.vocab.size());
+    t.ids = {.im_start = base + 3,
+             .im_end = base + 4,
+             .begin_of_text = base + 1,
+             .end_of_text = base + 2,
+             .pad = base};
+    return t;
+  }();
+  return tok;
+}
+
+std::string falcon_h1_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
+  OJson decoder = OJson::object();
+  for (std::size_t i = 0; i < tok.added.size(); ++i) {
+    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
+                                                     {"lstrip", false},
+                                                     {"normalized", false},
+                                                     {"rstrip", false},
+                                                     {"single_word", false},
+                                                     {"special", tok.added[i].special}};
+  }
+  const OJson j = {{"add_bos_token", false},
+                   {"add_eos_token", false},
+                   {"added_tokens_decoder", std::move(decoder)},
+                   {"bos_token", "<|begin_of_text|>"},
+                   {"chat_template", kFalconH1ChatTemplate},
+                   {"clean_up_tokenization_spaces", true},
+                   {"eos_token", "<|end_of_text|>"},
+                   {"model_max_length", max_position},
+                   {"pad_token", "<|pad|>"},
+                   {"tokenizer_class", "PreTrainedTokenizerFast"}};
+  return j.dump(2) + "\n";
 }
 
 std::string granite_tokenizer_json(const BpeTokenizer& tok) {

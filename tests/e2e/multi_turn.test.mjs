@@ -7,7 +7,7 @@ import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
 const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid', 'lfm2',
-                  'nemotron_h'];
+                  'nemotron_h', 'falcon_h1'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -16,7 +16,7 @@ const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_
 // prompt. Qwen3's template (qwen3 checkpoints) adds an empty think block only when thinking is
 // off; Qwen3.5's (qwen3_5 and the generated mamba2) opens one when thinking is on. Gemma 3's
 // has no thinking switch and calls the assistant "model"; Llama 3.1's has none either, nor has
-// Granite 4.0's or LFM2.5's (ChatML turns, no think block).
+// Granite 4.0's, LFM2.5's or Falcon-H1's (ChatML turns, no think block).
 function newTokensOf(family, user, thinking) {
   if (family === 'nemotron_h') {  // Nemotron 3's template: an empty think block when off
     return `${user}<|im_end|>\n<|im_start|>assistant\n${thinking ? '<think>\n' : '<think></think>'}`;
@@ -25,7 +25,7 @@ function newTokensOf(family, user, thinking) {
     return `${user}<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>`;
   }
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
-  if (family === 'lfm2') return `${user}<|im_end|>\n<|im_start|>assistant\n`;
+  if (family === 'lfm2' || family === 'falcon_h1') return `${user}<|im_end|>\n<|im_start|>assistant\n`;
   if (family === 'llama') return `${user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
   const qwen3 = family === 'qwen3' || family === 'qwen3_moe';  // the same tokenizer files
   const think = thinking ? (qwen3 ? '' : '<think>\n') : '<think>\n\n</think>\n\n';
@@ -51,6 +51,7 @@ const SYSTEM_BLOCK = {
   granitemoehybrid: (s) =>
     `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
   lfm2: (s) => `<|startoftext|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  falcon_h1: (s) => `<|begin_of_text|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
 };
 
 async function firstTurnCached(dir, family) {

@@ -530,7 +530,8 @@ INSTANTIATE_TEST_SUITE_P(Families, EngineTest,
                          testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
                                          modelgen::Family::kQwen3, modelgen::Family::kGemma3,
                                          modelgen::Family::kLlama, modelgen::Family::kGraniteHybrid,
-                                         modelgen::Family::kLfm2, modelgen::Family::kNemotronH),
+                                         modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
+                                         modelgen::Family::kFalconH1),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 }  // namespace

@@ -143,7 +143,8 @@ INSTANTIATE_TEST_SUITE_P(Families, Capture,
                          ::testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
                                            modelgen::Family::kGemma3,
                                            modelgen::Family::kGraniteHybrid,
-                                           modelgen::Family::kLfm2, modelgen::Family::kNemotronH),
+                                           modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
+                                           modelgen::Family::kFalconH1),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 TEST(CaptureLimits, RingModelsRefuseACaptureTheRingWouldOverwrite) {

@@ -58,6 +58,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_lfm2(ck, tokens);
     case modelgen::Family::kNemotronH:
       return reference::forward_nemotron_h(ck, tokens);
+    case modelgen::Family::kFalconH1:
+      return reference::forward_falcon_h1(ck, tokens);
   }
   return {};
 }
@@ -214,6 +216,16 @@ TEST(ReferenceLfm2, ConvBiasesUntiedHeadAndLfm2Keys) {
                           "tiny-bias");
   check_against_reference(modelgen::Family::kLfm2, modelgen::DType::kBF16, kMaxRelErrorBf16Gated, 0,
                           "tiny-bias");
+}
+
+// Falcon-H1's other side (tiny-norm: the mixer's gated norm, normalised before the gate over two
+// SSM groups, each with its slice of the weight; a tied head); tiny has the real 0.5B's no-norm
+// mixer.
+TEST(ReferenceFalconH1, GatedNormOverGroupsAndTiedHead) {
+  check_against_reference(modelgen::Family::kFalconH1, modelgen::DType::kF32, kMaxRelError, 0,
+                          "tiny-norm");
+  check_against_reference(modelgen::Family::kFalconH1, modelgen::DType::kBF16, kMaxRelErrorBf16, 0,
+                          "tiny-norm");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Reference, ::testing::ValuesIn(testing::kAllFamilies),

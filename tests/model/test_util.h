@@ -64,6 +64,7 @@ inline const char* family_word(modelgen::Family f) { return modelgen::family_nam
 constexpr modelgen::Family kAllFamilies[] = {
     modelgen::Family::kQwen3,         modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
     modelgen::Family::kGemma3,        modelgen::Family::kLlama,   modelgen::Family::kQwen3Moe,
-    modelgen::Family::kGraniteHybrid, modelgen::Family::kLfm2,    modelgen::Family::kNemotronH};
+    modelgen::Family::kGraniteHybrid, modelgen::Family::kLfm2,    modelgen::Family::kNemotronH,
+    modelgen::Family::kFalconH1};
 
 }  // namespace recur::model::testing

@@ -224,6 +224,7 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
     case Family::kQwen3Moe:
     case Family::kGraniteHybrid:
     case Family::kNemotronH:
+    case Family::kFalconH1:
       break;
   }
   return {};
