@@ -99,7 +99,7 @@ TEST(FalconH1, ConfigErrorsNameTheKey) {
 // value (and the token ids of its own tokenizer, which the real one does not share).
 TEST(FalconH1, GeneratedPresetConfigIsTheRealOne) {
   TempDir tmp("falcon_preset");
-  const std::string dir = (tmp.path() / "m").string();
+  const std::string dir = (std::filesystem::path(tmp.path()) / "m").string();
   ASSERT_TRUE(
       modelgen::write_checkpoint(
           {.family = modelgen::Family::kFalconH1, .preset = "falcon-h1-0.5b", .layers = 1}, dir)
