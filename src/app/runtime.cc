@@ -112,7 +112,7 @@ Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_b
       format_bytes(static_cast<std::int64_t>(rt.model->quantized_bytes())), format_bytes(rss.anon),
       format_bytes(rss.file));
   log::info("model dir={} family={} layers={} vocab={} weights={} isa={} threads={}", dir,
-            rt.model->family(), rt.model->state_layout().layers.size(), rt.model->vocab_size(),
+            rt.model->family(), rt.model->n_layers(), rt.model->vocab_size(),
             format_bytes(static_cast<std::int64_t>(rt.model->weight_bytes())),
             kernels::isa_name(isa), rt.n_threads);
   return rt;

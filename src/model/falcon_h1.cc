@@ -257,6 +257,7 @@ class FalconH1 final : public FamilyModel {
 
   std::int64_t d_model() const override { return c_.d_model; }
   std::int64_t vocab_size() const override { return c_.vocab_size; }
+  std::int64_t n_layers() const override { return c_.n_layers; }
 
   // Every layer holds both kinds of state, as two entries of the layout: its attention's K/V at
   // 2i, its mixer's recurrent state and conv window at 2i + 1.

@@ -107,6 +107,11 @@ class FamilyModel {
   virtual std::int64_t d_model() const = 0;
   virtual std::int64_t vocab_size() const = 0;
   virtual StateLayout state_layout() const = 0;
+  // Decoder layers (num_hidden_layers): one state entry each, except where a layer holds two
+  // (Falcon-H1's parallel attention and Mamba2).
+  virtual std::int64_t n_layers() const {
+    return static_cast<std::int64_t>(state_layout().layers.size());
+  }
   // Every tensor, bound through `v` (also the list for docs and tests).
   virtual void visit_tensors(TensorVisitor& v) = 0;
   // Scratch floats per batch row the layers need at most (beyond the driver's own buffers).

@@ -430,6 +430,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
 
 std::int64_t Model::vocab_size() const { return impl_->vocab_size(); }
 std::int64_t Model::d_model() const { return impl_->d_model(); }
+std::int64_t Model::n_layers() const { return impl_->n_layers(); }
 const std::vector<std::int64_t>& Model::eos_ids() const { return checkpoint_->eos_ids(); }
 std::size_t Model::weight_bytes() const { return checkpoint_->n_weight_bytes(); }
 std::size_t Model::quantized_bytes() const { return quantized_->bytes; }

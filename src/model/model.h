@@ -88,6 +88,7 @@ class Model {
   // eos ids of config.json and generation_config.json together.
   const std::vector<std::int64_t>& eos_ids() const;
   const StateLayout& state_layout() const { return layout_; }
+  std::int64_t n_layers() const;  // decoder layers, as config.json counts them
   // Family + geometry + weights identity; snapshots carry it.
   std::uint64_t fingerprint() const { return fingerprint_; }
   const std::vector<TensorEntry>& tensors() const { return tensors_; }

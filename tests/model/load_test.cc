@@ -9,6 +9,7 @@
 #include <set>
 
 #include "model/checkpoint.h"
+#include "model/config_json.h"
 #include "model/family.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -76,6 +77,10 @@ TEST(Load, EveryFamilyLoadsAndRunsBf16AndF32) {
       EXPECT_EQ((*m)->family(), modelgen::family_name(family));
       EXPECT_FALSE((*m)->eos_ids().empty());
       EXPECT_GT((*m)->tensors().size(), 5u);
+      // The startup log's layer count is config.json's, whatever the layers' state entries.
+      auto config = ConfigJson::parse(slurp(dir + "/config.json"), "config.json");
+      ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+      EXPECT_EQ((*m)->n_layers(), *config->get_int("num_hidden_layers"));
       auto seq = (*m)->new_sequence();
       ThreadPool pool(1);
       std::vector<std::int32_t> tokens = {1, 2, 3, 4, 5};
