@@ -2,7 +2,6 @@
 // KernelTable, the activations are prepared once per path, and every output's blocks run on the
 // pool. Work is split over output columns and rows, never over the reduction.
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -30,11 +29,13 @@ struct FusedPart {
   std::int64_t first_task = 0;  // tasks [first_task, first_task + m_blocks * n_blocks)
 };
 
-// The part holding flat task / chunk index i (parts are in order of first_task).
+// The part holding flat task / chunk index i (parts are in order of first_task; a grouped call
+// has hundreds of them, so a binary search).
 const FusedPart& part_of(const FusedPart* parts, std::size_t n_parts, std::int64_t i) {
-  std::size_t p = n_parts - 1;
-  while (i < parts[p].first_task) --p;
-  return parts[p];
+  const FusedPart* p =
+      std::upper_bound(parts, parts + n_parts, i,
+                       [](std::int64_t t, const FusedPart& q) { return t < q.first_task; });
+  return *(p - 1);
 }
 
 void run_parts(ThreadPool& pool, const FusedPart* parts, std::size_t n_parts,
@@ -123,23 +124,12 @@ void run_parts_streaming(ThreadPool& pool, const FusedPart* parts, std::size_t n
   });
 }
 
-// Prepared activations of the calling (engine) thread, one buffer per path of a call: each grows
-// to the largest call, then is reused.
-void* prepared_scratch(std::size_t slot, std::int64_t bytes) {
-  thread_local std::array<std::vector<std::uint8_t>, kMaxFusedMatmuls> bufs;
-  std::vector<std::uint8_t>& buf = bufs[slot];
+// The prepared activations of the calling (engine) thread's call, all of them in one buffer that
+// grows to the largest call, then is reused.
+std::uint8_t* prepared_scratch(std::int64_t bytes) {
+  thread_local std::vector<std::uint8_t> buf;
   if (static_cast<std::int64_t>(buf.size()) < bytes) buf.resize(static_cast<std::size_t>(bytes));
   return buf.data();
-}
-
-// Runs fn(r0, r1) over blocks of kPrepRows activation rows on the pool.
-template <typename Fn>
-void for_row_blocks(ThreadPool& pool, std::int64_t n_rows, const Fn& fn) {
-  const std::int64_t n_blocks = (n_rows + kPrepRows - 1) / kPrepRows;
-  pool.run(static_cast<std::size_t>(n_blocks), [&](std::size_t b) {
-    const std::int64_t r0 = static_cast<std::int64_t>(b) * kPrepRows;
-    fn(r0, std::min(n_rows, r0 + kPrepRows));
-  });
 }
 
 // The path of the active table that runs weight w in this call.
@@ -157,6 +147,14 @@ const MatmulPath& matmul_path(const KernelTable& t, const WeightView& w, bool la
   return t.matmul_f32;
 }
 
+// One group's activations in the layout of one path (and quantization group size).
+struct Prepared {
+  const MatmulPath* path = nullptr;
+  ActivationRows rows;
+  std::int64_t offset = 0;       // into the call's prepared_scratch
+  std::int64_t first_block = 0;  // its kPrepRows-row blocks in the call's preparation run
+};
+
 }  // namespace
 
 // Its own buffer: the calling thread also runs tasks, and its prepared_scratch holds the packed
@@ -167,57 +165,86 @@ float* lanes_weight_scratch(std::int64_t n) {
   return buf.data();
 }
 
-void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
-                     std::span<const MatmulOut> outs) {
+void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
   const KernelTable& table = active_kernels();
-  const std::int64_t k_dim = outs[0].w.cols;
-  std::int64_t bf16_cols = 0;
-  for (const MatmulOut& o : outs) {
-    bf16_cols += o.w.dtype == DType::kBF16 && !o.w.quantized() ? o.w.rows : 0;
-  }
-  const bool lanes_call = n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
-  // The activations of each distinct (path, quantization group), prepared once for all the
-  // outputs that read them.
-  struct Prepared {
-    const MatmulPath* path = nullptr;
-    int group_size = 0;
-    const void* x = nullptr;
-  };
-  std::array<Prepared, kMaxFusedMatmuls> prepared;
-  std::size_t n_prepared = 0;
-  const auto prepared_x = [&](const MatmulPath& path, int group_size) -> const void* {
-    if (path.prepare_x == nullptr) return nullptr;
-    for (std::size_t i = 0; i < n_prepared; ++i) {
-      if (prepared[i].path == &path && prepared[i].group_size == group_size) return prepared[i].x;
+  // Grown once to the largest call, like the prepared activations: no allocation per step after.
+  thread_local std::vector<Prepared> prepared;
+  thread_local std::vector<FusedPart> parts;
+  thread_local std::vector<std::size_t> part_prep;  // parts[i]'s entry of `prepared`
+  prepared.clear();
+  parts.clear();
+  part_prep.clear();
+  bool streaming = true;
+  for (const MatmulGroup& g : groups) streaming = streaming && g.n_rows <= kStreamRows;
+  std::int64_t n_tasks = 0, bytes = 0, n_blocks = 0;
+  for (const MatmulGroup& g : groups) {
+    if (g.n_rows == 0) continue;
+    std::int64_t bf16_cols = 0;
+    for (const MatmulOut& o : g.outs) {
+      bf16_cols += o.w.dtype == DType::kBF16 && !o.w.quantized() ? o.w.rows : 0;
     }
-    const ActivationRows rows{.x = x, .n_rows = n_rows, .k_dim = k_dim, .group_size = group_size};
-    void* out = prepared_scratch(n_prepared, path.x_bytes(rows));
-    for_row_blocks(pool, n_rows,
-                   [&](std::int64_t r0, std::int64_t r1) { path.prepare_x(rows, r0, r1, out); });
-    prepared[n_prepared++] = {.path = &path, .group_size = group_size, .x = out};
-    return out;
-  };
-  std::array<FusedPart, kMaxFusedMatmuls> parts;
-  std::size_t n_parts = 0;
-  std::int64_t n_tasks = 0;
-  for (const MatmulOut& o : outs) {
-    if (o.w.rows == 0) continue;
-    const MatmulPath& path = matmul_path(table, o.w, lanes_call);
-    FusedPart& p = parts[n_parts++];
-    p.op = {.x = x, .xp = prepared_x(path, o.w.group_size), .w = o.w, .y = o.y, .n_rows = n_rows};
-    p.fn = path.block;
-    p.block_n = n_rows <= kStreamRows ? kStreamChunk : path.block_n;
-    const std::int64_t n_blocks = (o.w.rows + p.block_n - 1) / p.block_n;
-    p.block_m = n_blocks >= 4 * pool.n_threads() ? path.wide_block_m : kMatmulBlockM;
-    p.m_blocks = (n_rows + p.block_m - 1) / p.block_m;
-    p.first_task = n_tasks;
-    n_tasks += p.m_blocks * n_blocks;
+    const bool lanes_call = g.n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
+    const std::size_t group_first = prepared.size();
+    for (const MatmulOut& o : g.outs) {
+      if (o.w.rows == 0) continue;
+      const MatmulPath& path = matmul_path(table, o.w, lanes_call);
+      // The activations of each distinct (path, quantization group) of a group are prepared once
+      // for all the outputs that read them.
+      std::size_t prep = prepared.size();
+      for (std::size_t i = group_first; i < prepared.size(); ++i) {
+        if (prepared[i].path == &path && prepared[i].rows.group_size == o.w.group_size) prep = i;
+      }
+      if (prep == prepared.size()) {
+        const ActivationRows rows{
+            .x = g.x, .n_rows = g.n_rows, .k_dim = o.w.cols, .group_size = o.w.group_size};
+        prepared.push_back({.path = &path, .rows = rows, .offset = bytes, .first_block = n_blocks});
+        if (path.prepare_x != nullptr) {
+          bytes += (path.x_bytes(rows) + 63) / 64 * 64;
+          n_blocks += (g.n_rows + kPrepRows - 1) / kPrepRows;
+        }
+      }
+      FusedPart& p = parts.emplace_back();
+      part_prep.push_back(prep);
+      p.op = {.x = g.x, .xp = nullptr, .w = o.w, .y = o.y, .n_rows = g.n_rows};
+      p.fn = path.block;
+      const bool small = g.n_rows <= kStreamRows;
+      p.block_n = small ? kStreamChunk : path.block_n;
+      const std::int64_t col_blocks = (o.w.rows + p.block_n - 1) / p.block_n;
+      p.block_m = small                                ? g.n_rows
+                  : col_blocks >= 4 * pool.n_threads() ? path.wide_block_m
+                                                       : kMatmulBlockM;
+      p.m_blocks = (g.n_rows + p.block_m - 1) / p.block_m;
+      p.first_task = n_tasks;
+      n_tasks += p.m_blocks * col_blocks;
+    }
   }
-  if (n_parts == 0) return;
-  if (n_rows <= kStreamRows) {
-    run_parts_streaming(pool, parts.data(), n_parts, n_tasks);
+  if (parts.empty()) return;
+  std::uint8_t* buf = prepared_scratch(bytes);
+  if (n_blocks > 0) {
+    // Every group's preparation in one run, kPrepRows rows per task (it is a tenth of a large
+    // matmul's time; done by one thread it would cap the speed-up).
+    // prepared is the caller's thread_local: the tasks must not name it (a worker's is empty).
+    const std::span<const Prepared> preps(prepared);
+    pool.run(static_cast<std::size_t>(n_blocks), [&](std::size_t task) {
+      const auto b = static_cast<std::int64_t>(task);
+      // The last entry starting at or before b: entries without preparation own no blocks, and
+      // one starting where another does precedes it.
+      const Prepared& p =
+          *(std::upper_bound(preps.begin(), preps.end(), b,
+                             [](std::int64_t t, const Prepared& q) { return t < q.first_block; }) -
+            1);
+      const std::int64_t r0 = (b - p.first_block) * kPrepRows;
+      p.path->prepare_x(p.rows, r0, std::min(p.rows.n_rows, r0 + kPrepRows), buf + p.offset);
+    });
+  }
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Prepared& p = prepared[part_prep[i]];
+    if (p.path->prepare_x != nullptr) parts[i].op.xp = buf + p.offset;
+  }
+  if (streaming) {
+    run_parts_streaming(pool, parts.data(), parts.size(), n_tasks);
   } else {
-    run_parts(pool, parts.data(), n_parts, n_tasks);
+    run_parts(pool, parts.data(), parts.size(), n_tasks);
   }
 }
 

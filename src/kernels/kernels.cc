@@ -28,7 +28,8 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t n_rows,
     RECUR_CHECK(o.w.rows >= 0 && o.w.cols == outs[0].w.cols && o.w.cols >= 0);
   }
   if (n_rows == 0) return;
-  detail::matmul_dispatch(pool, x, n_rows, outs);
+  const MatmulGroup group{.x = x, .n_rows = n_rows, .outs = outs};
+  detail::matmul_dispatch(pool, std::span<const MatmulGroup>(&group, 1));
 }
 
 void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64_t n_ids,

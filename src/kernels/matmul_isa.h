@@ -9,15 +9,16 @@
 
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_grouped.h"
 #include "util/thread_pool.h"
 
 namespace recur::kernels::detail {
 
-// y_i = x · W_iᵀ for every output on the active ISA: one activation preparation per kind of
-// weight, then one parallel run over the blocks of output columns (and row blocks for big
-// batches) of all outputs.
-void matmul_dispatch(ThreadPool& pool, const float* x, std::int64_t n_rows,
-                     std::span<const MatmulOut> outs);
+// Every group's y_i = x · W_iᵀ on the active ISA (kernels.h matmul_fused, matmul_grouped.h): one
+// preparation of a group's activations per kind of weight, all in one parallel run, then one
+// parallel run over the blocks of output columns (and row blocks for big batches) of all the
+// groups' outputs.
+void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups);
 
 struct MatmulOperands {
   const float* x = nullptr;  // [n_rows, K] f32 as the caller gave it

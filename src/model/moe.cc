@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/matmul_grouped.h"
 #include "util/check.h"
 
 namespace recur::model {
@@ -22,9 +23,11 @@ void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, Moe
   v.expert_matrices(p + "mlp.", "down_proj", d_model, w->d_ff, &w->down);
 }
 
-// Router logits, then per expert the gathered rows, its gate and up outputs and its down output.
+// Router logits, then for each of a row's top_k experts its gathered copy of the row (later that
+// expert's down output in the same place) and its gate and up outputs: every expert's rows are
+// in scratch at once, so that one parallel run covers all the experts of a stage.
 std::int64_t moe_scratch_per_row(const MoeW& w) {
-  return w.n_experts + 2 * w.router.cols + 2 * w.d_ff;
+  return w.n_experts + w.top_k * (w.router.cols + 2 * w.d_ff);
 }
 
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
@@ -72,42 +75,71 @@ double expert_elements(const MoeW& w, std::size_t e) {
 }
 }  // namespace
 
+// Rows are grouped by expert (ascending index, rows ascending within one), then three stages each
+// run every selected expert at once: gate and up (one matmul_grouped), SwiGLU over all the
+// gathered rows, down (one matmul_grouped). A pool dispatch per expert and matrix, as before,
+// cost more than the products of a decode step. Each row then sums its experts' outputs in
+// ascending expert index, the order of the reference's index_add_ loop.
 void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, d = w.router.cols, f = w.d_ff, n_exp = w.n_experts;
-  const std::int64_t top_k = w.top_k;
+  const std::int64_t top_k = w.top_k, slots = n * top_k;
   float* logits = ctx.scratch->take(n * n_exp);
-  float* xg = ctx.scratch->take(n * d);  // the rows routed to one expert, gathered
-  float* g = ctx.scratch->take(n * f);
-  float* u = ctx.scratch->take(n * f);
-  float* yg = ctx.scratch->take(n * d);
+  float* xg = ctx.scratch->take(slots * d);  // gathered rows, then the down outputs
+  float* g = ctx.scratch->take(slots * f);
+  float* u = ctx.scratch->take(slots * f);
   k::matmul(*ctx.pool, x, n, w.router, logits);
   // Grown once to the largest batch, like the attention jobs: no allocation per step after that.
-  thread_local std::vector<std::int32_t> sel, first, rows;
+  thread_local std::vector<std::int32_t> sel, first, rows, at;
   thread_local std::vector<float> wts;
-  sel.resize(static_cast<std::size_t>(n * top_k));
+  sel.resize(static_cast<std::size_t>(slots));
   wts.resize(sel.size());
   route_top_k(logits, n, n_exp, top_k, w.norm_topk_prob, sel.data(), wts.data());
-  // Counting sort of the (row, rank) pairs by expert, rows ascending within an expert.
+  // Counting sort of the (row, rank) slots by expert, rows ascending within an expert; at[slot]
+  // is the slot's place in that order (its row of xg, g, u).
   first.assign(static_cast<std::size_t>(n_exp + 1), 0);
   for (std::int32_t e : sel) ++first[static_cast<std::size_t>(e) + 1];
   for (std::int64_t e = 0; e < n_exp; ++e) {
     first[static_cast<std::size_t>(e + 1)] += first[static_cast<std::size_t>(e)];
   }
   rows.resize(sel.size());
+  at.resize(sel.size());
   {
     thread_local std::vector<std::int32_t> fill;
     fill.assign(first.begin(), first.end() - 1);
-    for (std::int64_t i = 0; i < n * top_k; ++i) {
+    for (std::int64_t i = 0; i < slots; ++i) {
       const auto e = static_cast<std::size_t>(sel[static_cast<std::size_t>(i)]);
-      rows[static_cast<std::size_t>(fill[e]++)] =
-          static_cast<std::int32_t>(i);  // row * top_k + rank
+      at[static_cast<std::size_t>(i)] = fill[e];
+      rows[static_cast<std::size_t>(fill[e]++)] = static_cast<std::int32_t>(i);  // row*top_k+rank
     }
   }
-  std::fill(out, out + n * d, 0.0f);
+  // The tasks below run on pool threads, whose own thread_local vectors are empty: they read the
+  // calling thread's through these.
+  const std::int32_t* const sel_of = sel.data();
+  const std::int32_t* const row_of = rows.data();
+  const std::int32_t* const at_of = at.data();
+  const float* const weight_of = wts.data();
+  // The gather and the weighted sums are as many bytes as a small matmul's weights: on the pool.
+  constexpr std::int64_t kRowsPerTask = 16;
+  const auto for_rows = [&](std::int64_t count, const auto& fn) {
+    ctx.pool->run(static_cast<std::size_t>((count + kRowsPerTask - 1) / kRowsPerTask),
+                  [&](std::size_t t) {
+                    const std::int64_t r0 = static_cast<std::int64_t>(t) * kRowsPerTask;
+                    for (std::int64_t r = r0; r < std::min(count, r0 + kRowsPerTask); ++r) fn(r);
+                  });
+  };
+  for_rows(slots, [&](std::int64_t i) {
+    const std::int64_t row = row_of[i] / top_k;
+    std::memcpy(xg + i * d, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
+  });
+  thread_local std::vector<k::MatmulOut> outs;
+  thread_local std::vector<k::MatmulGroup> groups;
+  thread_local std::vector<std::int32_t> group_expert;
+  outs.clear();
+  groups.clear();
+  group_expert.clear();
+  outs.reserve(static_cast<std::size_t>(2 * n_exp));  // groups hold spans into it
   ExpertTraffic& traffic = expert_traffic();
-  // Experts in ascending index, so each row adds its experts' outputs in that order whatever
-  // else is in the batch (the order of the reference's index_add_ loop).
   for (std::int64_t e = 0; e < n_exp; ++e) {
     const std::int32_t b = first[static_cast<std::size_t>(e)];
     const std::int64_t m = first[static_cast<std::size_t>(e + 1)] - b;
@@ -118,22 +150,39 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
       traffic.expert_bytes += expert_bytes(w, ex);
       traffic.flops += 2.0 * static_cast<double>(m) * expert_elements(w, ex);
     }
-    for (std::int64_t i = 0; i < m; ++i) {
-      const std::int64_t row = rows[static_cast<std::size_t>(b + i)] / top_k;
-      std::memcpy(xg + i * d, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
-    }
-    const k::MatmulOut gate_up[] = {{w.gate[ex], g}, {w.up[ex], u}};
-    k::matmul_fused(*ctx.pool, xg, m, gate_up);
-    k::swiglu(g, u, g, m * f);
-    k::matmul(*ctx.pool, g, m, w.down[ex], yg);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const std::int32_t slot = rows[static_cast<std::size_t>(b + i)];
-      const float weight = wts[static_cast<std::size_t>(slot)];
-      float* o = out + (slot / top_k) * d;
-      const float* y = yg + i * d;
+    outs.push_back({w.gate[ex], g + b * f});
+    outs.push_back({w.up[ex], u + b * f});
+    groups.push_back({.x = xg + b * d, .n_rows = m, .outs = std::span(outs).last(2)});
+    group_expert.push_back(static_cast<std::int32_t>(e));
+  }
+  k::matmul_grouped(*ctx.pool, groups);
+  for_rows(slots, [&](std::int64_t i) { k::swiglu(g + i * f, u + i * f, g + i * f, f); });
+  // Down, from the SwiGLU rows into xg (its gathered rows are no longer read).
+  outs.clear();
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto e = static_cast<std::size_t>(group_expert[i]);
+    const std::int64_t b = first[e];
+    outs.push_back({w.down[e], xg + b * d});
+    groups[i] = {.x = g + b * f, .n_rows = groups[i].n_rows, .outs = std::span(outs).last(1)};
+  }
+  k::matmul_grouped(*ctx.pool, groups);
+  for_rows(n, [&](std::int64_t r) {
+    const std::int32_t* row_sel = sel_of + r * top_k;
+    float* o = out + r * d;
+    std::fill(o, o + d, 0.0f);
+    // The row's experts in ascending index (top_k passes over its top_k distinct experts).
+    for (std::int32_t prev = -1;;) {
+      std::int64_t j = -1;
+      for (std::int64_t i = 0; i < top_k; ++i) {
+        if (row_sel[i] > prev && (j < 0 || row_sel[i] < row_sel[j])) j = i;
+      }
+      if (j < 0) break;
+      prev = row_sel[j];
+      const float weight = weight_of[r * top_k + j];
+      const float* y = xg + at_of[r * top_k + j] * d;
       for (std::int64_t c = 0; c < d; ++c) o[c] += weight * y[c];
     }
-  }
+  });
 }
 
 }  // namespace recur::model
