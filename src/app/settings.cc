@@ -51,6 +51,8 @@ std::string_view family_of_preset(std::string_view preset) {
   if (preset == "qwen3.5-0.8b") return "qwen3_5";
   if (preset == "mamba2-130m") return "mamba2";
   if (preset == "qwen3-30b-a3b") return "qwen3_moe";
+  if (preset == "qwen3.5-35b-a3b") return "qwen3_5_moe";
+  if (preset == "qwen3-next-80b-a3b") return "qwen3_next";
   if (preset == "granite-4.0-h-350m") return "granitemoehybrid";
   if (preset == "lfm2-350m") return "lfm2";
   if (preset == "nemotron-h-4b") return "nemotron_h";

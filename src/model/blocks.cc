@@ -369,10 +369,15 @@ void geglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
 void visit_gated_delta(TensorVisitor& v, const std::string& p, std::int64_t d_model,
                        GatedDeltaW* w) {
   const std::int64_t hv = w->n_v_heads, vd = w->v_dim;
-  v.matrix(p + "linear_attn.in_proj_qkv.weight", w->conv_dim(), d_model, &w->in_qkv);
-  v.matrix(p + "linear_attn.in_proj_z.weight", hv * vd, d_model, &w->in_z);
-  v.matrix(p + "linear_attn.in_proj_b.weight", hv, d_model, &w->in_b);
-  v.matrix(p + "linear_attn.in_proj_a.weight", hv, d_model, &w->in_a);
+  if (w->interleaved) {
+    v.matrix(p + "linear_attn.in_proj_qkvz.weight", w->conv_dim() + hv * vd, d_model, &w->in_qkv);
+    v.matrix(p + "linear_attn.in_proj_ba.weight", 2 * hv, d_model, &w->in_b);
+  } else {
+    v.matrix(p + "linear_attn.in_proj_qkv.weight", w->conv_dim(), d_model, &w->in_qkv);
+    v.matrix(p + "linear_attn.in_proj_z.weight", hv * vd, d_model, &w->in_z);
+    v.matrix(p + "linear_attn.in_proj_b.weight", hv, d_model, &w->in_b);
+    v.matrix(p + "linear_attn.in_proj_a.weight", hv, d_model, &w->in_a);
+  }
   v.vector(p + "linear_attn.conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
   conv_taps_major(&w->conv, w->conv_dim(), w->conv_kernel);
   v.vector(p + "linear_attn.dt_bias", {hv}, &w->dt_bias);
@@ -382,8 +387,40 @@ void visit_gated_delta(TensorVisitor& v, const std::string& p, std::int64_t d_mo
 }
 
 std::int64_t gated_delta_scratch_per_row(const GatedDeltaW& w) {
-  return 2 * w.conv_dim() + 2 * w.n_v_heads * w.v_dim + 4 * w.n_v_heads;
+  const std::int64_t raw =
+      w.interleaved ? w.conv_dim() + w.n_v_heads * w.v_dim + 2 * w.n_v_heads : 0;
+  return 2 * w.conv_dim() + 2 * w.n_v_heads * w.v_dim + 4 * w.n_v_heads + raw;
 }
+
+namespace {
+
+// Qwen3-Next's in_proj_qkvz / in_proj_ba outputs (rows [n, cd + Hv·Dv] and [n, 2·Hv], grouped
+// per key head) to the flat [q | k | v], z, b and a of Qwen3.5's layout (spec 3.3): value head
+// g·r + i is the i-th of key head g's r value heads.
+void deinterleave_gdn(const GatedDeltaW& w, std::int64_t n, const float* qkvz, const float* ba,
+                      float* mixed, float* z, float* b, float* a) {
+  const std::int64_t hk = w.n_k_heads, dk = w.k_dim, r = w.n_v_heads / hk;
+  const std::int64_t rv = r * w.v_dim, cd = w.conv_dim(), zw = w.n_v_heads * w.v_dim;
+  const std::int64_t group = 2 * dk + 2 * rv;
+  const auto copy = [](const float* from, std::int64_t count, float* to) {
+    std::copy(from, from + count, to);
+  };
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* in = qkvz + t * (cd + zw);
+    float* m = mixed + t * cd;
+    for (std::int64_t g = 0; g < hk; ++g) {
+      const float* src = in + g * group;
+      copy(src, dk, m + g * dk);
+      copy(src + dk, dk, m + hk * dk + g * dk);
+      copy(src + 2 * dk, rv, m + 2 * hk * dk + g * rv);
+      copy(src + 2 * dk + rv, rv, z + t * zw + g * rv);
+      copy(ba + t * 2 * w.n_v_heads + g * 2 * r, r, b + t * w.n_v_heads + g * r);
+      copy(ba + t * 2 * w.n_v_heads + g * 2 * r + r, r, a + t * w.n_v_heads + g * r);
+    }
+  }
+}
+
+}  // namespace
 
 LayerStateSpec gated_delta_state(const GatedDeltaW& w) {
   return {.kind = LayerStateSpec::Kind::kRecurrent,
@@ -403,8 +440,16 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   float* a = ctx.scratch->take(n * hv);       // [n, Hv] → g
   float* g = ctx.scratch->take(n * hv);
   float* beta = ctx.scratch->take(n * hv);
-  const k::MatmulOut in_proj[] = {{w.in_qkv, mixed}, {w.in_z, z}, {w.in_b, b}, {w.in_a, a}};
-  k::matmul_fused(*ctx.pool, x, n, in_proj);
+  if (w.interleaved) {
+    float* qkvz = ctx.scratch->take(n * (cd + o_width));
+    float* ba = ctx.scratch->take(n * 2 * hv);
+    const k::MatmulOut in_proj[] = {{w.in_qkv, qkvz}, {w.in_b, ba}};
+    k::matmul_fused(*ctx.pool, x, n, in_proj);
+    deinterleave_gdn(w, n, qkvz, ba, mixed, z, b, a);
+  } else {
+    const k::MatmulOut in_proj[] = {{w.in_qkv, mixed}, {w.in_z, z}, {w.in_b, b}, {w.in_a, a}};
+    k::matmul_fused(*ctx.pool, x, n, in_proj);
+  }
   // Every sequence's conv and q/k norms in one dispatch, then one recurrence dispatch over all
   // their heads (per sequence, a decode step of N sequences waited at 2N barriers per layer).
   // q ← l2norm(q)·Dk^-½, k ← l2norm(k), per head (FLA l2norm, eps 1e-6).

@@ -76,10 +76,15 @@ void geglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out);
 
 // Gated DeltaNet token mixer (Qwen3.5 linear_attn), per-token recurrence.
 struct GatedDeltaW {
+  // Interleaved (Qwen3-Next, spec 3.3): in_qkv holds in_proj_qkvz, rows per key head
+  // [q (Dk) | k (Dk) | v (r·Dv) | z (r·Dv)], and in_b holds in_proj_ba, rows per key head
+  // [b (r) | a (r)]; in_z and in_a stay unbound. The block de-interleaves the matmul outputs into
+  // Qwen3.5's flat order, so the conv, state and captures are the same in both layouts.
   kernels::WeightView in_qkv, in_z, in_b, in_a, out;
   std::vector<float> conv;            // [K, conv_dim], tap-major (conv_taps_major)
   std::vector<float> a_log, dt_bias;  // [Hv]
   NormW norm;                         // gated norm weight [Dv]
+  bool interleaved = false;
   std::int64_t n_k_heads = 0, n_v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 0;
   std::size_t layer = 0;
   std::int64_t conv_dim() const { return 2 * n_k_heads * k_dim + n_v_heads * v_dim; }

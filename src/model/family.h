@@ -159,6 +159,10 @@ Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
                                                        const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
                                                       const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_next(const ConfigJson& c,
+                                                       const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_5_moe(const ConfigJson& c,
+                                                        const std::string& prefix);
 
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.

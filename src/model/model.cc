@@ -91,41 +91,65 @@ class BindingVisitor final : public TensorVisitor {
   }
 
   // MLX's stacked experts (`<p>switch_mlp.<proj>.weight` [experts, rows, cols], quantized or
-  // not) when the checkpoint has them, else the per-expert tensors.
+  // not) when the checkpoint has them; transformers 5's fused ones (`<p>experts.gate_up_proj`
+  // [experts, 2 * rows, cols], gate rows first, and `<p>experts.down_proj` [experts, rows, cols],
+  // no .weight suffix: Qwen3.5-MoE's released files); else the per-expert tensors.
   void expert_matrices(const std::string& p, const std::string& proj, std::int64_t rows,
                        std::int64_t cols, std::vector<k::WeightView>* slots) override {
     const std::string module = p + "switch_mlp." + proj;
+    const auto n = static_cast<std::int64_t>(slots->size());
     if (ck_.find(module + ".weight") == nullptr) {
+      const bool gate_up = proj == "gate_proj" || proj == "up_proj";
+      const std::string fused = p + (gate_up ? "experts.gate_up_proj" : "experts.down_proj");
+      if ((gate_up || proj == "down_proj") && ck_.find(fused) != nullptr) {
+        // The gate's call lists the fused tensor and leaves its pages for the up call.
+        const bool first = proj != "up_proj", last = proj != "gate_proj";
+        bind_stacked(fused, gate_up ? 2 : 1, proj == "up_proj" ? 1 : 0, n, rows, cols, first, last,
+                     slots);
+        return;
+      }
       TensorVisitor::expert_matrices(p, proj, rows, cols, slots);
       return;
     }
-    const auto n = static_cast<std::int64_t>(slots->size());
     if (ck_.find(module + ".scales") != nullptr) {
       for (std::int64_t e = 0; e < n; ++e) {
         bind_quantized(module, rows, cols, &(*slots)[static_cast<std::size_t>(e)], {e, n});
       }
       return;
     }
-    const std::string name = module + ".weight";
-    list_->push_back({name, {n, rows, cols}, true});
-    const TensorInfo* t = lookup(name, {n, rows, cols}, Need::kRequired);
+    bind_stacked(module + ".weight", 1, 0, n, rows, cols, true, true, slots);
+  }
+
+  // Expert e's matrix is part `part` of `parts` [rows, cols] slabs in row e of the floating
+  // tensor `name` [n, parts * rows, cols]. `first`: list the tensor; `last`: its pages may go.
+  void bind_stacked(const std::string& name, std::int64_t parts, std::int64_t part, std::int64_t n,
+                    std::int64_t rows, std::int64_t cols, bool first, bool last,
+                    std::vector<k::WeightView>* slots) {
+    const std::vector<std::int64_t> shape = {n, parts * rows, cols};
+    if (first) list_->push_back({name, shape, true});
+    const std::size_t listed = list_->size() - 1;
+    const TensorInfo* t = lookup(name, shape, Need::kRequired);
     if (t == nullptr) return;
-    list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
+    if (first) (*list_)[listed].n_bytes = 0;
     const std::int64_t expert_bytes = rows * cols * k::dtype_bytes(*t->dtype);
     const std::size_t before = store_->bytes;
     for (std::int64_t e = 0; e < n; ++e) {
       k::WeightView* slot = &(*slots)[static_cast<std::size_t>(e)];
-      *slot = {.data = t->data + e * expert_bytes, .dtype = *t->dtype, .rows = rows, .cols = cols};
+      *slot = {.data = t->data + (e * parts + part) * expert_bytes,
+               .dtype = *t->dtype,
+               .rows = rows,
+               .cols = cols};
       if (opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0) {
         quantize_in_memory(slot);
       } else {
         advance(static_cast<std::size_t>(expert_bytes));
       }
     }
-    if (store_->bytes != before) {
-      list_->back().n_bytes = static_cast<std::int64_t>(store_->bytes - before);
-      drop_mapped_pages(t->data, t->n_bytes);
-    }
+    // A fused tensor's entry was listed by the gate's call: the up call adds its share to it.
+    TensorEntry& entry = first ? (*list_)[listed] : list_->back();
+    entry.n_bytes += store_->bytes != before ? static_cast<std::int64_t>(store_->bytes - before)
+                                             : n * expert_bytes;
+    if (store_->bytes != before && last) drop_mapped_pages(t->data, t->n_bytes);
   }
 
   void vector(const std::string& name, std::vector<std::int64_t> shape, std::vector<float>* slot,

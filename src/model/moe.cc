@@ -30,6 +30,12 @@ std::int64_t moe_scratch_per_row(const MoeW& w) {
   return w.n_experts + w.top_k * (w.router.cols + 2 * w.d_ff);
 }
 
+namespace {
+std::vector<std::int32_t>* g_route_log = nullptr;
+}  // namespace
+
+void set_route_log(std::vector<std::int32_t>* log) { g_route_log = log; }
+
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  bool normalize, std::int32_t* experts, float* weights) {
   RECUR_CHECK(top_k >= 1 && top_k <= n_experts);
@@ -54,6 +60,7 @@ void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std
       for (std::int64_t j = 0; j < top_k; ++j) sum += wt[j];
       for (std::int64_t j = 0; j < top_k; ++j) wt[j] /= sum;
     }
+    if (g_route_log != nullptr) g_route_log->insert(g_route_log->end(), sel, sel + top_k);
   }
 }
 

@@ -36,6 +36,10 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out);
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  bool normalize, std::int32_t* experts, float* weights);
 
+// Tests: while set, route_top_k appends each row's experts (rank order) to *log, so a reference
+// can follow the engine's choice at a router near-tie (tests/model/reference.h). nullptr: off.
+void set_route_log(std::vector<std::int32_t>* log);
+
 // What forwards read from and computed with the experts (recur bench's bandwidth bound and
 // FLOPs): per MoE layer, the distinct experts the rows chose. Counted only when enabled (the
 // engine leaves it off); one process-wide counter, as Model::forward has one caller at a time.

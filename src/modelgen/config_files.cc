@@ -107,6 +107,70 @@ Json qwen3_5_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
           {"transformers_version", "5.7.0"}};
 }
 
+// Qwen/Qwen3.5-35B-A3B's config.json (its text part): Qwen3.5's text_config with the MoE keys in
+// place of intermediate_size, an untied head. No decoder_sparse_step or norm_topk_prob: every layer
+// is sparse and the router always renormalises.
+Json qwen3_5_moe_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  Json text = qwen3_5_text_config(g, dtype, ids);
+  text.erase("intermediate_size");
+  text["model_type"] = "qwen3_5_moe_text";
+  text["moe_intermediate_size"] = g.moe_d_ff;
+  text["num_experts"] = g.n_experts;
+  text["num_experts_per_tok"] = g.experts_per_tok;
+  text["output_router_logits"] = false;
+  text["router_aux_loss_coef"] = 0.001;
+  text["shared_expert_intermediate_size"] = g.shared_d_ff;
+  text["tie_word_embeddings"] = g.tied;
+  return {{"architectures", {"Qwen3_5MoeForConditionalGeneration"}},
+          {"model_type", "qwen3_5_moe"},
+          {"text_config", text},
+          {"tie_word_embeddings", g.tied},
+          {"transformers_version", "4.57.0.dev0"}};
+}
+
+// Qwen/Qwen3-Next-80B-A3B-Instruct's config.json, field for field (spec 3.1).
+Json qwen3_next_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  return {{"architectures", {"Qwen3NextForCausalLM"}},
+          {"attention_dropout", 0.0},
+          {"bos_token_id", ids.endoftext},
+          {"decoder_sparse_step", g.sparse_step},
+          {"eos_token_id", ids.im_end},
+          {"full_attention_interval", g.full_attention_interval},
+          {"head_dim", g.head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", g.d_model},
+          {"initializer_range", 0.02},
+          {"intermediate_size", g.d_ff},
+          {"linear_conv_kernel_dim", g.conv_kernel},
+          {"linear_key_head_dim", g.lin_k_dim},
+          {"linear_num_key_heads", g.lin_k_heads},
+          {"linear_num_value_heads", g.lin_v_heads},
+          {"linear_value_head_dim", g.lin_v_dim},
+          {"max_position_embeddings", g.max_position},
+          {"mlp_only_layers", g.mlp_only_layers},
+          {"model_type", "qwen3_next"},
+          {"moe_intermediate_size", g.moe_d_ff},
+          {"norm_topk_prob", g.norm_topk_prob},
+          {"num_attention_heads", g.n_heads},
+          {"num_experts", g.n_experts},
+          {"num_experts_per_tok", g.experts_per_tok},
+          {"num_hidden_layers", g.n_layers},
+          {"num_key_value_heads", g.n_kv_heads},
+          {"output_router_logits", false},
+          {"partial_rotary_factor", g.partial_rotary_factor},
+          {"rms_norm_eps", g.norm_eps},
+          {"rope_scaling", nullptr},
+          {"rope_theta", static_cast<std::int64_t>(g.rope_theta)},
+          {"router_aux_loss_coef", 0.001},
+          {"shared_expert_intermediate_size", g.shared_d_ff},
+          {"tie_word_embeddings", g.tied},
+          {"torch_dtype", torch_dtype(dtype)},
+          {"transformers_version", "4.57.0.dev0"},
+          {"use_cache", true},
+          {"use_sliding_window", false},
+          {"vocab_size", g.vocab_size}};
+}
+
 // google/gemma-3-1b-it's config.json (sliding_window_pattern); gemma-3-270m and tiny write
 // layer_types instead, as transformers 4.53+ does.
 Json gemma3_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
@@ -359,6 +423,10 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return nemotron_h_config_json(g, dtype, ids);
     case Family::kFalconH1:
       return falcon_h1_config_json(g, dtype, ids);
+    case Family::kQwen3_5Moe:
+      return qwen3_5_moe_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kQwen3Next:
+      return qwen3_next_config(g, dtype, ids).dump(2) + "\n";
     case Family::kMamba2: {
       std::string text = mamba2_config(g, dtype, ids).dump(2) + "\n";
       const std::string quoted = fmt::format("\"{}\"", kInfinityPlaceholder);

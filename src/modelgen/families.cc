@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "modelgen/families_moe.h"
+
 namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
@@ -15,7 +17,7 @@ bool Geometry::is_full_attention(int layer) const {
            attention_layers.end();
   }
   if (family == Family::kNemotronH) return block_pattern[static_cast<std::size_t>(layer)] == '*';
-  if (family != Family::kQwen3_5) {
+  if (family != Family::kQwen3_5 && family != Family::kQwen3_5Moe && family != Family::kQwen3Next) {
     return family == Family::kQwen3 || family == Family::kLlama || family == Family::kQwen3Moe;
   }
   return (layer + 1) % full_attention_interval == 0;
@@ -224,6 +226,13 @@ Geometry falcon_h1_preset(const std::string& preset) {
 }
 
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  if ((family == Family::kQwen3_5Moe && (preset == "tiny" || preset == "qwen3.5-35b-a3b")) ||
+      (family == Family::kQwen3Next && (preset == "tiny" || preset == "qwen3-next-80b-a3b"))) {
+    Geometry g = family == Family::kQwen3Next ? qwen3_next_preset(preset != "tiny")
+                                              : qwen3_5_moe_preset(preset != "tiny");
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kFalconH1 &&
       (preset == "tiny" || preset == "tiny-norm" || preset == "falcon-h1-0.5b")) {
     Geometry g = falcon_h1_preset(preset);
@@ -278,7 +287,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
                "granite-4.0-h-350m for granitemoehybrid, lfm2-350m and tiny-bias for lfm2, "
-               "nemotron-h-4b for nemotron_h, falcon-h1-0.5b and tiny-norm for falcon_h1)",
+               "nemotron-h-4b for nemotron_h, falcon-h1-0.5b and tiny-norm for falcon_h1, "
+               "qwen3.5-35b-a3b for qwen3_5_moe, qwen3-next-80b-a3b for qwen3_next)",
                preset, family_name(family));
 }
 
@@ -306,7 +316,9 @@ Status apply_hidden_size(Geometry& g, int d) {
   while (g.n_heads % g.n_kv_heads != 0) --g.n_kv_heads;
   g.d_ff = (scaled(g.d_ff, d, old_d) + 7) / 8 * 8;
   if (g.moe_d_ff > 0) g.moe_d_ff = (scaled(g.moe_d_ff, d, old_d) + 7) / 8 * 8;
-  if (g.family == Family::kQwen3_5) {
+  if (g.shared_d_ff > 0) g.shared_d_ff = (scaled(g.shared_d_ff, d, old_d) + 7) / 8 * 8;
+  if (g.family == Family::kQwen3_5 || g.family == Family::kQwen3_5Moe ||
+      g.family == Family::kQwen3Next) {
     g.lin_v_heads = scaled(g.lin_v_heads, d, old_d);
     g.lin_k_heads = std::min(scaled(g.lin_k_heads, d, old_d), g.lin_v_heads);
     while (g.lin_v_heads % g.lin_k_heads != 0) --g.lin_k_heads;
@@ -736,6 +748,9 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
       return nemotron_h_table(g, dtype);
     case Family::kFalconH1:
       return falcon_h1_table(g, dtype);
+    case Family::kQwen3_5Moe:
+    case Family::kQwen3Next:
+      return qwen3_next_table(g, dtype);
   }
   return {};
 }

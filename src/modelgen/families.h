@@ -59,6 +59,7 @@ struct Geometry {
   int rope_original_max_position = 0;
   // qwen3_moe: experts on the layers (i + 1) % sparse_step == 0 not in mlp_only_layers
   int n_experts = 0, experts_per_tok = 0, moe_d_ff = 0, sparse_step = 1;
+  int shared_d_ff = 0;  // qwen3_5_moe, qwen3_next: shared_expert_intermediate_size
   std::vector<int> mlp_only_layers;
   bool norm_topk_prob = false;
   // granitemoehybrid: attention on these layers, Mamba2 on the others; muP multipliers; RoPE only

@@ -32,6 +32,8 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "lfm2") return Family::kLfm2;
   if (word == "nemotron_h") return Family::kNemotronH;
   if (word == "falcon_h1") return Family::kFalconH1;
+  if (word == "qwen3_5_moe") return Family::kQwen3_5Moe;
+  if (word == "qwen3_next") return Family::kQwen3Next;
   return std::nullopt;
 }
 
@@ -57,6 +59,10 @@ const char* family_name(Family family) {
       return "nemotron_h";
     case Family::kFalconH1:
       return "falcon_h1";
+    case Family::kQwen3_5Moe:
+      return "qwen3_5_moe";
+    case Family::kQwen3Next:
+      return "qwen3_next";
   }
   return "?";
 }

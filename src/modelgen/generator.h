@@ -24,7 +24,9 @@ enum class Family {
   kGraniteHybrid,
   kLfm2,
   kNemotronH,
-  kFalconH1
+  kFalconH1,
+  kQwen3_5Moe,
+  kQwen3Next
 };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
@@ -38,8 +40,9 @@ using recur::parse_dtype;
 // "qwen3-30b-a3b" (tens of GB: run it with a few layers); granitemoehybrid has
 // "granite-4.0-h-350m"; lfm2 "lfm2-350m" and "tiny-bias" (conv biases, an untied head); nemotron_h
 // has "nemotron-h-4b" (run it with a few layers); falcon_h1 "falcon-h1-0.5b" and "tiny-norm" (the
-// mixer's gated norm, two SSM groups, a tied head). A non-zero layers / hidden_size / vocab_size
-// overrides the preset (heads are scaled with hidden_size). bits != 0 writes an MLX
+// mixer's gated norm, two SSM groups, a tied head); qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next
+// "qwen3-next-80b-a3b" (tens of GB: run them with a few layers). A non-zero layers / hidden_size /
+// vocab_size overrides the preset (heads are scaled with hidden_size). bits != 0 writes an MLX
 // affine-quantized checkpoint instead (4 or 8 bits, groups of group_size = 32, 64 or 128 inputs;
 // scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one
 // (mlx_layout.h, docs/checkpoints.md). The values before storage are those of the same seed's
@@ -72,7 +75,8 @@ Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
                         GenSummary* summary = nullptr);
 
 // Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama",
-// "qwen3_moe", "granitemoehybrid", "lfm2", "nemotron_h", "falcon_h1" (dtypes: util/dtype.h).
+// "qwen3_moe", "granitemoehybrid", "lfm2", "nemotron_h", "falcon_h1", "qwen3_5_moe", "qwen3_next"
+// (dtypes: util/dtype.h).
 std::optional<Family> parse_family(std::string_view word);
 const char* family_name(Family family);
 

@@ -31,7 +31,7 @@ bool contains(std::string_view s, std::string_view part) {
 
 // The MLX name of a tensor, or "" when MLX checkpoints leave it out (mtp.*, the vision tower).
 std::string mlx_name(Family family, std::string_view hf) {
-  if (family != Family::kQwen3_5) return std::string(hf);
+  if (family != Family::kQwen3_5 && family != Family::kQwen3_5Moe) return std::string(hf);
   // qwen3_5.py Model.sanitize: vision weights and the multi-token-prediction head are dropped;
   // every other name moves under language_model.
   if (contains(hf, "mtp.") || hf.starts_with("model.visual") || hf.starts_with("vision_tower")) {
@@ -85,7 +85,11 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
     t.shape = {shape[0], shape[2], shape[1]};
     return t;
   }
-  if (rules.family == Family::kQwen3_5 && shape.size() == 1 && is_zero_centred_norm(t.name)) {
+  // qwen3_5.py and qwen3_next.py fold the 1 in alike (qwen3_5_moe.py reuses qwen3_5.py's).
+  const bool zero_centred = rules.family == Family::kQwen3_5 ||
+                            rules.family == Family::kQwen3_5Moe ||
+                            rules.family == Family::kQwen3Next;
+  if (zero_centred && shape.size() == 1 && is_zero_centred_norm(t.name)) {
     t.action = MlxAction::kFoldOne;
   }
   return t;

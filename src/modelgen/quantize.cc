@@ -37,9 +37,12 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "lfm2") return Family::kLfm2;
   if (type == "nemotron_h") return Family::kNemotronH;
   if (type == "falcon_h1") return Family::kFalconH1;
+  if (type == "qwen3_5_moe") return Family::kQwen3_5Moe;
+  if (type == "qwen3_next") return Family::kQwen3Next;
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
-               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h, falcon_h1)",
+               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h, falcon_h1, "
+               "qwen3_5_moe, qwen3_next)",
                ck.dir(), type);
 }
 

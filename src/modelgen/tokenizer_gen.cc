@@ -414,7 +414,10 @@ std::string llama_tokenizer_config_json(const BpeTokenizer& tok, int max_positio
 }
 
 // Qwen3-MoE ships Qwen3's tokenizer: its pre-tokenizer pattern and its thinking chat template.
-bool qwen3_like(Family family) { return family == Family::kQwen3 || family == Family::kQwen3Moe; }
+// Qwen3's byte-level BPE (vocab 151936): Qwen3-Next uses it too (spec 3.1).
+bool qwen3_like(Family family) {
+  return family == Family::kQwen3 || family == Family::kQwen3Moe || family == Family::kQwen3Next;
+}
 
 }  // namespace
 

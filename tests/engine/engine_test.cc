@@ -531,7 +531,8 @@ INSTANTIATE_TEST_SUITE_P(Families, EngineTest,
                                          modelgen::Family::kQwen3, modelgen::Family::kGemma3,
                                          modelgen::Family::kLlama, modelgen::Family::kGraniteHybrid,
                                          modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
-                                         modelgen::Family::kFalconH1),
+                                         modelgen::Family::kFalconH1, modelgen::Family::kQwen3_5Moe,
+                                         modelgen::Family::kQwen3Next),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 }  // namespace

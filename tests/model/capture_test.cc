@@ -144,7 +144,9 @@ INSTANTIATE_TEST_SUITE_P(Families, Capture,
                                            modelgen::Family::kGemma3,
                                            modelgen::Family::kGraniteHybrid,
                                            modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
-                                           modelgen::Family::kFalconH1),
+                                           modelgen::Family::kFalconH1,
+                                           modelgen::Family::kQwen3_5Moe,
+                                           modelgen::Family::kQwen3Next),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 TEST(CaptureLimits, RingModelsRefuseACaptureTheRingWouldOverwrite) {

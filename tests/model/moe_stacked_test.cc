@@ -22,18 +22,22 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // "model.layers.0.mlp.experts.5.up_proj.scales" -> ("model.layers.0.mlp.switch_mlp.up_proj.scales",
-// 5); other names -> ("", -1).
-std::pair<std::string, int> stacked_name(const std::string& name) {
+// 5); other names -> ("", -1). `fused`: transformers 5's layout instead, gate and up of expert e at
+// 2e and 2e + 1 of "<p>.mlp.experts.gate_up_proj", down at e of "<p>.mlp.experts.down_proj".
+std::pair<std::string, int> stacked_name(const std::string& name, bool fused) {
   const std::string key = ".mlp.experts.";
   const std::size_t at = name.find(key);
   if (at == std::string::npos) return {"", -1};
   const std::size_t num = at + key.size(), dot = name.find('.', num);
-  return {name.substr(0, at) + ".mlp.switch_mlp" + name.substr(dot),
-          std::stoi(name.substr(num, dot - num))};
+  const int e = std::stoi(name.substr(num, dot - num));
+  if (!fused) return {name.substr(0, at) + ".mlp.switch_mlp" + name.substr(dot), e};
+  const std::string fused_name = name.substr(0, at) + key;
+  if (name.ends_with(".down_proj.weight")) return {fused_name + "down_proj", e};
+  return {fused_name + "gate_up_proj", 2 * e + (name.ends_with(".up_proj.weight") ? 1 : 0)};
 }
 
 // Copies the checkpoint at `src` to `dst` with every expert tensor folded into its stacked one.
-void restack(const std::string& src, const std::string& dst) {
+void restack(const std::string& src, const std::string& dst, bool fused = false) {
   fs::create_directories(dst);
   for (const auto& e : fs::directory_iterator(src)) {
     if (e.path().extension() != ".safetensors" &&
@@ -46,7 +50,7 @@ void restack(const std::string& src, const std::string& dst) {
   std::map<std::string, std::vector<const TensorInfo*>> stacks;  // by stacked name, expert order
   std::vector<std::pair<std::string, std::vector<const TensorInfo*>>> out;
   for (const std::string& name : ck->names()) {
-    const auto [stacked, e] = stacked_name(name);
+    const auto [stacked, e] = stacked_name(name, fused);
     if (e < 0) {
       out.push_back({name, {ck->find(name)}});
       continue;
@@ -61,7 +65,9 @@ void restack(const std::string& src, const std::string& dst) {
   std::string data;
   for (const auto& [name, parts] : out) {
     std::vector<std::int64_t> shape = parts.front()->shape;
-    if (name.find(".switch_mlp.") != std::string::npos) {
+    if (name.ends_with(".gate_up_proj")) {
+      shape = {static_cast<std::int64_t>(parts.size()) / 2, 2 * shape[0], shape[1]};
+    } else if (name.find(".switch_mlp.") != std::string::npos || name.ends_with(".down_proj")) {
       shape.insert(shape.begin(), static_cast<std::int64_t>(parts.size()));
     }
     const std::size_t begin = data.size();
@@ -123,6 +129,33 @@ TEST(MoeStackedExperts, SwitchMlpLoadsAsThePerExpertTensors) {
       ASSERT_EQ(a.size(), b.size());
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
     }
+  }
+}
+
+// Qwen3.5-MoE's released files hold transformers 5's fused experts, gate_up_proj
+// [experts, 2 * moe_intermediate_size, hidden] (gate rows first) and down_proj
+// [experts, hidden, moe_intermediate_size], without a .weight suffix: they load as the per-expert
+// tensors the generator writes, as they are and quantized on load.
+TEST(MoeStackedExperts, FusedGateUpLoadsAsThePerExpertTensors) {
+  TempDir tmp("moe_fused");
+  modelgen::GenSpec spec{.family = modelgen::Family::kQwen3_5Moe, .seed = 4};
+  const std::string per_expert = tmp.file("per_expert");
+  ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
+  const std::string fused = tmp.file("fused");
+  restack(per_expert, fused, /*fused=*/true);
+  auto ck = Checkpoint::open(fused);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  const TensorInfo* gate_up = ck->find("model.language_model.layers.0.mlp.experts.gate_up_proj");
+  ASSERT_NE(gate_up, nullptr);
+  EXPECT_EQ(gate_up->shape, (std::vector<std::int64_t>{8, 64, 64}));
+  ASSERT_NE(ck->find("model.language_model.layers.0.mlp.experts.down_proj"), nullptr);
+  ASSERT_EQ(ck->find("model.language_model.layers.0.mlp.experts.0.gate_proj.weight"), nullptr);
+  for (int bits : {0, 4}) {
+    SCOPED_TRACE(bits);
+    const std::vector<float> want = logits(per_expert, bits), got = logits(fused, bits);
+    ASSERT_FALSE(want.empty());
+    ASSERT_EQ(want.size(), got.size());
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
   }
 }
 

@@ -77,6 +77,40 @@ struct Mamba2Geometry {
 std::vector<Vec> mamba2_mixer(const Checkpoint& ck, const std::string& m, const Mamba2Geometry& g,
                               const std::vector<Vec>& x);
 
+// Qwen3.5's mixers (reference_qwen3_5.cc), shared with the MoE variants (reference_qwen3_next.cc).
+struct Qwen35Geometry {
+  std::int64_t H, Hkv, hd, rot, Hk, Hv, Dk, Dv, K;
+  double eps, theta;
+};
+Qwen35Geometry qwen3_5_geometry(const Checkpoint& ck);
+// Output-gated attention with partial RoPE over x [T][d]: o_proj's output per position.
+std::vector<Vec> qwen3_5_gated_attention(const Checkpoint& ck, const std::string& p,
+                                         const Qwen35Geometry& g, const std::vector<Vec>& x);
+// The Gated DeltaNet's input projections per position, in Qwen3.5's flat order: mixed
+// [q | k | v] (before the conv), z [Hv·Dv], b [Hv], a [Hv].
+struct GdnProjections {
+  std::vector<Vec> mixed, z, b, a;
+};
+GdnProjections qwen3_5_gdn_projections(const Checkpoint& ck, const std::string& p,
+                                       const std::vector<Vec>& x);
+// The rest of the Gated DeltaNet (conv, recurrence, gated norm, out_proj) per position.
+std::vector<Vec> qwen3_5_gated_delta(const Checkpoint& ck, const std::string& p,
+                                     const Qwen35Geometry& g, const GdnProjections& proj);
+
+// Qwen3-Next and Qwen3.5-MoE (reference_qwen3_next.cc).
+std::vector<Vec> forward_qwen3_next(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+// Router near-ties. A token whose k-th and (k+1)-th expert probabilities are within `margin`
+// (ln p_k - ln p_{k+1} < margin) has no top k the reference can claim over the engine: rounding
+// the engine does by design (f32 sums, bf16 or int8 matmul inputs) decides it. With `routes` set
+// (the engine's choices in its order, model/moe.h set_route_log), the reference takes the engine's
+// experts at such a near-tie and its own everywhere else; nullptr: its own everywhere.
+void set_engine_routes(const std::vector<std::int32_t>* routes, double margin);
+struct RoutingStats {
+  std::int64_t decisions = 0, near_ties_taken = 0;
+  double min_gap = 1e300;  // the smallest ln p_k - ln p_{k+1} seen (with routes set)
+};
+RoutingStats routing_stats();  // since the last set_engine_routes
+
 // Config field as double/int (text_config first, then top level), with a default.
 double cfg(const Checkpoint& ck, const std::string& key, double fallback);
 

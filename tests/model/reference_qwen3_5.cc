@@ -7,16 +7,11 @@
 
 namespace recur::model::reference {
 
-namespace {
-
-struct Geo {
-  std::int64_t H, Hkv, hd, rot, Hk, Hv, Dk, Dv, K;
-  double eps, theta;
-};
+using Geo = Qwen35Geometry;
 
 // Gated attention (spec 2.4) for all positions; returns o_proj output per position.
-std::vector<Vec> gated_attention(const Checkpoint& ck, const std::string& p, const Geo& g,
-                                 const std::vector<Vec>& x) {
+std::vector<Vec> qwen3_5_gated_attention(const Checkpoint& ck, const std::string& p, const Geo& g,
+                                         const std::vector<Vec>& x) {
   const Tensor wq = load(ck, p + "self_attn.q_proj.weight"),
                wk = load(ck, p + "self_attn.k_proj.weight");
   const Tensor wv = load(ck, p + "self_attn.v_proj.weight"),
@@ -53,6 +48,8 @@ std::vector<Vec> gated_attention(const Checkpoint& ck, const std::string& p, con
   return att;
 }
 
+namespace {
+
 void l2norm(double* x, std::int64_t n, double scale) {
   double ss = 0.0;
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
@@ -60,19 +57,33 @@ void l2norm(double* x, std::int64_t n, double scale) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= inv * scale;
 }
 
-// Gated DeltaNet (spec 2.5) for all positions; returns out_proj output per position.
-std::vector<Vec> gated_delta(const Checkpoint& ck, const std::string& p, const Geo& g,
-                             const std::vector<Vec>& x) {
+}  // namespace
+
+GdnProjections qwen3_5_gdn_projections(const Checkpoint& ck, const std::string& p,
+                                       const std::vector<Vec>& x) {
   const std::string a = p + "linear_attn.";
   const Tensor wqkv = load(ck, a + "in_proj_qkv.weight"), wz = load(ck, a + "in_proj_z.weight");
   const Tensor wb = load(ck, a + "in_proj_b.weight"), wa = load(ck, a + "in_proj_a.weight");
+  GdnProjections out;
+  for (const Vec& xt : x) {
+    out.mixed.push_back(matvec(wqkv, xt));
+    out.z.push_back(matvec(wz, xt));
+    out.b.push_back(matvec(wb, xt));
+    out.a.push_back(matvec(wa, xt));
+  }
+  return out;
+}
+
+// Gated DeltaNet (spec 2.5) for all positions; returns out_proj output per position.
+std::vector<Vec> qwen3_5_gated_delta(const Checkpoint& ck, const std::string& p, const Geo& g,
+                                     const GdnProjections& proj) {
+  const std::string a = p + "linear_attn.";
   const Tensor conv = load(ck, a + "conv1d.weight"), dt_bias = load(ck, a + "dt_bias");
   const Tensor a_log = load(ck, a + "A_log"), norm = load(ck, a + "norm.weight");
   const Tensor wout = load(ck, a + "out_proj.weight");
-  const std::size_t T = x.size();
+  const std::size_t T = proj.mixed.size();
   const std::int64_t cd = 2 * g.Hk * g.Dk + g.Hv * g.Dv;
-  std::vector<Vec> mixed(T);
-  for (std::size_t t = 0; t < T; ++t) mixed[t] = matvec(wqkv, x[t]);
+  const std::vector<Vec>& mixed = proj.mixed;
   std::vector<Vec> S(static_cast<std::size_t>(g.Hv),
                      Vec(static_cast<std::size_t>(g.Dk * g.Dv), 0.0));
   std::vector<Vec> out(T);
@@ -95,7 +106,7 @@ std::vector<Vec> gated_delta(const Checkpoint& ck, const std::string& p, const G
       l2norm(q + h * g.Dk, g.Dk, 1.0 / std::sqrt(static_cast<double>(g.Dk)));
       l2norm(k + h * g.Dk, g.Dk, 1.0);
     }
-    const Vec z = matvec(wz, x[t]), b = matvec(wb, x[t]), av = matvec(wa, x[t]);
+    const Vec &z = proj.z[t], &b = proj.b[t], &av = proj.a[t];
     Vec o_all;
     for (std::int64_t j = 0; j < g.Hv; ++j) {
       const std::int64_t kh = j / (g.Hv / g.Hk);
@@ -133,11 +144,7 @@ std::vector<Vec> gated_delta(const Checkpoint& ck, const std::string& p, const G
   return out;
 }
 
-}  // namespace
-
-std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::int32_t>& tokens) {
-  const std::string pre =
-      ck.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+Qwen35Geometry qwen3_5_geometry(const Checkpoint& ck) {
   Geo g{};
   g.H = static_cast<std::int64_t>(cfg(ck, "num_attention_heads", 0));
   g.Hkv = static_cast<std::int64_t>(cfg(ck, "num_key_value_heads", 0));
@@ -152,6 +159,13 @@ std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::in
   g.K = static_cast<std::int64_t>(cfg(ck, "linear_conv_kernel_dim", 4));
   g.eps = cfg(ck, "rms_norm_eps", 1e-6);
   g.theta = cfg(ck, "rope_parameters.rope_theta", cfg(ck, "rope_theta", 1e7));
+  return g;
+}
+
+std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::int32_t>& tokens) {
+  const std::string pre =
+      ck.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+  const Geo g = qwen3_5_geometry(ck);
   const auto L = static_cast<int>(cfg(ck, "num_hidden_layers", 0));
   const auto interval = static_cast<int>(cfg(ck, "full_attention_interval", 4));
   std::vector<std::string> types;
@@ -171,7 +185,9 @@ std::vector<Vec> forward_qwen3_5(const Checkpoint& ck, const std::vector<std::in
     const Tensor w_in = load(ck, p + "input_layernorm.weight");
     std::vector<Vec> x(T);
     for (std::size_t t = 0; t < T; ++t) x[t] = rms_norm(h[t], w_in.v, g.eps, true);
-    const std::vector<Vec> mix = full ? gated_attention(ck, p, g, x) : gated_delta(ck, p, g, x);
+    const std::vector<Vec> mix =
+        full ? qwen3_5_gated_attention(ck, p, g, x)
+             : qwen3_5_gated_delta(ck, p, g, qwen3_5_gdn_projections(ck, p, x));
     const Tensor w_post = load(ck, p + "post_attention_layernorm.weight");
     const Tensor wg = load(ck, p + "mlp.gate_proj.weight"), wu = load(ck, p + "mlp.up_proj.weight");
     const Tensor wd = load(ck, p + "mlp.down_proj.weight");

@@ -225,6 +225,8 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
     case Family::kGraniteHybrid:
     case Family::kNemotronH:
     case Family::kFalconH1:
+    case Family::kQwen3_5Moe:
+    case Family::kQwen3Next:
       break;
   }
   return {};
