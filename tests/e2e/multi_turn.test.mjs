@@ -7,7 +7,7 @@ import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
 const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid', 'lfm2',
-                  'nemotron_h', 'falcon_h1'];
+                  'nemotron_h', 'falcon_h1', 'qwen3_5_moe', 'qwen3_next'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -27,7 +27,8 @@ function newTokensOf(family, user, thinking) {
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
   if (family === 'lfm2' || family === 'falcon_h1') return `${user}<|im_end|>\n<|im_start|>assistant\n`;
   if (family === 'llama') return `${user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
-  const qwen3 = family === 'qwen3' || family === 'qwen3_moe';  // the same tokenizer files
+  // The same tokenizer files (qwen3_next: Qwen3's tokenizer and, for now, Qwen3-0.6B's template).
+  const qwen3 = family === 'qwen3' || family === 'qwen3_moe' || family === 'qwen3_next';
   const think = thinking ? (qwen3 ? '' : '<think>\n') : '<think>\n\n</think>\n\n';
   return `${user}<|im_end|>\n<|im_start|>assistant\n${think}`;
 }
@@ -45,6 +46,8 @@ const SYSTEM_BLOCK = {
   mamba2: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   qwen3: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   qwen3_moe: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  qwen3_5_moe: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  qwen3_next: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   gemma3: (s) => `<bos><start_of_turn>user\n${s}\n\n`,
   llama: (s) => `<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n${s}`,
   nemotron_h: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
