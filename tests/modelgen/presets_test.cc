@@ -371,5 +371,93 @@ TEST(RealPresets, Qwen3_30B_A3B) {
   EXPECT_EQ(got.size(), reference.size());
 }
 
+// Qwen/Qwen3-Next-80B-A3B-Instruct: 79.67B parameters without the MTP layer; with it (one MoE
+// layer, one attention block, fc [2048, 4096] and three norms) 81.32B, the release's 81.3B. The
+// table has 74,391 tensors, the release's 75,944 less the MTP layer's 1,553. The config.json field
+// for field (model-families.md 3.1).
+TEST(RealPresets, Qwen3Next80BA3B) {
+  const Geometry g = geometry(Family::kQwen3Next, "qwen3-next-80b-a3b");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 74391u);
+  EXPECT_EQ(n_params(gen), 79674391296);
+  const Table t = table_of(gen);
+  const auto shape = [&](const std::string& name) { return t.at(name).shape; };
+  using S = std::vector<std::int64_t>;
+  EXPECT_EQ(shape("model.layers.0.linear_attn.in_proj_qkvz.weight"), (S{12288, 2048}));
+  EXPECT_EQ(shape("model.layers.0.linear_attn.in_proj_ba.weight"), (S{64, 2048}));
+  EXPECT_EQ(shape("model.layers.0.linear_attn.conv1d.weight"), (S{8192, 1, 4}));
+  EXPECT_EQ(shape("model.layers.0.linear_attn.out_proj.weight"), (S{2048, 4096}));
+  EXPECT_EQ(t.at("model.layers.0.linear_attn.A_log").dtype, "BF16");
+  EXPECT_EQ(shape("model.layers.3.self_attn.q_proj.weight"), (S{8192, 2048}));
+  EXPECT_EQ(shape("model.layers.47.mlp.gate.weight"), (S{512, 2048}));
+  EXPECT_EQ(shape("model.layers.47.mlp.experts.511.down_proj.weight"), (S{2048, 512}));
+  EXPECT_EQ(shape("model.layers.47.mlp.shared_expert.up_proj.weight"), (S{512, 2048}));
+  EXPECT_EQ(shape("model.layers.47.mlp.shared_expert_gate.weight"), (S{1, 2048}));
+  EXPECT_EQ(shape("lm_head.weight"), (S{151936, 2048}));
+  const Json reference = Json::parse(R"({
+    "architectures": ["Qwen3NextForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "decoder_sparse_step": 1, "eos_token_id": 151645, "full_attention_interval": 4,
+    "head_dim": 256, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144, "mlp_only_layers": [], "model_type": "qwen3_next",
+    "moe_intermediate_size": 512, "norm_topk_prob": true, "num_attention_heads": 16,
+    "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48,
+    "num_key_value_heads": 2, "output_router_logits": false, "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 10000000,
+    "router_aux_loss_coef": 0.001, "shared_expert_intermediate_size": 512,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "transformers_version": "4.57.0.dev0", "use_cache": true, "use_sliding_window": false,
+    "vocab_size": 151936})");
+  const Json got = Json::parse(config_json(g, DType::kBF16, generated_tokenizer().ids));
+  expect_superset(got, reference, {"bos_token_id", "eos_token_id"});
+  EXPECT_EQ(got.size(), reference.size());
+}
+
+// Qwen/Qwen3.5-35B-A3B's text model: 34.66B parameters without the vision tower and the MTP
+// layer; its text_config's geometry (40 layers, full attention every 4th, 256 experts of 512
+// with 8 per token, a shared expert of 512, linear heads 16 k / 32 v, untied), as the public
+// inventories of the release list it.
+TEST(RealPresets, Qwen3_5_35B_A3B) {
+  const Geometry g = geometry(Family::kQwen3_5Moe, "qwen3.5-35b-a3b");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(n_params(gen), 34660610688);
+  const Table t = table_of(gen);
+  using S = std::vector<std::int64_t>;
+  const std::string p = "model.language_model.layers.";
+  EXPECT_EQ(t.at(p + "0.linear_attn.in_proj_qkv.weight").shape, (S{8192, 2048}));
+  EXPECT_EQ(t.at(p + "0.linear_attn.in_proj_z.weight").shape, (S{4096, 2048}));
+  EXPECT_EQ(t.at(p + "0.linear_attn.A_log").dtype, "F32");
+  EXPECT_EQ(t.at(p + "39.self_attn.q_proj.weight").shape, (S{8192, 2048}));
+  EXPECT_EQ(t.at(p + "39.mlp.gate.weight").shape, (S{256, 2048}));
+  EXPECT_EQ(t.at(p + "39.mlp.experts.255.gate_proj.weight").shape, (S{512, 2048}));
+  EXPECT_EQ(t.at(p + "39.mlp.shared_expert_gate.weight").shape, (S{1, 2048}));
+  EXPECT_EQ(t.at("lm_head.weight").shape, (S{248320, 2048}));
+  const Json got = Json::parse(config_json(g, DType::kBF16, generated_tokenizer().ids));
+  EXPECT_EQ(got["model_type"], "qwen3_5_moe");
+  EXPECT_EQ(got["architectures"], Json::parse(R"(["Qwen3_5MoeForConditionalGeneration"])"));
+  const Json& text = got["text_config"];
+  const Json reference = Json::parse(R"({
+    "model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40,
+    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+    "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512, "router_aux_loss_coef": 0.001,
+    "vocab_size": 248320, "tie_word_embeddings": false, "attn_output_gate": true,
+    "mamba_ssm_dtype": "float32", "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-06,
+    "max_position_embeddings": 262144, "mlp_only_layers": [],
+    "rope_parameters": {"mrope_interleaved": true, "mrope_section": [11, 11, 10],
+                        "partial_rotary_factor": 0.25, "rope_theta": 10000000,
+                        "rope_type": "default"}})");
+  expect_superset(text, reference, {});
+  EXPECT_FALSE(text.contains("intermediate_size"));
+  EXPECT_FALSE(text.contains("decoder_sparse_step"));
+  EXPECT_FALSE(text.contains("norm_topk_prob"));
+  EXPECT_EQ(text["layer_types"].size(), 40u);
+  EXPECT_EQ(text["layer_types"][39], "full_attention");
+  EXPECT_EQ(text["layer_types"][38], "linear_attention");
+}
+
 }  // namespace
 }  // namespace recur::modelgen
