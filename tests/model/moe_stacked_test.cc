@@ -106,28 +106,39 @@ std::vector<float> logits(const std::string& dir, int quantize_bits) {
 }
 
 TEST(MoeStackedExperts, SwitchMlpLoadsAsThePerExpertTensors) {
-  for (int bits : {0, 4, 8}) {
-    SCOPED_TRACE(bits);
-    TempDir tmp("moe_stacked" + std::to_string(bits));
-    modelgen::GenSpec spec{
-        .family = modelgen::Family::kQwen3Moe, .seed = 4, .bits = bits, .group_size = 32};
-    const std::string per_expert = tmp.file("per_expert");
-    ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
-    const std::string stacked = tmp.file("stacked");
-    restack(per_expert, stacked);
-    auto ck = Checkpoint::open(stacked);
-    ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
-    ASSERT_NE(ck->find("model.layers.0.mlp.switch_mlp.down_proj.weight"), nullptr);
-    ASSERT_EQ(ck->find("model.layers.0.mlp.experts.0.down_proj.weight"), nullptr);
-    const std::vector<float> want = logits(per_expert, 0);
-    const std::vector<float> got = logits(stacked, 0);
-    ASSERT_FALSE(want.empty());
-    ASSERT_EQ(want.size(), got.size());
-    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
-    if (bits == 0) {  // a plain stacked tensor quantized on load, expert by expert
-      const std::vector<float> a = logits(per_expert, 4), b = logits(stacked, 4);
-      ASSERT_EQ(a.size(), b.size());
-      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  // Qwen3-MoE, and Qwen3-Next / Qwen3.5-MoE (mlx-lm's qwen3_next.py and qwen3_5_moe.py stack
+  // theirs the same way; the shared expert stays as it is).
+  for (auto [family, layer0] :
+       {std::pair{modelgen::Family::kQwen3Moe, "model.layers.0."},
+        {modelgen::Family::kQwen3Next, "model.layers.0."},
+        {modelgen::Family::kQwen3_5Moe, "model.language_model.layers.0."}}) {
+    for (int bits : {0, 4, 8}) {
+      SCOPED_TRACE(std::string(modelgen::family_name(family)) + " " + std::to_string(bits));
+      TempDir tmp(std::string("moe_stacked") + modelgen::family_name(family) +
+                  std::to_string(bits));
+      modelgen::GenSpec spec{.family = family, .seed = 4, .bits = bits, .group_size = 32};
+      const std::string per_expert = tmp.file("per_expert");
+      ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
+      const std::string stacked = tmp.file("stacked");
+      restack(per_expert, stacked);
+      auto ck = Checkpoint::open(stacked);
+      ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+      // mlx-vlm's names for Qwen3.5-MoE's MLX checkpoints.
+      const std::string p = bits != 0 && family == modelgen::Family::kQwen3_5Moe
+                                ? "language_model.model.layers.0."
+                                : std::string(layer0);
+      ASSERT_NE(ck->find(p + "mlp.switch_mlp.down_proj.weight"), nullptr);
+      ASSERT_EQ(ck->find(p + "mlp.experts.0.down_proj.weight"), nullptr);
+      const std::vector<float> want = logits(per_expert, 0);
+      const std::vector<float> got = logits(stacked, 0);
+      ASSERT_FALSE(want.empty());
+      ASSERT_EQ(want.size(), got.size());
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+      if (bits == 0) {  // a plain stacked tensor quantized on load, expert by expert
+        const std::vector<float> a = logits(per_expert, 4), b = logits(stacked, 4);
+        ASSERT_EQ(a.size(), b.size());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+      }
     }
   }
 }
