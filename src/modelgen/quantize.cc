@@ -69,6 +69,16 @@ Status check_source(const model::Checkpoint& ck) {
                    "tensor {} is {}; quantize reads bf16, f16 or f32 checkpoints", name,
                    t.dtype_text);
     }
+    // mlx-lm splits Qwen3.5-MoE's fused experts into switch_mlp's gate, up and down before
+    // quantizing them; recur's writer maps one tensor to one, so it would copy them unquantized.
+    if (t.shape.size() == 3 &&
+        (name.ends_with(".experts.gate_up_proj") || name.ends_with(".experts.down_proj"))) {
+      return Error(StatusCode::kUnimplemented,
+                   "tensor {} holds fused experts (transformers 5's layout), which quantize does "
+                   "not convert yet; serve the checkpoint with --quantize q4 or q8 instead, which "
+                   "quantizes them on load",
+                   name);
+    }
     if (name.find("conv1d.weight") != std::string::npos && t.shape.size() == 3 && t.shape[2] == 1) {
       return Error(StatusCode::kInvalidArgument,
                    "{} is already in MLX layout (tensor {} is {}, channels last, so its norms "
