@@ -123,6 +123,7 @@ EngineStats Engine::stats() const {
           .dropped_queued = n_dropped_queued_.load(),
           .restores_in_place = n_restores_in_place_.load(),
           .restores_copied = n_restores_copied_.load(),
+          .restores_peer = n_peer_copies_.load(),
           .shared_waits = n_shared_waits_.load()};
 }
 

@@ -47,6 +47,8 @@ struct EngineStats {
   // Cache hits served by a kept state that still held the entry (no copy), and hits copied.
   std::int64_t restores_in_place = 0;
   std::int64_t restores_copied = 0;
+  // Dense models: shared prefixes copied from the live state of the conversation computing them.
+  std::int64_t restores_peer = 0;
   // Sequences that waited for another to compute their shared prefix rather than compute it too.
   std::int64_t shared_waits = 0;
 };
@@ -113,6 +115,8 @@ class Engine {
   // A waiting sequence whose shared prefix was stored (or whose leader stopped): restores the
   // longer entry if the cache now has one.
   void resume_after_shared(Sequence& seq);
+  // Dense models: the waiting sequence's shared prefix, copied from an active sequence's state.
+  void copy_shared_prefix_from_peer(Sequence& seq);
   // Return the stored snapshot, or null when the cache did not admit it.
   std::shared_ptr<const model::Snapshot> store_snapshot(const model::SequenceState& state,
                                                         const cache::CacheKey& key,
@@ -184,6 +188,7 @@ class Engine {
   std::atomic<std::int64_t> n_restores_in_place_{0};
   std::atomic<std::int64_t> n_restores_copied_{0};
   std::atomic<std::int64_t> n_shared_waits_{0};
+  std::atomic<std::int64_t> n_peer_copies_{0};
   std::thread thread_;
 };
 

@@ -207,7 +207,7 @@ void Engine::finish_restore(Sequence& seq) {
 bool Engine::shared_prefix_in_flight(const Sequence& seq) const {
   const std::int64_t s = seq.req.shared_boundary;
   auto has_shared_point = [&](const Sequence& q) {
-    return !truncatable_ && q.req.shared_boundary == s && s > 0 && s < q.req.history_boundary;
+    return q.req.shared_boundary == s && s > 0 && s < q.req.history_boundary;
   };
   if (!has_shared_point(seq) || !origin_wanted(cache::Origin::kShared) ||
       seq.state->n_tokens() >= s) {
@@ -233,7 +233,12 @@ void Engine::resume_after_shared(Sequence& seq) {
   seq.awaiting_shared = false;
   const auto prompt = std::span<const TokenId>(seq.req.prompt);
   cache::LookupResult r = cache_->lookup(seq.req.cache_key, prompt, truncatable_);
-  if (!r.hit() || r.n_tokens_usable <= seq.state->n_tokens()) return;
+  if (!r.hit() || r.n_tokens_usable <= seq.state->n_tokens()) {
+    // A dense model stores no entry at the shared point (its completion entry will hold every
+    // prefix): the K/V comes from the conversation that computed it, still running.
+    if (truncatable_) copy_shared_prefix_from_peer(seq);
+    return;
+  }
   std::unique_ptr<model::SequenceState> restored;
   CacheTrace trace = seq.trace;
   trace.miss_reason.clear();
@@ -249,6 +254,40 @@ void Engine::resume_after_shared(Sequence& seq) {
   seq.out.trace = seq.trace;
   log::debug("req={} resumed from the shared prefix computed meanwhile: cached={}", seq.req.id,
              seq.n_cached);
+}
+
+void Engine::copy_shared_prefix_from_peer(Sequence& seq) {
+  const std::int64_t s = seq.req.shared_boundary;
+  if (seq.state->n_tokens() >= s) return;
+  const cache::CacheKey key = key_for(seq.req.cache_key, cache::Origin::kShared);
+  const auto prefix = std::span<const TokenId>(seq.req.prompt).first(static_cast<std::size_t>(s));
+  for (const auto& q : active_) {
+    if (q.get() == &seq || q->done || !q->state || q->state->n_tokens() < s ||
+        q->req.prompt.size() < prefix.size()) {
+      continue;
+    }
+    const cache::CacheKey k = key_for(q->req.cache_key, cache::Origin::kShared);
+    if (k.tenant != key.tenant || k.bucket != key.bucket ||
+        !std::ranges::equal(std::span<const TokenId>(q->req.prompt).first(prefix.size()), prefix)) {
+      continue;
+    }
+    const Status copied = seq.state->copy_prefix_from(*q->state, s);
+    if (!copied.is_ok()) {
+      log::warn("req={} copy of the shared prefix failed, computing it: {}", seq.req.id,
+                copied.message());
+      return;
+    }
+    seq.trace.hit = true;
+    seq.trace.hit_tokens = s;
+    seq.trace.origin = cache::origin_name(cache::Origin::kShared);
+    seq.trace.tier = "peer";
+    seq.trace.miss_reason.clear();
+    seq.n_cached = s;
+    seq.out.trace = seq.trace;
+    n_peer_copies_.fetch_add(1);
+    log::debug("req={} copied the shared prefix ({} tokens) from req={}", seq.req.id, s, q->req.id);
+    return;
+  }
 }
 
 std::shared_ptr<const model::Snapshot> Engine::store_snapshot(const model::SequenceState& state,

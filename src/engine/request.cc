@@ -19,8 +19,9 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 std::string CacheTrace::to_header() const {
-  if (hit && tier == "disk") {
-    return fmt::format("hit; tokens={}; store={}; origin={}; tier=disk", hit_tokens, store, origin);
+  if (hit && !tier.empty() && tier != "ram") {
+    return fmt::format("hit; tokens={}; store={}; origin={}; tier={}", hit_tokens, store, origin,
+                       tier);
   }
   if (hit) return fmt::format("hit; tokens={}; store={}; origin={}", hit_tokens, store, origin);
   return fmt::format("miss; reason={}", miss_reason.empty() ? "none" : miss_reason);

@@ -55,7 +55,9 @@ struct CacheTrace {
   std::int64_t hit_tokens = 0;
   std::string store;   // "snapshot" or "prefix"
   std::string origin;  // origin of the entry used: completion, boundary, warmup
-  std::string tier;    // where the entry was found: ram, or disk (--prompt-cache-dir)
+  // Where the entry was found: ram, disk (--prompt-cache-dir), or peer (a dense model's shared
+  // prefix copied from the live state of the conversation that computed it).
+  std::string tier;
   std::string miss_reason;
   std::string to_header() const;
 };

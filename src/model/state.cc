@@ -318,6 +318,29 @@ Status SequenceState::restore(const Snapshot& snap) {
   return Status::ok();
 }
 
+Status SequenceState::copy_prefix_from(const SequenceState& other, std::int64_t n) {
+  if (!truncatable() || other.fingerprint_ != fingerprint_) {
+    return Error(StatusCode::kFailedPrecondition,
+                 "a state prefix is copied only between truncatable states of one model");
+  }
+  if (n < 0 || n > other.n_tokens_) {
+    return Error(StatusCode::kOutOfRange, "copy of {} tokens from a state of {}", n,
+                 other.n_tokens_);
+  }
+  n_tokens_ = 0;  // nothing of the old K/V is kept: growing need not move it
+  captures_.clear();
+  reserve_tokens(n);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& spec = layout_->layers[i];
+    copy_heads(other.layers_[i].k.data(), other.capacity_tokens_, layers_[i].k.data(),
+               capacity_tokens_, n, spec);
+    copy_heads(other.layers_[i].v.data(), other.capacity_tokens_, layers_[i].v.data(),
+               capacity_tokens_, n, spec);
+  }
+  n_tokens_ = n;
+  return Status::ok();
+}
+
 Status SequenceState::truncate(std::int64_t n) {
   if (!truncatable()) {
     return Error(StatusCode::kFailedPrecondition,

@@ -104,6 +104,9 @@ class SequenceState {
   Status restore(const Snapshot& snap);
   // Keeps the first n tokens; only for truncatable states, n <= n_tokens().
   Status truncate(std::int64_t n);
+  // Replaces this state with the first n tokens of `other`'s (a live sequence of the same model),
+  // copied directly rather than through a Snapshot; only for truncatable states.
+  Status copy_prefix_from(const SequenceState& other, std::int64_t n);
   // Back to zero tokens (recurrent state zeroed).
   void reset();
 

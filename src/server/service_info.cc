@@ -201,7 +201,9 @@ HttpResponse Service::cache_stats(const HttpRequest&) const {
   if (be != nullptr) {
     engine::EngineStats e = be->engine->stats();
     out["warmup"] = {{"pending", e.warmups_pending}, {"done", e.warmups_done}};
-    out["restores"] = {{"in_place", e.restores_in_place}, {"copied", e.restores_copied}};
+    out["restores"] = {{"in_place", e.restores_in_place},
+                       {"copied", e.restores_copied},
+                       {"peer", e.restores_peer}};
     out["shared_waits"] = e.shared_waits;
   }
   return HttpResponse::json(200, out.dump());
@@ -235,10 +237,14 @@ HttpResponse Service::metrics(const HttpRequest&) const {
                           static_cast<std::uint64_t>(e.warmup_tokens));
     metrics_.sync_counter("recur_cache_restores_total",
                           "Cache hits restored into a sequence state: in_place when a kept state "
-                          "still held the entry (nothing copied), copied otherwise.",
+                          "still held the entry (nothing copied), copied otherwise, peer when a "
+                          "dense model's shared prefix was copied from the conversation computing "
+                          "it.",
                           "kind=in_place", static_cast<std::uint64_t>(e.restores_in_place));
     metrics_.sync_counter("recur_cache_restores_total", "", "kind=copied",
                           static_cast<std::uint64_t>(e.restores_copied));
+    metrics_.sync_counter("recur_cache_restores_total", "", "kind=peer",
+                          static_cast<std::uint64_t>(e.restores_peer));
     metrics_.sync_counter("recur_shared_prefix_waits_total",
                           "New conversations that waited for another to compute the system prompt "
                           "they share, instead of computing it too.",

@@ -133,7 +133,7 @@ for (const family of FAMILIES) {
     });
 
     test('conversations that start together with a new system prompt compute it once', async () => {
-      if (['qwen3', 'llama', 'qwen3_moe'].includes(family)) return;  // dense: the prefix store
+      const dense = ['qwen3', 'llama', 'qwen3_moe'].includes(family);
       cached ??= await startServer(dir, ['--parallel', '4']);
       const system = 'A new system prompt that three conversations of one tenant send at once.';
       const runs = await Promise.all([0, 1, 2].map((c) =>
@@ -142,7 +142,16 @@ for (const family of FAMILIES) {
       // Whichever was admitted first computed the system prompt; the others restored it, either
       // stored already or waited for while it was being computed.
       const counts = runs.map((r) => r[0].cached_tokens).sort((x, y) => x - y);
-      assert.deepEqual(counts, [0, systemTokens, systemTokens]);
+      if (dense) {
+        // Dense: a waiter copies the system prompt's K/V from the first's live state (exactly the
+        // system prompt); one admitted after the first's completion entry was stored shares more
+        // of its prefix (the user turn's header) through the prefix store. The first may reuse
+        // the part of the prompt earlier conversations shared (Llama's dated system header).
+        const why = `${JSON.stringify(counts)}, system prompt ${systemTokens} tokens`;
+        for (const n of counts.slice(1)) assert.ok(n >= systemTokens && n > counts[0], why);
+      } else {
+        assert.deepEqual(counts, [0, systemTokens, systemTokens]);
+      }
       for (const r of runs) {
         assert.equal(r[0].timing.prefill_tokens, r[0].prompt_tokens - r[0].cached_tokens);
       }

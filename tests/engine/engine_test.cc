@@ -332,10 +332,11 @@ TEST_P(EngineTest, SharedSystemPromptServesTheTenantsNewConversations) {
 }
 
 // New conversations that arrive together with the same new system prompt compute it once: the
-// first computes it, the others of its tenant wait until it is stored and restore it, and another
-// tenant's computes its own. The bytes are those of each alone without a cache.
+// first computes it, the others of its tenant wait until it is stored (dense models: until the
+// first has passed it) and restore it (dense: copy its K/V from the first's live state), and
+// another tenant's computes its own. The bytes are those of each alone without a cache.
 TEST_P(EngineTest, ConversationsStartingTogetherComputeTheirSystemPromptOnce) {
-  if (model_->state_layout().truncatable()) GTEST_SKIP() << "dense: prefix store, no shared point";
+  const bool dense = model_->state_layout().truncatable();
   ThreadPool pool(2);
   auto cache = make_cache();
   Engine with(EngineOptions{.parallel = 4, .prefill_chunk = 8, .ctx_size = 512}, *model_, *tok_,
@@ -383,9 +384,11 @@ TEST_P(EngineTest, ConversationsStartingTogetherComputeTheirSystemPromptOnce) {
     EXPECT_EQ(done.usage.cached_tokens, follower ? s : 0) << done.trace.to_header();
     if (follower) {
       EXPECT_EQ(done.trace.origin, "shared");
+      EXPECT_EQ(done.trace.tier, dense ? "peer" : "ram");
     }
   }
   EXPECT_EQ(with.stats().shared_waits, 2);
+  EXPECT_EQ(with.stats().restores_peer, dense ? 2 : 0);
   EXPECT_EQ(with.stats().prefill_tokens, prompt_total - 2 * s);
 }
 

@@ -178,6 +178,46 @@ TEST(Truncate, AttentionOnlyStateTruncatesExactly) {
   EXPECT_FALSE(seq->truncate(18).is_ok());  // beyond n_tokens
 }
 
+// A waiting dense conversation takes a shared system prompt's K/V from a live state: the copied
+// prefix continues with the bytes of a sequence that computed it, whatever the two capacities
+// (the source grew past 256 tokens; the destination held a longer, different prompt before).
+TEST(CopyPrefix, ContinuesAsTheSourceWould) {
+  TempDir tmp("copy_prefix");
+  Loaded l = load(tmp, modelgen::Family::kQwen3);
+  ASSERT_TRUE(l.model);
+  const auto toks = tokens_of(300, l.model->vocab_size());
+  auto ref = l.model->new_sequence();
+  run(*l.model, ref.get(), std::span(toks).first(40));
+  const auto want = run(*l.model, ref.get(), std::span(toks).subspan(40, 5));
+  auto source = l.model->new_sequence();
+  for (std::size_t at = 0; at < toks.size(); at += 60) {
+    run(*l.model, source.get(), std::span(toks).subspan(at, 60));
+  }
+  auto dest = l.model->new_sequence();
+  run(*l.model, dest.get(), tokens_of(60, l.model->vocab_size() / 2));
+  ASSERT_TRUE(dest->copy_prefix_from(*source, 40).is_ok());
+  EXPECT_EQ(dest->n_tokens(), 40);
+  const auto got = run(*l.model, dest.get(), std::span(toks).subspan(40, 5));
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+  EXPECT_EQ(dest->copy_prefix_from(*source, 301).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(dest->n_tokens(), 45);  // a refused copy leaves the state as it was
+}
+
+TEST(CopyPrefix, RefusesRecurrentStatesAndAnotherModel) {
+  TempDir tmp("copy_prefix_rec");
+  Loaded hybrid = load(tmp, modelgen::Family::kQwen3_5);
+  ASSERT_TRUE(hybrid.model);
+  auto a = hybrid.model->new_sequence();
+  auto b = hybrid.model->new_sequence();
+  run(*hybrid.model, a.get(), tokens_of(5, hybrid.model->vocab_size()));
+  EXPECT_EQ(b->copy_prefix_from(*a, 3).code(), StatusCode::kFailedPrecondition);
+  Loaded dense = load(tmp, modelgen::Family::kQwen3);
+  ASSERT_TRUE(dense.model);
+  auto c = dense.model->new_sequence();
+  EXPECT_EQ(c->copy_prefix_from(*a, 3).code(), StatusCode::kFailedPrecondition);
+}
+
 // K/V are head-major with spare capacity per head: growing the capacity moves every head's live
 // rows, and a snapshot packs them. A sequence that grows twice while decoding (past 256 and 512
 // tokens) gives the bytes of one that reserved room for everything first, and a snapshot of it
