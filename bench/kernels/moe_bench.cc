@@ -1,0 +1,227 @@
+// moe_bench: the expert stages of one mixture-of-experts layer on their own (kernels::
+// matmul_grouped over the experts a prompt's tokens chose), to find where prefill's time goes
+// without the rest of the model. Qwen3-30B-A3B's geometry by default: 128 experts, 8 per token,
+// d_model 2048, moe_d_ff 768, bf16 or quantized (MLX affine, bf16 scales) weights distinct per
+// layer so every stage reads its experts from memory, as a real prompt does.
+//
+//   moe_bench [--tokens 512] [--layers 2] [--bits 0|4|8] [--threads N] [--reps 5] [--isa NAME]
+//             [--hot 1] [--even 1]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/bench.h"
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
+#include "kernels/matmul_grouped.h"
+#include "kernels/quant.h"
+
+namespace {
+
+using namespace recur;
+using namespace recur::kernels;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kExperts = 128, kTopK = 8, kDModel = 2048, kDff = 768;
+
+struct Matrix {
+  std::vector<std::uint8_t> bytes;
+  WeightView view;
+};
+
+Matrix make_matrix(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  std::vector<float> w(static_cast<std::size_t>(rows * cols));
+  for (float& v : w) v = dist(rng);
+  Matrix m;
+  if (bits == 0) {
+    m.bytes.resize(w.size() * 2);
+    auto* p = reinterpret_cast<std::uint16_t*>(m.bytes.data());
+    for (std::size_t i = 0; i < w.size(); ++i) p[i] = f32_to_bf16(w[i]);
+    m.view = {.data = m.bytes.data(), .dtype = DType::kBF16, .rows = rows, .cols = cols};
+    return m;
+  }
+  const int gs = 64;
+  std::vector<std::uint32_t> codes(static_cast<std::size_t>(rows * cols * bits / 32));
+  std::vector<std::uint8_t> scales(static_cast<std::size_t>(rows * (cols / gs) * 2)), biases;
+  biases.resize(scales.size());
+  quantize_rows(w.data(), rows, cols, bits, gs, DType::kBF16, codes.data(), scales.data(),
+                biases.data());
+  const MlxQuantized mlx{.codes = codes.data(),
+                         .scales = scales.data(),
+                         .biases = biases.data(),
+                         .dtype = DType::kBF16,
+                         .rows = rows,
+                         .cols = cols,
+                         .bits = bits,
+                         .group_size = gs};
+  m.view = packed_view(mlx, nullptr);
+  m.bytes.resize(static_cast<std::size_t>(m.view.total_bytes()));
+  m.view.data = m.bytes.data();
+  pack_quantized_rows(mlx, 0, rows, m.view);
+  return m;
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t tokens = 512, layers = 2, reps = 5;
+  int bits = 0, threads = available_cores();
+  // hot: every expert shares one set of matrices (compute alone, weights from the caches);
+  // even: every expert gets exactly tokens * top_k / experts rows.
+  bool hot = false, even = false;
+  std::string isa;
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "moe_bench: option %s has no value\n", argv[argc - 1]);
+    return 2;
+  }
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const char* v = argv[i + 1];
+    if (a == "--tokens")
+      tokens = std::atoll(v);
+    else if (a == "--layers")
+      layers = std::atoll(v);
+    else if (a == "--bits")
+      bits = std::atoi(v);
+    else if (a == "--threads")
+      threads = std::atoi(v);
+    else if (a == "--reps")
+      reps = std::atoll(v);
+    else if (a == "--isa")
+      isa = v;
+    else if (a == "--hot")
+      hot = std::atoi(v) != 0;
+    else if (a == "--even")
+      even = std::atoi(v) != 0;
+    else {
+      std::fprintf(stderr, "moe_bench: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if ((bits != 0 && bits != 4 && bits != 8) || tokens < 1 || layers < 1 || reps < 1 ||
+      threads < 1) {
+    std::fprintf(stderr,
+                 "moe_bench: --bits must be 0, 4 or 8 and --tokens, --layers, --reps, --threads "
+                 "at least 1\n");
+    return 2;
+  }
+  if (!isa.empty()) {
+    const auto parsed = parse_isa(isa);
+    if (!parsed.is_ok() || !select_isa(*parsed).is_ok()) {
+      std::fprintf(stderr, "cannot select ISA %s\n", isa.c_str());
+      return 2;
+    }
+  }
+  ThreadPool pool(threads);
+  std::mt19937 rng(1);
+  std::vector<std::vector<Matrix>> gate(layers), up(layers), down(layers);
+  for (std::int64_t l = 0; l < layers; ++l) {
+    for (std::int64_t e = 0; e < (hot ? 1 : kExperts); ++e) {
+      gate[l].push_back(make_matrix(kDff, kDModel, bits, rng));
+      up[l].push_back(make_matrix(kDff, kDModel, bits, rng));
+      down[l].push_back(make_matrix(kDModel, kDff, bits, rng));
+    }
+  }
+  // Uniform routing: each token picks kTopK distinct experts.
+  std::vector<std::int64_t> count(kExperts, 0);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    std::vector<int> ids(kExperts);
+    for (int e = 0; e < kExperts; ++e) ids[e] = e;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (int j = 0; j < kTopK; ++j) ++count[ids[j]];
+  }
+  if (even) std::fill(count.begin(), count.end(), tokens * kTopK / kExperts);
+  std::int64_t fewest = tokens, most = 0;
+  for (std::int64_t n : count) fewest = std::min(fewest, n), most = std::max(most, n);
+  std::printf("rows per expert: %lld to %lld\n", static_cast<long long>(fewest),
+              static_cast<long long>(most));
+  const std::int64_t slots = tokens * kTopK;
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> xg(slots * kDModel), g(slots * kDff), u(slots * kDff), y(slots * kDModel);
+  for (float& v : xg) v = dist(rng);
+  const Ceilings c = measure_ceilings(pool, 0.5);
+  std::printf("isa %s, %d threads, bf16 peak %.1f GFLOP/s, read %.1f GB/s; %lld tokens, %s\n",
+              isa_name(active_isa()), threads, c.peak_flops() / 1e9, c.read_bytes_per_s / 1e9,
+              static_cast<long long>(tokens),
+              bits == 0   ? "bf16"
+              : bits == 4 ? "q4 g64"
+                          : "q8 g64");
+  {
+    // One expert's matmuls alone, repeated on the same rows (weights and activations hot): the
+    // kernels' speed at this shape without the grouping around them.
+    const std::int64_t m = tokens * kTopK / kExperts;
+    for (const auto& [name, w] :
+         {std::pair{"gate alone", gate[0][0].view}, std::pair{"down alone", down[0][0].view}}) {
+      double best = 1e30;
+      for (int r = 0; r < 200; ++r) {
+        const auto t0 = Clock::now();
+        matmul(pool, w.cols == kDModel ? xg.data() : g.data(), m, w, y.data());
+        best = std::min(best, seconds_since(t0));
+      }
+      const double fl = 2.0 * static_cast<double>(m * w.rows * w.cols);
+      std::printf("%s, %lld rows: %.1f GFLOP/s, %.1f%% of peak\n", name, static_cast<long long>(m),
+                  fl / best / 1e9, 100 * fl / best / c.peak_flops());
+    }
+  }
+  std::vector<MatmulOut> outs;
+  outs.reserve(2 * kExperts);
+  std::vector<MatmulGroup> up_groups, down_groups;
+  std::vector<MatmulOut> down_outs;
+  down_outs.reserve(kExperts);
+  double best1 = 1e30, best2 = 1e30, best_act = 1e30;
+  for (std::int64_t r = 0; r < reps; ++r) {
+    double t1 = 0, t2 = 0, ta = 0;
+    for (std::int64_t l = 0; l < layers; ++l) {
+      outs.clear();
+      down_outs.clear();
+      up_groups.clear();
+      down_groups.clear();
+      std::int64_t b = 0;
+      for (std::int64_t e = 0; e < kExperts; ++e) {
+        const std::int64_t m = count[e];
+        if (m == 0) continue;
+        const std::size_t me = hot ? 0 : static_cast<std::size_t>(e);
+        outs.push_back({gate[l][me].view, g.data() + b * kDff});
+        outs.push_back({up[l][me].view, u.data() + b * kDff});
+        up_groups.push_back(
+            {.x = xg.data() + b * kDModel, .n_rows = m, .outs = std::span(outs).last(2)});
+        down_outs.push_back({down[l][me].view, y.data() + b * kDModel});
+        down_groups.push_back(
+            {.x = g.data() + b * kDff, .n_rows = m, .outs = std::span(down_outs).last(1)});
+        b += m;
+      }
+      auto t0 = Clock::now();
+      matmul_grouped(pool, up_groups);
+      t1 += seconds_since(t0);
+      t0 = Clock::now();
+      swiglu(g.data(), u.data(), g.data(), slots * kDff);
+      ta += seconds_since(t0);
+      t0 = Clock::now();
+      matmul_grouped(pool, down_groups);
+      t2 += seconds_since(t0);
+    }
+    best1 = std::min(best1, t1);
+    best2 = std::min(best2, t2);
+    best_act = std::min(best_act, ta);
+  }
+  const double f1 = 2.0 * static_cast<double>(slots) * 2 * kDff * kDModel * layers;
+  const double f2 = 2.0 * static_cast<double>(slots) * kDff * kDModel * layers;
+  std::printf("gate+up: %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best1 / layers * 1e3,
+              f1 / best1 / 1e9, 100 * f1 / best1 / c.peak_flops());
+  std::printf("down:    %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best2 / layers * 1e3,
+              f2 / best2 / 1e9, 100 * f2 / best2 / c.peak_flops());
+  std::printf("swiglu:  %.2f ms/layer (one thread)\n", best_act / layers * 1e3);
+  std::printf("experts: %.1f%% of the bf16 peak over both stages\n",
+              100 * (f1 + f2) / (best1 + best2) / c.peak_flops());
+  return 0;
+}
