@@ -69,8 +69,10 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
     t.action = MlxAction::kDrop;
     return t;
   }
-  if (shape.size() == 2 && t.name.ends_with(".weight")) {
-    if (shape[1] % rules.format.group_size == 0) {
+  // A Linear weight, or MLX's stacked experts (switch_mlp.*.weight [experts, rows, cols]).
+  const bool stacked = shape.size() == 3 && contains(t.name, ".switch_mlp.");
+  if ((shape.size() == 2 || stacked) && t.name.ends_with(".weight")) {
+    if (shape.back() % rules.format.group_size == 0) {
       t.action = MlxAction::kQuantize;
     } else {
       t.not_divisible = true;
@@ -102,10 +104,13 @@ void append_mlx_entries(const MlxTensor& t, const QuantFormat& format,
     out.push_back({.name = t.name, .shape = t.shape, .dtype = t.dtype});
     return;
   }
-  const std::int64_t rows = t.shape[0], cols = t.shape[1];
+  const std::int64_t cols = t.shape.back();
   const std::string path = t.name.substr(0, t.name.size() - std::string_view(".weight").size());
-  const std::vector<std::int64_t> group_shape = {rows, cols / format.group_size};
-  out.push_back({.name = t.name, .shape = {rows, cols * format.bits / 32}, .u32 = true});
+  std::vector<std::int64_t> lead(t.shape.begin(), t.shape.end() - 1);  // [rows] or [experts, rows]
+  std::vector<std::int64_t> group_shape = lead, code_shape = lead;
+  group_shape.push_back(cols / format.group_size);
+  code_shape.push_back(cols * format.bits / 32);
+  out.push_back({.name = t.name, .shape = code_shape, .u32 = true});
   out.push_back({.name = path + ".scales", .shape = group_shape, .dtype = t.dtype});
   out.push_back({.name = path + ".biases", .shape = group_shape, .dtype = t.dtype});
 }

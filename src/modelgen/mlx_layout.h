@@ -64,7 +64,9 @@ struct MlxRules {
 //   to language_model.model.* and lm_head.weight to language_model.lm_head.weight;
 // - dropped: mtp.*, model.visual.* / vision_tower.*, and lm_head.weight when tied;
 // - quantized: every 2-D `.weight` (all are Linear or Embedding weights in these families) whose
-//   cols divide by the group size; the rest stays floating in its own dtype;
+//   cols divide by the group size, and stacked experts `<p>switch_mlp.<proj>.weight`
+//   [experts, rows, cols] (codes, scales and biases stacked alike); the rest stays floating in
+//   its own dtype;
 // - conv1d.weight [C, 1, K] becomes [C, K, 1] (the same bytes in the same order);
 // - qwen3_5's zero-centred norms (input_layernorm, post_attention_layernorm, the final norm,
 //   self_attn.q_norm, self_attn.k_norm; not linear_attn.norm) get +1 folded in.

@@ -31,9 +31,9 @@ std::vector<Job> plan_jobs(std::span<const MlxTensor> tensors, std::span<const s
     const MlxTensor& m = tensors[t];
     if (m.action == MlxAction::kDrop) continue;
     std::int64_t n = 1, step = kBlockElems;
-    if (m.action == MlxAction::kQuantize) {
-      n = m.shape[0];
-      step = std::max<std::int64_t>(1, kQuantJobElems / m.shape[1]);
+    if (m.action == MlxAction::kQuantize) {  // rows over every leading dim (stacked experts)
+      n = m.shape[0] * (m.shape.size() == 3 ? m.shape[1] : 1);
+      step = std::max<std::int64_t>(1, kQuantJobElems / m.shape.back());
     } else {
       for (std::int64_t d : m.shape) n *= d;
     }
@@ -69,7 +69,7 @@ Status run_quant_job(const Job& job, const MlxTensor& m, const QuantFormat& f,
   thread_local std::vector<float> values;
   thread_local std::vector<std::uint32_t> codes;
   thread_local std::vector<std::byte> scales, biases;
-  const std::int64_t cols = m.shape[1], groups = cols / f.group_size;
+  const std::int64_t cols = m.shape.back(), groups = cols / f.group_size;
   const std::int64_t words = cols * f.bits / 32, scale_bytes = groups * dtype_bytes(m.dtype);
   values.resize(static_cast<std::size_t>(job.count * cols));
   codes.resize(static_cast<std::size_t>(job.count * words));

@@ -69,16 +69,6 @@ Status check_source(const model::Checkpoint& ck) {
                    "tensor {} is {}; quantize reads bf16, f16 or f32 checkpoints", name,
                    t.dtype_text);
     }
-    // mlx-lm splits Qwen3.5-MoE's fused experts into switch_mlp's gate, up and down before
-    // quantizing them; recur's writer maps one tensor to one, so it would copy them unquantized.
-    if (t.shape.size() == 3 &&
-        (name.ends_with(".experts.gate_up_proj") || name.ends_with(".experts.down_proj"))) {
-      return Error(StatusCode::kUnimplemented,
-                   "tensor {} holds fused experts (transformers 5's layout), which quantize does "
-                   "not convert yet; serve the checkpoint with --quantize q4 or q8 instead, which "
-                   "quantizes them on load",
-                   name);
-    }
     if (name.find("conv1d.weight") != std::string::npos && t.shape.size() == 3 && t.shape[2] == 1) {
       return Error(StatusCode::kInvalidArgument,
                    "{} is already in MLX layout (tensor {} is {}, channels last, so its norms "
@@ -143,6 +133,12 @@ void release_pages(const std::uint8_t* p, std::size_t n) {
 }
 
 // Row-major elements [begin, begin + out.size()) of a mapped tensor as f32 (exact).
+// A planned tensor's place in its source: the whole of it, or part `part` of `parts` equal slabs
+// in each expert's rows (a fused gate_up_proj's gate or up).
+struct Slab {
+  std::int64_t parts = 1, part = 0;
+};
+
 void read_as_f32(const model::TensorInfo& t, std::int64_t begin, std::span<float> out) {
   const DType dtype = *t.dtype;
   const std::uint8_t* p = t.data + begin * dtype_bytes(dtype);
@@ -178,16 +174,38 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
 
   QuantizeSummary done;
   std::vector<const model::TensorInfo*> sources;
+  std::vector<Slab> slabs;  // per planned tensor: which part of its source it is
   std::vector<MlxTensor> tensors;
-  for (const std::string& name : ck.names()) {
-    const model::TensorInfo& t = *ck.find(name);
+  const auto plan = [&](const std::string& hf_name, const model::TensorInfo& t,
+                        std::vector<std::int64_t> shape, Slab slab) {
     sources.push_back(&t);
-    tensors.push_back(mlx_tensor(rules, name, t.shape, *t.dtype));
+    slabs.push_back(slab);
+    tensors.push_back(mlx_tensor(rules, hf_name, shape, *t.dtype));
     const MlxTensor& m = tensors.back();
     done.n_quantized += m.action == MlxAction::kQuantize;
     done.n_dropped += m.action == MlxAction::kDrop;
     done.n_kept += m.action == MlxAction::kCopy || m.action == MlxAction::kFoldOne;
     if (m.not_divisible) done.not_divisible.push_back(m.name);
+  };
+  for (const std::string& name : ck.names()) {
+    const model::TensorInfo& t = *ck.find(name);
+    // transformers 5's fused experts (Qwen3.5-MoE) become MLX's stacked switch_mlp weights, as
+    // mlx-lm's qwen3_5_moe.py sanitize splits them: gate_up_proj [E, 2 * ff, d] (gate rows first
+    // in each expert) into gate_proj and up_proj [E, ff, d], down_proj [E, d, ff] renamed.
+    constexpr std::string_view kGateUp = "experts.gate_up_proj", kDown = "experts.down_proj";
+    if (t.shape.size() == 3 && name.ends_with(kGateUp) && t.shape[1] % 2 == 0) {
+      const std::string p = name.substr(0, name.size() - kGateUp.size()) + "switch_mlp.";
+      const std::vector<std::int64_t> half = {t.shape[0], t.shape[1] / 2, t.shape[2]};
+      plan(p + "gate_proj.weight", t, half, {.parts = 2, .part = 0});
+      plan(p + "up_proj.weight", t, half, {.parts = 2, .part = 1});
+      continue;
+    }
+    if (t.shape.size() == 3 && name.ends_with(kDown)) {
+      const std::string p = name.substr(0, name.size() - kDown.size()) + "switch_mlp.";
+      plan(p + "down_proj.weight", t, t.shape, {});
+      continue;
+    }
+    plan(name, t, t.shape, {});
   }
   done.in_bytes = static_cast<std::int64_t>(ck.n_weight_bytes());
 
@@ -195,7 +213,22 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
   // The pace in bytes of the input read (reads run on the writer's pool: Progress is thread-safe).
   Progress progress("quantizing " + in_dir, done.in_bytes, ProgressUnit::kBytes);
   const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> values) {
-    read_as_f32(*sources[t], begin, values);
+    const Slab& slab = slabs[t];
+    if (slab.parts == 1) {
+      read_as_f32(*sources[t], begin, values);
+    } else {  // element i of the slab tensor: part `part` of expert i / per_expert in the source
+      const std::vector<std::int64_t>& shape = tensors[t].shape;
+      const std::int64_t per_expert = shape[1] * shape[2];
+      for (std::size_t done_n = 0; done_n < values.size();) {
+        const std::int64_t i = begin + static_cast<std::int64_t>(done_n);
+        const std::int64_t e = i / per_expert, at = i % per_expert;
+        const auto n = std::min<std::size_t>(values.size() - done_n,
+                                             static_cast<std::size_t>(per_expert - at));
+        read_as_f32(*sources[t], (e * slab.parts + slab.part) * per_expert + at,
+                    values.subspan(done_n, n));
+        done_n += n;
+      }
+    }
     std::int64_t n_elems = 1;
     for (std::int64_t d : sources[t]->shape) n_elems *= d;
     const auto elem_bytes =

@@ -13,6 +13,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "modelgen/quantize.h"
 #include "test_util.h"
 
 namespace recur::model {
@@ -168,6 +169,38 @@ TEST(MoeStackedExperts, FusedGateUpLoadsAsThePerExpertTensors) {
     ASSERT_EQ(want.size(), got.size());
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
   }
+}
+
+// recur quantize on fused experts writes what mlx-lm's qwen3_5_moe.py makes of them: stacked
+// switch_mlp.{gate,up,down}_proj, quantized; they load to the per-expert checkpoint quantized on
+// load (f32 sources: MLX's norms hold 1 + w, which bf16 would round).
+TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
+  TempDir tmp("moe_fused_quantize");
+  modelgen::GenSpec spec{
+      .family = modelgen::Family::kQwen3_5Moe, .dtype = modelgen::DType::kF32, .seed = 4};
+  const std::string per_expert = tmp.file("per_expert");
+  ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
+  const std::string fused = tmp.file("fused");
+  restack(per_expert, fused, /*fused=*/true);
+  const std::string mlx = tmp.file("mlx");
+  const Status q = modelgen::quantize_checkpoint(fused, mlx, 4, 32);
+  ASSERT_TRUE(q.is_ok()) << q.to_string();
+  auto ck = Checkpoint::open(mlx);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  const std::string p = "language_model.model.layers.0.mlp.";
+  ASSERT_EQ(ck->find(p + "experts.gate_up_proj"), nullptr);
+  for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+    const TensorInfo* codes = ck->find(p + "switch_mlp." + proj + ".weight");
+    ASSERT_NE(codes, nullptr) << proj;
+    const std::int64_t rows = std::string(proj) == "down_proj" ? 64 : 32;
+    const std::int64_t cols = std::string(proj) == "down_proj" ? 32 : 64;
+    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * 4 / 32})) << proj;
+    EXPECT_EQ(codes->dtype_text, "U32");
+  }
+  const std::vector<float> want = logits(per_expert, 4), got = logits(mlx, 0);
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <fstream>
 
 #include "kernels/quant.h"
@@ -190,34 +189,6 @@ TEST(QuantizeCheckpoint, RefusalsNameTheProblem) {
   config.replace(config.find("\"qwen3\""), 7, "\"gpt_bigcode\"");
   write_text(other / "config.json", config);
   expect_refused(other.string(), tmp.path() / "o3", 4, 64, "model_type 'gpt_bigcode'");
-}
-
-// Qwen3.5-MoE's released experts are fused 3-D tensors (experts.gate_up_proj, experts.down_proj):
-// quantize refuses them by name rather than copy them unquantized.
-TEST(QuantizeCheckpoint, RefusesFusedExperts) {
-  TempDir tmp;
-  const fs::path hf = make_hf(tmp.path() / "hf", Family::kQwen3_5Moe);
-  // Renames one expert's down_proj [64, 32] to the fused name with a leading expert axis: the same
-  // bytes, so only the header changes.
-  const fs::path file = hf / "model.safetensors";
-  const std::string bytes = slurp(file);
-  std::uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  Json header = Json::parse(bytes.substr(8, n));
-  const std::string from = "model.language_model.layers.0.mlp.experts.0.down_proj.weight";
-  ASSERT_TRUE(header.contains(from));
-  Json entry = header[from];
-  header.erase(from);
-  entry["shape"] = {1, entry["shape"][0], entry["shape"][1]};
-  header["model.language_model.layers.0.mlp.experts.down_proj"] = entry;
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  const std::uint64_t m = text.size();
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(&m), 8);
-  out << text << bytes.substr(8 + n);
-  out.close();
-  expect_refused(hf.string(), tmp.path() / "out", 4, 64, "--quantize q4 or q8");
 }
 
 TEST(AddQuantizationConfig, KeepsKeysOrderAndPythonLiterals) {
