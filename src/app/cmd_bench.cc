@@ -74,6 +74,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int cmd_bench(const BenchSettings& settings) {
+  apply_memory_policy(settings.runtime);
   const double probe_s = settings.probe_seconds;
   if (settings.runtime.model_dir.empty()) {
     ThreadPool pool(settings.runtime.threads_or_cores(), settings.runtime.thread_spin);

@@ -16,6 +16,7 @@
 namespace recur::app {
 
 int cmd_run(const RunSettings& settings) {
+  apply_memory_policy(settings.runtime);
   const engine::EngineOptions& eo = settings.engine;
   auto rt = load_runtime(settings.runtime, eo.prefill_chunk, 1);
   if (!rt) {

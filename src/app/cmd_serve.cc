@@ -63,6 +63,7 @@ void drain(const engine::Engine& engine, std::chrono::milliseconds grace) {
 }  // namespace
 
 int cmd_serve(const ServeSettings& settings) {
+  apply_memory_policy(settings.runtime);
   // Signals are taken by one thread with sigtimedwait; every thread started from here inherits
   // the mask. A client that vanishes must not kill the process with SIGPIPE.
   sigset_t set;

@@ -9,6 +9,7 @@
 #include "kernels/isa.h"
 #include "util/format.h"
 #include "util/log.h"
+#include "util/malloc_policy.h"
 #include "util/progress.h"
 
 namespace recur::app {
@@ -53,6 +54,12 @@ std::vector<engine::TokenId> collect_stop_ids(const model::Model& model,
 }
 
 }  // namespace
+
+void apply_memory_policy(const RuntimeSettings& settings) {
+  if (settings.keep_freed_memory && !keep_freed_memory()) {
+    log::warn("glibc refused a malloc setting: freed memory goes back to the system as before");
+  }
+}
 
 Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_batch_tokens,
                              std::int64_t max_logit_rows) {

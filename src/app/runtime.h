@@ -23,6 +23,10 @@ struct Runtime {
 };
 
 // max_batch_tokens: the largest number of token rows one forward carries (prefill chunk budget).
+// --keep-freed-memory (util/malloc_policy.h): first thing in a command, before any thread starts,
+// so that every thread allocates from the one arena.
+void apply_memory_policy(const RuntimeSettings& settings);
+
 Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_batch_tokens,
                              std::int64_t max_logit_rows);
 

@@ -84,7 +84,8 @@ RuntimeSettings read_runtime_settings(const config::Options& opts) {
           .n_threads = as_int(opts.get_int("threads")),
           .thread_spin = std::chrono::microseconds(opts.get_int("thread-spin")),
           .quantize_bits = quantize_bits(opts.get_string("quantize")),
-          .quantize_group_size = std::stoi(opts.get_string("quantize-group-size"))};
+          .quantize_group_size = std::stoi(opts.get_string("quantize-group-size")),
+          .keep_freed_memory = opts.get_bool("keep-freed-memory")};
 }
 
 PromptCacheSettings read_prompt_cache_settings(const config::Options& opts) {
@@ -132,7 +133,8 @@ ServeSettings read_serve_settings(const config::Options& opts) {
                      .max_queue = as_int(opts.get_int("max-queue")),
                      .prefill_chunk = opts.get_int("prefill-chunk"),
                      .step_tokens = opts.get_int("step-tokens"),
-                     .ctx_size = ctx},
+                     .ctx_size = ctx,
+                     .release_memory_when_idle = !opts.get_bool("keep-freed-memory")},
           .prompt_cache = read_prompt_cache_settings(opts),
           .shutdown_grace = std::chrono::milliseconds(opts.get_duration_ms("shutdown-grace")),
           .webui = opts.get_bool("webui")};

@@ -36,6 +36,7 @@ struct RuntimeSettings {
   std::chrono::microseconds thread_spin{1000};  // --thread-spin
   int quantize_bits = 0;                        // --quantize: 4, 8; 0: as stored
   int quantize_group_size = 64;                 // --quantize-group-size
+  bool keep_freed_memory = true;                // --keep-freed-memory
   int threads_or_cores() const;                 // n_threads, or the available cores
 };
 RuntimeSettings read_runtime_settings(const config::Options& opts);

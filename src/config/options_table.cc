@@ -81,6 +81,17 @@ std::vector<OptionSpec> build_table() {
        .group = "model",
        .min = 0,
        .max = 1000000},
+      {.name = "keep-freed-memory",
+       .type = T::kBool,
+       .default_text = "true",
+       .help = "Keep memory that finished requests, snapshots and sequence states free in the "
+               "process for reuse rather than returning it to the system when freed (and after "
+               "2 s idle): taking a state or a snapshot of hundreds of MB then costs a copy "
+               "instead of a page fault per 4 KiB, 0.05 s instead of 1.5-2 s for 184 MB on the "
+               "VMs this was measured on. Resident memory stays at its high-water mark, which "
+               "the prompt-cache budgets bound; POST /v1/cache/reset returns the free part.",
+       .scopes = kEngineUsers,
+       .group = "model"},
       {.name = "isa",
        .type = T::kEnum,
        .default_text = "auto",
@@ -346,11 +357,12 @@ std::vector<OptionSpec> build_table() {
       {.name = "prompt-cache-shared",
        .type = T::kBool,
        .default_text = "true",
-       .help =
-           "Hybrid and recurrent models: store the state at the end of a conversation's leading "
-           "system messages (and tools) for the tenant's other conversations, so a new "
-           "conversation with a known system prompt computes only its own messages (dense "
-           "models share every prefix through the prefix store anyway).",
+       .help = "Share the end of a conversation's leading system messages (and tools) with the "
+               "tenant's other conversations, so a new conversation with a known system prompt "
+               "computes only its own messages: hybrid and recurrent models store their state "
+               "there (dense models share every prefix through the prefix store anyway), and "
+               "conversations that start together wait for the first to compute it (dense models "
+               "copy its K/V).",
        .scopes = kServe | kBench,
        .group = "prompt cache"},
 

@@ -141,7 +141,7 @@ void Engine::run() {
       std::unique_lock lock(mu_);
       // After a burst, once idle for a moment, freed memory (prefill scratch of finished
       // requests, HTTP buffers) goes back to the system rather than staying in malloc's arenas.
-      if (worked_since_trim &&
+      if (worked_since_trim && options_.release_memory_when_idle &&
           !wake_.wait_for(lock, std::chrono::seconds(2), [&] { return stopping_ || !idle(); })) {
         lock.unlock();
         malloc_trim(0);

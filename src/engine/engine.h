@@ -33,6 +33,9 @@ struct EngineOptions {
   // Tokens per step reserved for warm-ups while other work is waiting, so warm-ups also make
   // progress under steady load (design section 5: low priority, never starved).
   std::int64_t warmup_tokens_per_step = 32;
+  // After work, once idle for 2 s, return freed memory to the system (malloc_trim). Off under
+  // --keep-freed-memory: the next turn's states and snapshots would fault every page back in.
+  bool release_memory_when_idle = true;
 };
 
 struct EngineStats {
