@@ -8,7 +8,8 @@ namespace recur {
 // on free. A sequence state or snapshot of hundreds of MB is then a copy into pages already
 // mapped; fresh pages cost a page fault per 4 KiB, which on the VMs measured here (a paravirtual
 // MMU) took 1.5-2 s for 184 MB against 0.05 s reused. Call before other threads start; returns
-// false if glibc refused a setting (the process then behaves as before).
+// false if glibc refused a setting (the process then behaves as before). Sanitizer builds:
+// nothing to set (their allocator ignores mallopt).
 bool keep_freed_memory();
 
 }  // namespace recur
