@@ -118,7 +118,8 @@ class Engine {
   // A waiting sequence whose shared prefix was stored (or whose leader stopped): restores the
   // longer entry if the cache now has one.
   void resume_after_shared(Sequence& seq);
-  // Dense models: the waiting sequence's shared prefix, copied from an active sequence's state.
+  // Dense models: a new sequence's shared prefix, copied from an active sequence's state that
+  // holds it (at admission, or once the one computing it has passed it).
   void copy_shared_prefix_from_peer(Sequence& seq);
   // Return the stored snapshot, or null when the cache did not admit it.
   std::shared_ptr<const model::Snapshot> store_snapshot(const model::SequenceState& state,

@@ -196,6 +196,9 @@ void Engine::finish_restore(Sequence& seq) {
   seq.out.trace = seq.trace;
   seq.restored_at = Clock::now();
   seq.timing.restore_s = seconds_between(seq.admitted_at, seq.restored_at);
+  // Dense models keep no entry at the shared point: a conversation that has passed it (now
+  // decoding, its completion not stored yet) holds it in its live state.
+  if (truncatable_) copy_shared_prefix_from_peer(seq);
   log::debug("admit req={} prompt={} cached={} trace='{}'", seq.req.id, prompt.size(), seq.n_cached,
              seq.trace.to_header());
   if (shared_prefix_in_flight(seq)) {
@@ -258,7 +261,10 @@ void Engine::resume_after_shared(Sequence& seq) {
 
 void Engine::copy_shared_prefix_from_peer(Sequence& seq) {
   const std::int64_t s = seq.req.shared_boundary;
-  if (seq.state->n_tokens() >= s) return;
+  if (s <= 0 || s >= seq.req.history_boundary || seq.state->n_tokens() >= s ||
+      !origin_wanted(cache::Origin::kShared)) {
+    return;
+  }
   const cache::CacheKey key = key_for(seq.req.cache_key, cache::Origin::kShared);
   const auto prefix = std::span<const TokenId>(seq.req.prompt).first(static_cast<std::size_t>(s));
   for (const auto& q : active_) {

@@ -392,6 +392,59 @@ TEST_P(EngineTest, ConversationsStartingTogetherComputeTheirSystemPromptOnce) {
   EXPECT_EQ(with.stats().prefill_tokens, prompt_total - 2 * s);
 }
 
+// Dense models keep no entry at the shared point: a conversation admitted while another of its
+// tenant, past the same system prompt, is still decoding (its completion not stored yet) copies
+// the system prompt's K/V from that one's live state. The bytes are those of it alone.
+TEST_P(EngineTest, DenseConversationCopiesASystemPromptFromOneStillDecoding) {
+  if (!model_->state_layout().truncatable()) GTEST_SKIP() << "the snapshot store's shared entry";
+  ThreadPool pool(2);
+  auto cache = make_cache();
+  Engine with(EngineOptions{.parallel = 2, .ctx_size = 512}, *model_, *tok_, cache.get(), pool);
+  with.start();
+  ThreadPool pool2(1);
+  auto other = model::Model::load(dir_, {.max_batch_tokens = 64, .max_logit_rows = 4});
+  ASSERT_TRUE(other.is_ok());
+  Engine without(EngineOptions{.parallel = 1, .ctx_size = 512}, **other, *tok_, nullptr, pool2);
+  without.start();
+  const std::vector<TokenId> system =
+      prompt_of("<|im_start|>system\nYou answer like a ship's log, terse and dated.<|im_end|>\n");
+  const auto s = static_cast<std::int64_t>(system.size());
+  auto conversation = [&](const std::string& session, const std::string& user, int max_tokens) {
+    std::vector<TokenId> p = system;
+    auto tail = prompt_of("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n");
+    p.insert(p.end(), tail.begin(), tail.end());
+    GenerationRequest r = request(p, 5, max_tokens);
+    r.cache_key.session = cache::SessionKey::from_request(session, "");
+    r.shared_boundary = s;
+    return r;
+  };
+  const GenerationRequest first = conversation("a", "Log the storm.", 200);
+  auto a = with.submit(first);
+  ASSERT_TRUE(a.is_ok());
+  // Its first token: the whole prompt is in its state and it decodes for a while yet.
+  std::vector<TokenId> ids_a;
+  for (auto e = (*a)->pop(std::chrono::milliseconds(10000)); e; e = std::nullopt) {
+    for (const auto& x : e->samples) ids_a.push_back(x.id);
+    ASSERT_FALSE(e->done) << "the first conversation ended before the second arrived";
+  }
+  ASSERT_FALSE(ids_a.empty());
+  const GenerationRequest second = conversation("b", "And the calm after?", 6);
+  auto b = with.submit(second);
+  ASSERT_TRUE(b.is_ok());
+  auto [ids_b, done_b] = drain(**b);
+  EXPECT_EQ(done_b.usage.cached_tokens, s) << done_b.trace.to_header();
+  EXPECT_EQ(done_b.trace.tier, "peer");
+  EXPECT_EQ(with.stats().restores_peer, 1);
+  auto want = without.submit(second);
+  ASSERT_TRUE(want.is_ok());
+  EXPECT_EQ(ids_b, drain(**want).first);
+  auto [rest_a, done_a] = drain(**a);
+  ids_a.insert(ids_a.end(), rest_a.begin(), rest_a.end());
+  auto want_a = without.submit(first);
+  ASSERT_TRUE(want_a.is_ok());
+  EXPECT_EQ(ids_a, drain(**want_a).first);
+}
+
 // Shortest prompt first, and short steps while anything decodes: a follow-up turn's few tokens
 // are computed in the first step after it arrives, ahead of another conversation's long prompt,
 // which meanwhile advances at most --step-tokens per step; the bytes are those of each alone.
