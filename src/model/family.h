@@ -23,6 +23,16 @@ namespace recur::model {
 
 enum class Need : std::uint8_t { kRequired, kOptional };
 
+// The three Linears of a SwiGLU expert, and how a checkpoint may name them (model/moe.h MoeNames).
+enum class ExpertProj : std::uint8_t { kGate, kUp, kDown };
+struct ExpertLayout {
+  std::string per_expert_proj[3] = {"gate_proj", "up_proj", "down_proj"};
+  // Stacked over the experts: [E, 2 * rows, cols] gate rows first, and [E, rows, cols] (full
+  // tensor names under the module prefix).
+  std::string fused_gate_up = "experts.gate_up_proj", fused_down = "experts.down_proj";
+  bool per_expert = true;  // a tensor per expert is accepted when neither stacked layout is there
+};
+
 // One tensor visitor per family lists every tensor it reads and drives loading: the loader binds
 // each slot to the checkpoint (matrices as views into the mapping, small vectors converted to f32),
 // the docs/tests visitor just records names and shapes.
@@ -36,15 +46,19 @@ class TensorVisitor {
   // An optional vector that is absent is left empty.
   virtual void vector(const std::string& name, std::vector<std::int64_t> shape,
                       std::vector<float>* slot, Need need = Need::kRequired) = 0;
-  // One Linear (`proj`: gate_proj, up_proj, down_proj) of each of slots->size() experts, each
-  // [rows, cols]. Hugging Face files hold a tensor per expert, `<p>experts.<e>.<proj>.weight`;
-  // MLX conversions stack them into `<p>switch_mlp.<proj>.weight` [experts, rows, cols] (quantized:
+  // One Linear (gate, up or down) of each of slots->size() experts, each [rows, cols], under the
+  // module prefix `p`. Hugging Face files hold a tensor per expert,
+  // `<p>experts.<e>.<per_expert_proj>.weight`, or stacked ones (transformers 5's fused
+  // experts.gate_up_proj / down_proj, Granite's input_linear / output_linear); MLX conversions
+  // stack them into `<p>switch_mlp.{gate,up,down}_proj.weight` [experts, rows, cols] (quantized:
   // codes, scales and biases each stacked). This default names the per-expert tensors; the loader
-  // reads either layout (model.cc).
-  virtual void expert_matrices(const std::string& p, const std::string& proj, std::int64_t rows,
-                               std::int64_t cols, std::vector<kernels::WeightView>* slots) {
+  // reads any of the layouts (model.cc).
+  virtual void expert_matrices(const std::string& p, ExpertProj proj, std::int64_t rows,
+                               std::int64_t cols, const ExpertLayout& layout,
+                               std::vector<kernels::WeightView>* slots) {
+    const std::string& name = layout.per_expert_proj[static_cast<int>(proj)];
     for (std::size_t e = 0; e < slots->size(); ++e) {
-      matrix(p + "experts." + std::to_string(e) + "." + proj + ".weight", rows, cols, &(*slots)[e]);
+      matrix(p + "experts." + std::to_string(e) + "." + name + ".weight", rows, cols, &(*slots)[e]);
     }
   }
   // The checkpoint's zero-centred norm weights already hold 1 + w (MLX writes them so): the

@@ -3,13 +3,16 @@
 // unless position_embedding_type is "rope", scores scaled by attention_multiplier) → residual
 // scaled by residual_multiplier → RMSNorm → SwiGLU shared_mlp → scaled residual; the embedding is
 // multiplied by embedding_multiplier and the logits divided by logits_scaling (muP). The MoE
-// variants (num_local_experts > 0) are refused.
+// variants (granite-4.0-h-tiny / -small: num_local_experts > 0) add block_sparse_moe beside the
+// shared_mlp: a softmax over the top num_experts_per_tok router logits (model/moe.h) weights
+// SwiGLU experts of intermediate_size, and the layer's MLP output is moe(x) + shared_mlp(x).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "model/blocks.h"
 #include "model/mlp_variants.h"
+#include "model/moe.h"
 
 namespace recur::model {
 
@@ -19,6 +22,7 @@ struct GraniteConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
+  std::int64_t n_experts = 0, top_k = 0, moe_d_ff = 0;  // MoE variants: num_local_experts > 0
   float eps = 1e-6f, rope_theta = 10000.0f;
   float embedding_multiplier = 1.0f, residual_multiplier = 1.0f, attention_multiplier = 1.0f;
   float logits_scaling = 1.0f;
@@ -152,12 +156,23 @@ Result<GraniteConfig> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(g.n_layers, c.get_int("num_hidden_layers"));
   RECUR_ASSIGN_OR_RETURN(g.vocab_size, c.get_int("vocab_size"));
   RECUR_ASSIGN_OR_RETURN(g.d_ff, c.get_int("shared_intermediate_size", 1024));
-  RECUR_ASSIGN_OR_RETURN(std::int64_t experts, c.get_int("num_local_experts", 8));
-  if (experts > 0) {
-    return Error(StatusCode::kUnimplemented,
-                 "{}: num_local_experts {}: the mixture-of-experts Granite 4.0-H models are not "
-                 "supported (the dense ones have 0)",
-                 c.file(), experts);
+  // HF's defaults: 8 experts, 2 per token, 1024 wide (the dense models write 0 experts).
+  RECUR_ASSIGN_OR_RETURN(g.n_experts, c.get_int("num_local_experts", 8));
+  if (g.n_experts > 0) {
+    RECUR_ASSIGN_OR_RETURN(g.top_k, c.get_int("num_experts_per_tok", 2));
+    RECUR_ASSIGN_OR_RETURN(g.moe_d_ff, c.get_int("intermediate_size", 1024));
+    // Experts are loaded as one view each: 4096 bounds the tensor count of a corrupt config.
+    constexpr std::int64_t kMaxExperts = 4096;
+    if (g.n_experts > kMaxExperts || g.top_k < 1 || g.top_k > g.n_experts || g.moe_d_ff <= 0) {
+      return Error(StatusCode::kInvalidArgument,
+                   "{}: num_local_experts {}, num_experts_per_tok {}, intermediate_size {}: need "
+                   "num_local_experts <= {}, 1 <= num_experts_per_tok <= num_local_experts and a "
+                   "positive intermediate_size",
+                   c.file(), g.n_experts, g.top_k, g.moe_d_ff, kMaxExperts);
+    }
+  } else if (g.n_experts < 0) {
+    return Error(StatusCode::kInvalidArgument, "{}: num_local_experts must not be negative",
+                 c.file());
   }
   if (c.has("hidden_act")) {
     RECUR_ASSIGN_OR_RETURN(std::string act, c.get_string("hidden_act"));
@@ -182,7 +197,8 @@ Result<GraniteConfig> parse_config(const ConfigJson& c) {
       return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
     }
   }
-  RECUR_RETURN_IF_ERROR(check_size_bounds(c, g.n_layers, {g.d_model, g.d_ff, g.vocab_size}, {}));
+  RECUR_RETURN_IF_ERROR(
+      check_size_bounds(c, g.n_layers, {g.d_model, g.d_ff, g.vocab_size, g.moe_d_ff}, {}));
   RECUR_ASSIGN_OR_RETURN(g.is_attention, parse_schedule(c, g.n_layers));
   RECUR_RETURN_IF_ERROR(parse_mamba(c, g));
   RECUR_RETURN_IF_ERROR(parse_attention(c, g));
@@ -198,6 +214,8 @@ struct GraniteLayer {
   bool split_mlp = false;
   FusedGluW fused;
   MlpW split;
+  bool sparse = false;  // block_sparse_moe beside the shared MLP
+  MoeW moe;
 };
 
 class GraniteHybrid final : public FamilyModel {
@@ -230,6 +248,19 @@ class GraniteHybrid final : public FamilyModel {
                  .layer = i,
                  .module = "mamba."};
       l.fused.d_ff = c.d_ff;
+      l.sparse = c.n_experts > 0;
+      // HF: block_sparse_moe.router.layer, input_linear [E, 2 * I, H] (gate rows first),
+      // output_linear [E, H, I]; MLX: block_sparse_moe.switch_mlp.{gate,up,down}_proj. The softmax
+      // over the top k logits is the renormalised softmax over all of them.
+      l.moe = {.n_experts = c.n_experts,
+               .top_k = c.top_k,
+               .d_ff = c.moe_d_ff,
+               .norm_topk_prob = true,
+               .names = {.module = "block_sparse_moe.",
+                         .router = "router.layer.weight",
+                         .fused_gate_up = "input_linear.weight",
+                         .fused_down = "output_linear.weight",
+                         .per_expert = false}};
     }
     final_norm_.eps = c.eps;
   }
@@ -264,6 +295,7 @@ class GraniteHybrid final : public FamilyModel {
         visit_fused_glu(v, p + "shared_mlp.input_linear.weight",
                         p + "shared_mlp.output_linear.weight", c_.d_model, &l.fused);
       }
+      if (l.sparse) visit_moe(v, p, c_.d_model, &l.moe);
     }
     visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
     if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
@@ -275,11 +307,18 @@ class GraniteHybrid final : public FamilyModel {
       need = std::max(
           {need, fused_glu_scratch_per_row(l.fused), mlp_scratch_per_row(l.split),
            l.is_attention ? attention_scratch_per_row(l.attn) : mamba2_scratch_per_row(l.mamba)});
+      // The shared MLP's output beside the experts' (which it may take the room of).
+      if (l.sparse) {
+        need = std::max({need, c_.d_model + moe_scratch_per_row(l.moe),
+                         c_.d_model + fused_glu_scratch_per_row(l.fused),
+                         c_.d_model + mlp_scratch_per_row(l.split)});
+      }
     }
     return 2 * c_.d_model + need;
   }
 
-  // h = embedding · embedding_multiplier; per layer h += m · mixer(norm(h)); h += m · mlp(norm(h)).
+  // h = embedding · embedding_multiplier; per layer h += m · mixer(norm(h)); h += m · mlp(norm(h)),
+  // mlp(x) = moe(x) + shared_mlp(x) in the MoE variants.
   void forward_layers(ForwardCtx& ctx, float* h) override {
     const std::int64_t n = ctx.n_rows, d = c_.d_model;
     for (std::int64_t i = 0; i < n * d; ++i) h[i] *= c_.embedding_multiplier;
@@ -295,11 +334,17 @@ class GraniteHybrid final : public FamilyModel {
       }
       add_scaled(h, y, c_.residual_multiplier, n * d);
       apply_norm(l.post_norm, h, x, n, d);
-      if (l.split_mlp) {
-        swiglu_mlp(ctx, l.split, x, y);
-      } else {
-        fused_swiglu_mlp(ctx, l.fused, x, y);
+      float* shared = y;
+      if (l.sparse) {
+        moe_block(ctx, l.moe, x, y);
+        shared = ctx.scratch->take(n * d);
       }
+      if (l.split_mlp) {
+        swiglu_mlp(ctx, l.split, x, shared);
+      } else {
+        fused_swiglu_mlp(ctx, l.fused, x, shared);
+      }
+      if (l.sparse) kernels::add(y, shared, n * d);  // HF: moe_out + shared_mlp(x)
       add_scaled(h, y, c_.residual_multiplier, n * d);
     }
   }

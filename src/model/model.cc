@@ -91,24 +91,26 @@ class BindingVisitor final : public TensorVisitor {
   }
 
   // MLX's stacked experts (`<p>switch_mlp.<proj>.weight` [experts, rows, cols], quantized or
-  // not) when the checkpoint has them; transformers 5's fused ones (`<p>experts.gate_up_proj`
-  // [experts, 2 * rows, cols], gate rows first, and `<p>experts.down_proj` [experts, rows, cols],
-  // no .weight suffix: Qwen3.5-MoE's released files); else the per-expert tensors.
-  void expert_matrices(const std::string& p, const std::string& proj, std::int64_t rows,
-                       std::int64_t cols, std::vector<k::WeightView>* slots) override {
-    const std::string module = p + "switch_mlp." + proj;
+  // not) when the checkpoint has them; else the stacked Hugging Face ones (layout.fused_gate_up
+  // [experts, 2 * rows, cols], gate rows first, and layout.fused_down [experts, rows, cols]:
+  // transformers 5's experts.gate_up_proj / down_proj, Granite 4.0-H's input_linear.weight /
+  // output_linear.weight); else the per-expert tensors.
+  void expert_matrices(const std::string& p, ExpertProj proj, std::int64_t rows, std::int64_t cols,
+                       const ExpertLayout& layout, std::vector<k::WeightView>* slots) override {
+    static constexpr const char* kMlx[3] = {"gate_proj", "up_proj", "down_proj"};
+    const std::string module = p + "switch_mlp." + kMlx[static_cast<int>(proj)];
     const auto n = static_cast<std::int64_t>(slots->size());
     if (ck_.find(module + ".weight") == nullptr) {
-      const bool gate_up = proj == "gate_proj" || proj == "up_proj";
-      const std::string fused = p + (gate_up ? "experts.gate_up_proj" : "experts.down_proj");
-      if ((gate_up || proj == "down_proj") && ck_.find(fused) != nullptr) {
+      const bool gate_up = proj != ExpertProj::kDown;
+      const std::string fused = p + (gate_up ? layout.fused_gate_up : layout.fused_down);
+      if (ck_.find(fused) != nullptr || !layout.per_expert) {
         // The gate's call lists the fused tensor and leaves its pages for the up call.
-        const bool first = proj != "up_proj", last = proj != "gate_proj";
-        bind_stacked(fused, gate_up ? 2 : 1, proj == "up_proj" ? 1 : 0, n, rows, cols, first, last,
-                     slots);
+        const bool first = proj != ExpertProj::kUp, last = proj != ExpertProj::kGate;
+        bind_stacked(fused, gate_up ? 2 : 1, proj == ExpertProj::kUp ? 1 : 0, n, rows, cols, first,
+                     last, slots);
         return;
       }
-      TensorVisitor::expert_matrices(p, proj, rows, cols, slots);
+      TensorVisitor::expert_matrices(p, proj, rows, cols, layout, slots);
       return;
     }
     if (ck_.find(module + ".scales") != nullptr) {

@@ -3,6 +3,7 @@
 #include "model/moe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/matmul_grouped.h"
@@ -17,10 +18,18 @@ void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, Moe
   w->gate.resize(n);
   w->up.resize(n);
   w->down.resize(n);
-  v.matrix(p + "mlp.gate.weight", w->n_experts, d_model, &w->router);
-  v.expert_matrices(p + "mlp.", "gate_proj", w->d_ff, d_model, &w->gate);
-  v.expert_matrices(p + "mlp.", "up_proj", w->d_ff, d_model, &w->up);
-  v.expert_matrices(p + "mlp.", "down_proj", d_model, w->d_ff, &w->down);
+  const MoeNames& nm = w->names;
+  const std::string m = p + nm.module;
+  v.matrix(m + nm.router, w->n_experts, d_model, &w->router);
+  if (!nm.selection_bias.empty())
+    v.vector(m + nm.selection_bias, {w->n_experts}, &w->selection_bias);
+  const ExpertLayout layout{.per_expert_proj = {nm.proj[0], nm.proj[1], nm.proj[2]},
+                            .fused_gate_up = nm.fused_gate_up,
+                            .fused_down = nm.fused_down,
+                            .per_expert = nm.per_expert};
+  v.expert_matrices(m, ExpertProj::kGate, w->d_ff, d_model, layout, &w->gate);
+  v.expert_matrices(m, ExpertProj::kUp, w->d_ff, d_model, layout, &w->up);
+  v.expert_matrices(m, ExpertProj::kDown, d_model, w->d_ff, layout, &w->down);
 }
 
 // Router logits, then for each of a row's top_k experts its gathered copy of the row (later that
@@ -38,27 +47,45 @@ void set_route_log(std::vector<std::int32_t>* log) { g_route_log = log; }
 
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  bool normalize, std::int32_t* experts, float* weights) {
+  route_top_k(logits, n_rows, n_experts, top_k, RouterRule{.normalize = normalize}, experts,
+              weights);
+}
+
+void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
+                 const RouterRule& rule, std::int32_t* experts, float* weights) {
   RECUR_CHECK(top_k >= 1 && top_k <= n_experts);
+  const float* bias = rule.selection_bias;
   for (std::int64_t r = 0; r < n_rows; ++r) {
     float* p = logits + r * n_experts;
-    k::softmax(p, n_experts);
+    if (rule.score == RouterRule::Score::kSoftmax) {
+      k::softmax(p, n_experts);
+    } else {
+      for (std::int64_t e = 0; e < n_experts; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+    }
+    const auto key = [&](std::int64_t e) { return bias != nullptr ? p[e] + bias[e] : p[e]; };
     std::int32_t* sel = experts + r * top_k;
     float* wt = weights + r * top_k;
-    // Rank by rank: the largest probability not yet taken, the first index on a tie (strict >).
+    // Rank by rank: the largest score not yet taken, the first index on a tie (strict >).
     // k passes over n_experts values: 8 x 128 compares, nothing beside the matmuls.
     for (std::int64_t j = 0; j < top_k; ++j) {
       std::int32_t best = -1;
+      float best_key = 0.0f;
       for (std::int64_t e = 0; e < n_experts; ++e) {
         if (std::find(sel, sel + j, static_cast<std::int32_t>(e)) != sel + j) continue;
-        if (best < 0 || p[e] > p[best]) best = static_cast<std::int32_t>(e);
+        const float v = key(e);
+        if (best < 0 || v > best_key) best = static_cast<std::int32_t>(e), best_key = v;
       }
       sel[j] = best;
       wt[j] = p[best];
     }
-    if (normalize) {
+    if (rule.normalize) {
       float sum = 0.0f;
       for (std::int64_t j = 0; j < top_k; ++j) sum += wt[j];
+      sum += rule.norm_eps;
       for (std::int64_t j = 0; j < top_k; ++j) wt[j] /= sum;
+    }
+    if (rule.scale != 1.0f) {
+      for (std::int64_t j = 0; j < top_k; ++j) wt[j] *= rule.scale;
     }
     if (g_route_log != nullptr) g_route_log->insert(g_route_log->end(), sel, sel + top_k);
   }
@@ -101,7 +128,13 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   thread_local std::vector<float> wts;
   sel.resize(static_cast<std::size_t>(slots));
   wts.resize(sel.size());
-  route_top_k(logits, n, n_exp, top_k, w.norm_topk_prob, sel.data(), wts.data());
+  const RouterRule rule{
+      .score = w.score,
+      .normalize = w.norm_topk_prob,
+      .norm_eps = w.norm_eps,
+      .scale = w.routed_scale,
+      .selection_bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data()};
+  route_top_k(logits, n, n_exp, top_k, rule, sel.data(), wts.data());
   // Counting sort of the (row, rank) slots by expert, rows ascending within an expert; at[slot]
   // is the slot's place in that order (its row of xg, g, u).
   first.assign(static_cast<std::size_t>(n_exp + 1), 0);

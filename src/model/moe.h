@@ -1,9 +1,11 @@
-// Mixture-of-experts feed-forward block (Qwen3-MoE's sparse MLP, docs/model.md): a softmax
-// router picks top_k of n_experts SwiGLU experts per token and the block returns the
-// router-weighted sum of their outputs. Rows routed to one expert run through that expert's
-// matmuls together, so a step reads each selected expert's weights once however many rows chose
-// it. Every row's bytes depend on that row alone (design invariant 1): the kernels are
-// row-invariant, and a token's sum runs over its own experts in ascending expert index.
+// Mixture-of-experts feed-forward block (Qwen3-MoE's sparse MLP, docs/model.md; also Granite
+// 4.0-H's block_sparse_moe and LFM2-MoE's feed_forward): a router picks top_k of n_experts SwiGLU
+// experts per token (RouterRule: softmax or sigmoid scores, an optional selection bias,
+// renormalisation and scaling) and the block returns the router-weighted sum of their outputs. Rows
+// routed to one expert run through that expert's matmuls together, so a step reads each selected
+// expert's weights once however many rows chose it. Every row's bytes depend on that row alone
+// (design invariant 1): the kernels are row-invariant, and a token's sum runs over its own experts
+// in ascending expert index.
 #pragma once
 
 #include <cstdint>
@@ -15,16 +17,48 @@
 
 namespace recur::model {
 
+// How a row's router logits become its experts and their weights.
+struct RouterRule {
+  enum class Score : std::uint8_t {
+    kSoftmax,  // softmax over all experts (Qwen3-MoE; Granite's softmax over the top k logits is
+               // this renormalised)
+    kSigmoid,  // sigmoid per expert (LFM2-MoE)
+  };
+  Score score = Score::kSoftmax;
+  bool normalize = false;  // weights / (their sum, added in rank order, + norm_eps)
+  float norm_eps = 0.0f;   // LFM2-MoE: 1e-6
+  float scale = 1.0f;      // routed_scaling_factor, after the normalisation
+  // [n_experts] added to the scores for the choice only (LFM2-MoE's expert_bias); the weights are
+  // the unbiased scores. nullptr: none.
+  const float* selection_bias = nullptr;
+};
+
+// Where a layer's MoE tensors are, relative to its prefix ("model.layers.N.").
+struct MoeNames {
+  std::string module = "mlp.";         // holds switch_mlp.* (MLX) and the names below
+  std::string router = "gate.weight";  // [n_experts, d_model]
+  std::string selection_bias;          // [n_experts] f32 when not empty (LFM2-MoE)
+  std::string proj[3] = {"gate_proj", "up_proj", "down_proj"};  // per-expert Linears
+  // Stacked [E, 2 * d_ff, d_model] (gate rows first) and [E, d_model, d_ff] tensors: transformers
+  // 5's fused experts, Granite 4.0-H's input_linear / output_linear.
+  std::string fused_gate_up = "experts.gate_up_proj", fused_down = "experts.down_proj";
+  bool per_expert = true;  // the checkpoint may hold a tensor per expert instead
+};
+
 struct MoeW {
-  kernels::WeightView router;                 // mlp.gate.weight [n_experts, d_model]
+  kernels::WeightView router;                 // [n_experts, d_model]
   std::vector<kernels::WeightView> gate, up;  // per expert [d_ff, d_model]
   std::vector<kernels::WeightView> down;      // per expert [d_model, d_ff]
   std::int64_t n_experts = 0, top_k = 0, d_ff = 0;
   bool norm_topk_prob = false;
+  RouterRule::Score score = RouterRule::Score::kSoftmax;
+  float norm_eps = 0.0f, routed_scale = 1.0f;
+  std::vector<float> selection_bias;  // empty: none
+  MoeNames names;
 };
 
-// `p` is the layer's prefix ("model.layers.N."): reads p + "mlp.gate.weight" and the experts'
-// Linears (TensorVisitor::expert_matrices: per-expert or MLX's stacked switch_mlp tensors).
+// `p` is the layer's prefix ("model.layers.N."): reads the router and the experts' Linears
+// (TensorVisitor::expert_matrices: per-expert, fused or MLX's stacked switch_mlp tensors).
 void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, MoeW* w);
 std::int64_t moe_scratch_per_row(const MoeW& w);
 void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out);
@@ -35,6 +69,11 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out);
 // probabilities, divided by their sum (added in rank order) when `normalize`.
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  bool normalize, std::int32_t* experts, float* weights);
+// The same under any rule: scores (softmax or sigmoid, in place of the logits), the top_k of
+// score + selection_bias in rank order (the lower index first on equal values), their unbiased
+// scores as weights, normalised and scaled as the rule says.
+void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
+                 const RouterRule& rule, std::int32_t* experts, float* weights);
 
 // Tests: while set, route_top_k appends each row's experts (rank order) to *log, so a reference
 // can follow the engine's choice at a router near-tie (tests/model/reference.h). nullptr: off.

@@ -416,6 +416,7 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
     case Family::kQwen3Moe:
       return qwen3_moe_config(g, dtype, ids).dump(2) + "\n";
     case Family::kGraniteHybrid:
+    case Family::kGraniteMoe:
       return granite_hybrid_config_json(g, dtype, ids);
     case Family::kLfm2:
       return lfm2_config(g, dtype, ids).dump(2) + "\n";
@@ -438,7 +439,9 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
 }
 
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
-  if (g.family == Family::kGraniteHybrid) return granite_hybrid_generation_config_json(ids);
+  if (g.family == Family::kGraniteHybrid || g.family == Family::kGraniteMoe) {
+    return granite_hybrid_generation_config_json(ids);
+  }
   if (g.family == Family::kNemotronH) return nemotron_h_generation_config_json(ids);
   if (g.family == Family::kFalconH1) return falcon_h1_generation_config_json(ids);
   if (g.family == Family::kLlama) {  // Llama-3.2-1B-Instruct's

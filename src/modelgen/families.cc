@@ -12,7 +12,8 @@ namespace recur::modelgen {
 
 bool Geometry::is_full_attention(int layer) const {
   if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
-  if (family == Family::kGraniteHybrid || family == Family::kLfm2) {
+  if (family == Family::kGraniteHybrid || family == Family::kGraniteMoe ||
+      family == Family::kLfm2) {
     return std::find(attention_layers.begin(), attention_layers.end(), layer) !=
            attention_layers.end();
   }
@@ -154,6 +155,31 @@ Geometry granite_hybrid_preset(bool real) {
   return g;
 }
 
+// ibm-granite/granite-4.0-h-tiny (docs/model-granite.md: which fields are verified where): 40
+// layers, attention at 5, 15, 25 and 35, 64 experts of 512 with 6 per token beside a 1024-wide
+// shared MLP; tiny: Mamba2, attention, Mamba2, Mamba2, 8 experts of 32, 3 per token, a shared MLP
+// wider than the experts (a mixed-up width fails to load).
+Geometry granite_moe_preset(bool real) {
+  Geometry g{.family = Family::kGraniteMoe, .rope_theta = 10000.0, .norm_eps = 1e-5};
+  g.expand = 2, g.ssm_groups = 1, g.conv_kernel = 4, g.max_position = 131072;
+  g.embedding_multiplier = 12.0, g.residual_multiplier = 0.22, g.logits_scaling = 6.0;
+  if (real) {
+    g.n_layers = 40, g.d_model = 1536, g.vocab_size = 100352, g.d_ff = 1024;
+    g.n_heads = 12, g.n_kv_heads = 4, g.head_dim = 128;
+    g.ssm_heads = 48, g.ssm_head_dim = 64, g.ssm_state = 128;
+    g.attention_layers = {5, 15, 25, 35};
+    g.n_experts = 64, g.experts_per_tok = 6, g.moe_d_ff = 512;
+  } else {
+    g.n_layers = 4, g.d_model = 64, g.d_ff = 96;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+    g.ssm_heads = 8, g.ssm_head_dim = 16, g.ssm_state = 16;
+    g.attention_layers = {1};
+    g.n_experts = 8, g.experts_per_tok = 3, g.moe_d_ff = 32;
+  }
+  g.attention_multiplier = 1.0 / g.head_dim;
+  return g;
+}
+
 // LiquidAI/LFM2-350M (its config.json's spelling: block_ff_dim 6656 adjusted to 4608,
 // full_attn_idxs, rope_theta); tiny: conv, conv, attention, conv as the real schedule starts,
 // written in LFM2.5's spelling (layer_types, rope_parameters, tie_embedding), its block_ff_dim
@@ -250,6 +276,11 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
     g.preset = preset;
     return g;
   }
+  if (family == Family::kGraniteMoe && (preset == "tiny" || preset == "granite-4.0-h-tiny")) {
+    Geometry g = granite_moe_preset(preset != "tiny");
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kGraniteHybrid && (preset == "tiny" || preset == "granite-4.0-h-350m")) {
     Geometry g = granite_hybrid_preset(preset != "tiny");
     g.preset = preset;
@@ -286,7 +317,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "preset '{}' does not fit family {} (presets: tiny, qwen3-0.6b for qwen3, "
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
-               "granite-4.0-h-350m for granitemoehybrid, lfm2-350m and tiny-bias for lfm2, "
+               "granite-4.0-h-350m for granitemoehybrid, granite-4.0-h-tiny for "
+               "granitemoehybrid_moe, lfm2-350m and tiny-bias for lfm2, "
                "nemotron-h-4b for nemotron_h, falcon-h1-0.5b and tiny-norm for falcon_h1, "
                "qwen3.5-35b-a3b for qwen3_5_moe, qwen3-next-80b-a3b for qwen3_next)",
                preset, family_name(family));
@@ -300,7 +332,8 @@ int scaled(int value, int new_d, int old_d) {
 Status apply_hidden_size(Geometry& g, int d) {
   const int old_d = g.d_model;
   g.d_model = d;
-  if (g.family == Family::kMamba2 || g.family == Family::kGraniteHybrid) {
+  if (g.family == Family::kMamba2 || g.family == Family::kGraniteHybrid ||
+      g.family == Family::kGraniteMoe) {
     if (g.expand * d % g.ssm_head_dim != 0) {
       return Error(StatusCode::kInvalidArgument,
                    "--hidden-size {}: expand ({}) x hidden size must be a multiple of the SSM "
@@ -646,6 +679,14 @@ std::vector<GenTensor> granite_hybrid_table(const Geometry& g, DType dtype) {
       mamba2_mixer(t, g, p + "mamba.");
     }
     t.plain_norm(p + "post_attention_layernorm.weight", d);
+    if (g.n_experts > 0) {  // block_sparse_moe: each expert's [gate | up] and down, stacked
+      const std::int64_t e = g.n_experts, f = g.moe_d_ff;
+      t.add(p + "block_sparse_moe.input_linear.weight", {e, 2 * f, d},
+            {.a = 0.0, .b = 1.0 / std::sqrt(double(d))});
+      t.add(p + "block_sparse_moe.output_linear.weight", {e, d, f},
+            {.a = 0.0, .b = 1.0 / std::sqrt(double(f)) / std::sqrt(2.0 * g.n_layers)});
+      t.linear(p + "block_sparse_moe.router.layer.weight", e, d);
+    }
     t.linear(p + "shared_mlp.input_linear.weight", 2 * std::int64_t{g.d_ff}, d);
     t.out_linear(p + "shared_mlp.output_linear.weight", d, g.d_ff);
   }
@@ -741,6 +782,7 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
     case Family::kQwen3Moe:
       return qwen3_moe_table(g, dtype);
     case Family::kGraniteHybrid:
+    case Family::kGraniteMoe:
       return granite_hybrid_table(g, dtype);
     case Family::kLfm2:
       return lfm2_table(g, dtype);

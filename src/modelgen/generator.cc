@@ -34,6 +34,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "falcon_h1") return Family::kFalconH1;
   if (word == "qwen3_5_moe") return Family::kQwen3_5Moe;
   if (word == "qwen3_next") return Family::kQwen3Next;
+  if (word == "granitemoehybrid_moe") return Family::kGraniteMoe;
   return std::nullopt;
 }
 
@@ -63,6 +64,8 @@ const char* family_name(Family family) {
       return "qwen3_5_moe";
     case Family::kQwen3Next:
       return "qwen3_next";
+    case Family::kGraniteMoe:
+      return "granitemoehybrid_moe";
   }
   return "?";
 }
@@ -151,18 +154,57 @@ void read_generated(const GenTensor& t, std::uint64_t seed, std::int64_t begin,
   }
 }
 
-// The same tensors as an MLX quantized checkpoint.
+// The same tensors as an MLX quantized checkpoint. Granite 4.0-H's stacked experts become
+// switch_mlp tensors as mlx-lm's granitemoehybrid.py sanitize splits them: input_linear
+// [E, 2 * ff, d] into gate_proj and up_proj [E, ff, d] (gate rows first), output_linear into
+// down_proj.
 Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const GenSpec& spec,
                  bool tied, GenSummary& summary) {
   const MlxRules rules{.family = spec.family,
                        .tied = tied,
                        .format = {.bits = spec.bits, .group_size = spec.group_size}};
+  struct Source {
+    std::size_t table = 0;
+    std::int64_t parts = 1, part = 0;  // a slab of each expert's rows
+  };
   std::vector<MlxTensor> tensors;
-  for (const GenTensor& t : table) {
-    tensors.push_back(mlx_tensor(rules, t.entry.name, t.entry.shape, t.entry.dtype));
+  std::vector<Source> sources;
+  constexpr std::string_view kGateUp = "block_sparse_moe.input_linear.weight";
+  constexpr std::string_view kDown = "block_sparse_moe.output_linear.weight";
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const TensorEntry& e = table[i].entry;
+    const std::string& name = e.name;
+    if (e.shape.size() == 3 && name.ends_with(kGateUp)) {
+      const std::string p = name.substr(0, name.size() - kGateUp.size()) + "block_sparse_moe.";
+      const std::vector<std::int64_t> half = {e.shape[0], e.shape[1] / 2, e.shape[2]};
+      tensors.push_back(mlx_tensor(rules, p + "switch_mlp.gate_proj.weight", half, e.dtype));
+      sources.push_back({i, 2, 0});
+      tensors.push_back(mlx_tensor(rules, p + "switch_mlp.up_proj.weight", half, e.dtype));
+      sources.push_back({i, 2, 1});
+      continue;
+    }
+    if (e.shape.size() == 3 && name.ends_with(kDown)) {
+      const std::string p = name.substr(0, name.size() - kDown.size()) + "block_sparse_moe.";
+      tensors.push_back(mlx_tensor(rules, p + "switch_mlp.down_proj.weight", e.shape, e.dtype));
+      sources.push_back({i, 1, 0});
+      continue;
+    }
+    tensors.push_back(mlx_tensor(rules, name, e.shape, e.dtype));
+    sources.push_back({i, 1, 0});
   }
   const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> out) {
-    read_generated(table[t], spec.seed, begin, out);
+    const Source& s = sources[t];
+    if (s.parts == 1) return read_generated(table[s.table], spec.seed, begin, out);
+    const std::int64_t per_expert = tensors[t].shape[1] * tensors[t].shape[2];
+    for (std::size_t done = 0; done < out.size();) {
+      const std::int64_t i = begin + static_cast<std::int64_t>(done);
+      const std::int64_t e = i / per_expert, at = i % per_expert;
+      const auto n =
+          std::min<std::size_t>(out.size() - done, static_cast<std::size_t>(per_expert - at));
+      read_generated(table[s.table], spec.seed, (e * s.parts + s.part) * per_expert + at,
+                     out.subspan(done, n));
+      done += n;
+    }
   };
   MlxWriteSummary written;
   RECUR_RETURN_IF_ERROR(

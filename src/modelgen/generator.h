@@ -26,7 +26,8 @@ enum class Family {
   kNemotronH,
   kFalconH1,
   kQwen3_5Moe,
-  kQwen3Next
+  kQwen3Next,
+  kGraniteMoe,  // granitemoehybrid with num_local_experts > 0 (make-model's granitemoehybrid_moe)
 };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
@@ -38,15 +39,16 @@ using recur::parse_dtype;
 // "gemma-3-1b", "gemma-3-270m", "llama-3.2-1b" (benchmarks: hundreds of MB); llama also has
 // "tiny-bias" (tied head, attention and MLP biases, no RoPE scaling); qwen3_moe has
 // "qwen3-30b-a3b" (tens of GB: run it with a few layers); granitemoehybrid has
-// "granite-4.0-h-350m"; lfm2 "lfm2-350m" and "tiny-bias" (conv biases, an untied head); nemotron_h
-// has "nemotron-h-4b" (run it with a few layers); falcon_h1 "falcon-h1-0.5b" and "tiny-norm" (the
-// mixer's gated norm, two SSM groups, a tied head); qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next
-// "qwen3-next-80b-a3b" (tens of GB: run them with a few layers). A non-zero layers / hidden_size /
-// vocab_size overrides the preset (heads are scaled with hidden_size). bits != 0 writes an MLX
-// affine-quantized checkpoint instead (4 or 8 bits, groups of group_size = 32, 64 or 128 inputs;
-// scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one
-// (mlx_layout.h, docs/checkpoints.md). The values before storage are those of the same seed's
-// unquantized checkpoint.
+// "granite-4.0-h-350m"; granitemoehybrid_moe (model_type granitemoehybrid with experts) has
+// "granite-4.0-h-tiny" (run it with a few layers); lfm2
+// "lfm2-350m" and "tiny-bias" (conv biases, an untied head); nemotron_h has "nemotron-h-4b" (run it
+// with a few layers); falcon_h1 "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM
+// groups, a tied head); qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next "qwen3-next-80b-a3b" (tens of
+// GB: run them with a few layers). A non-zero layers / hidden_size / vocab_size overrides the
+// preset (heads are scaled with hidden_size). bits != 0 writes an MLX affine-quantized checkpoint
+// instead (4 or 8 bits, groups of group_size = 32, 64 or 128 inputs; scales and biases in dtype),
+// laid out as mlx-lm / mlx-vlm write one (mlx_layout.h, docs/checkpoints.md). The values before
+// storage are those of the same seed's unquantized checkpoint.
 struct GenSpec {
   Family family = Family::kQwen3_5;
   std::string preset = "tiny";
@@ -75,7 +77,8 @@ Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
                         GenSummary* summary = nullptr);
 
 // Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama",
-// "qwen3_moe", "granitemoehybrid", "lfm2", "nemotron_h", "falcon_h1", "qwen3_5_moe", "qwen3_next"
+// "qwen3_moe", "granitemoehybrid", "lfm2", "nemotron_h", "falcon_h1", "qwen3_5_moe", "qwen3_next",
+// "granitemoehybrid_moe"
 // (dtypes: util/dtype.h).
 std::optional<Family> parse_family(std::string_view word);
 const char* family_name(Family family);

@@ -33,7 +33,10 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   if (type == "gemma3_text") return Family::kGemma3;
   if (type == "llama") return Family::kLlama;
   if (type == "qwen3_moe") return Family::kQwen3Moe;
-  if (type == "granitemoehybrid") return Family::kGraniteHybrid;
+  if (type == "granitemoehybrid") {
+    RECUR_ASSIGN_OR_RETURN(const std::int64_t experts, ck.config().get_int("num_local_experts", 8));
+    return experts > 0 ? Family::kGraniteMoe : Family::kGraniteHybrid;
+  }
   if (type == "lfm2") return Family::kLfm2;
   if (type == "nemotron_h") return Family::kNemotronH;
   if (type == "falcon_h1") return Family::kFalconH1;
@@ -192,16 +195,24 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
     // transformers 5's fused experts (Qwen3.5-MoE) become MLX's stacked switch_mlp weights, as
     // mlx-lm's qwen3_5_moe.py sanitize splits them: gate_up_proj [E, 2 * ff, d] (gate rows first
     // in each expert) into gate_proj and up_proj [E, ff, d], down_proj [E, d, ff] renamed.
+    // Granite 4.0-H's block_sparse_moe.input_linear / output_linear alike (granitemoehybrid.py).
     constexpr std::string_view kGateUp = "experts.gate_up_proj", kDown = "experts.down_proj";
-    if (t.shape.size() == 3 && name.ends_with(kGateUp) && t.shape[1] % 2 == 0) {
-      const std::string p = name.substr(0, name.size() - kGateUp.size()) + "switch_mlp.";
+    constexpr std::string_view kGraniteGateUp = "block_sparse_moe.input_linear.weight";
+    constexpr std::string_view kGraniteDown = "block_sparse_moe.output_linear.weight";
+    const bool granite = name.ends_with(kGraniteGateUp) || name.ends_with(kGraniteDown);
+    const std::string_view gate_up = granite ? kGraniteGateUp : kGateUp;
+    const std::string_view down = granite ? kGraniteDown : kDown;
+    if (t.shape.size() == 3 && name.ends_with(gate_up) && t.shape[1] % 2 == 0) {
+      const std::string p = name.substr(0, name.size() - gate_up.size()) +
+                            (granite ? "block_sparse_moe.switch_mlp." : "switch_mlp.");
       const std::vector<std::int64_t> half = {t.shape[0], t.shape[1] / 2, t.shape[2]};
       plan(p + "gate_proj.weight", t, half, {.parts = 2, .part = 0});
       plan(p + "up_proj.weight", t, half, {.parts = 2, .part = 1});
       continue;
     }
-    if (t.shape.size() == 3 && name.ends_with(kDown)) {
-      const std::string p = name.substr(0, name.size() - kDown.size()) + "switch_mlp.";
+    if (t.shape.size() == 3 && name.ends_with(down)) {
+      const std::string p = name.substr(0, name.size() - down.size()) +
+                            (granite ? "block_sparse_moe.switch_mlp." : "switch_mlp.");
       plan(p + "down_proj.weight", t, t.shape, {});
       continue;
     }

@@ -275,7 +275,9 @@ BpeTokenizer llama_tokenizer(int pad_to) {
 }  // namespace
 
 const BpeTokenizer& family_tokenizer(Family family, std::string_view preset) {
-  if (family == Family::kGraniteHybrid) return granite_tokenizer(preset);
+  if (family == Family::kGraniteHybrid || family == Family::kGraniteMoe) {
+    return granite_tokenizer(preset);
+  }
   if (family == Family::kNemotronH) return nemotron_h_tokenizer();
   if (family == Family::kFalconH1) return falcon_h1_tokenizer();
   if (family != Family::kLlama) return generated_tokenizer();
@@ -423,8 +425,8 @@ bool qwen3_like(Family family) {
 
 std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
   if (family == Family::kLlama) return llama_tokenizer_json(tok);
-  if (family == Family::kGraniteHybrid || family == Family::kNemotronH ||
-      family == Family::kFalconH1) {
+  if (family == Family::kGraniteHybrid || family == Family::kGraniteMoe ||
+      family == Family::kNemotronH || family == Family::kFalconH1) {
     return granite_tokenizer_json(tok);
   }
   OJson added = OJson::array();
@@ -456,7 +458,9 @@ std::string tokenizer_json(const BpeTokenizer& tok, Family family) {
 
 std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int max_position) {
   if (family == Family::kLlama) return llama_tokenizer_config_json(tok, max_position);
-  if (family == Family::kGraniteHybrid) return granite_tokenizer_config_json(tok, max_position);
+  if (family == Family::kGraniteHybrid || family == Family::kGraniteMoe) {
+    return granite_tokenizer_config_json(tok, max_position);
+  }
   if (family == Family::kNemotronH) return nemotron_h_tokenizer_config_json(tok, max_position);
   if (family == Family::kFalconH1) return falcon_h1_tokenizer_config_json(tok, max_position);
   OJson decoder = OJson::object();

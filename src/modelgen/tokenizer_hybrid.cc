@@ -109,7 +109,7 @@ const BpeTokenizer& granite_tokenizer(std::string_view preset) {
     tok.ids = {.end_of_text = base + 1, .pad = base};
     return tok;
   };
-  if (preset == "granite-4.0-h-350m") {
+  if (preset == "granite-4.0-h-350m" || preset == "granite-4.0-h-tiny") {
     static const BpeTokenizer real = make(100256);
     return real;
   }

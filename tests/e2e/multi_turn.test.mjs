@@ -7,7 +7,7 @@ import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
 const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid', 'lfm2',
-                  'nemotron_h', 'falcon_h1', 'qwen3_5_moe', 'qwen3_next'];
+                  'nemotron_h', 'falcon_h1', 'qwen3_5_moe', 'qwen3_next', 'granitemoehybrid_moe'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -21,7 +21,7 @@ function newTokensOf(family, user, thinking) {
   if (family === 'nemotron_h') {  // Nemotron 3's template: an empty think block when off
     return `${user}<|im_end|>\n<|im_start|>assistant\n${thinking ? '<think>\n' : '<think></think>'}`;
   }
-  if (family === 'granitemoehybrid') {
+  if (family === 'granitemoehybrid' || family === 'granitemoehybrid_moe') {
     return `${user}<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>`;
   }
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
@@ -52,6 +52,8 @@ const SYSTEM_BLOCK = {
   llama: (s) => `<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n${s}`,
   nemotron_h: (s) => `<|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   granitemoehybrid: (s) =>
+    `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
+  granitemoehybrid_moe: (s) =>
     `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
   lfm2: (s) => `<|startoftext|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   falcon_h1: (s) => `<|begin_of_text|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,

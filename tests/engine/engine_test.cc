@@ -588,7 +588,8 @@ INSTANTIATE_TEST_SUITE_P(Families, EngineTest,
                                          modelgen::Family::kLlama, modelgen::Family::kGraniteHybrid,
                                          modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
                                          modelgen::Family::kFalconH1, modelgen::Family::kQwen3_5Moe,
-                                         modelgen::Family::kQwen3Next),
+                                         modelgen::Family::kQwen3Next,
+                                         modelgen::Family::kGraniteMoe),
                          [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 }  // namespace

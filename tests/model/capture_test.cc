@@ -139,15 +139,14 @@ TEST_P(Capture, BadRequestsAreErrors) {
   EXPECT_EQ(seq->n_tokens(), 10) << "a refused forward leaves the state as it was";
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Capture,
-                         ::testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
-                                           modelgen::Family::kGemma3,
-                                           modelgen::Family::kGraniteHybrid,
-                                           modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
-                                           modelgen::Family::kFalconH1,
-                                           modelgen::Family::kQwen3_5Moe,
-                                           modelgen::Family::kQwen3Next),
-                         [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    Families, Capture,
+    ::testing::Values(modelgen::Family::kQwen3_5, modelgen::Family::kMamba2,
+                      modelgen::Family::kGemma3, modelgen::Family::kGraniteHybrid,
+                      modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
+                      modelgen::Family::kFalconH1, modelgen::Family::kQwen3_5Moe,
+                      modelgen::Family::kQwen3Next, modelgen::Family::kGraniteMoe),
+    [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 TEST(CaptureLimits, RingModelsRefuseACaptureTheRingWouldOverwrite) {
   TempDir tmp("capture_ring");

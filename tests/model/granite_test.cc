@@ -1,7 +1,8 @@
 // Granite 4.0-H specifics: the real granite-4.0-h-350m config's state sizes, its config errors
-// (each naming the key), and MLX's split MLP (mlp.{gate,up,down}_proj, mlx-lm sanitize) loading to
-// the same logits, byte for byte, as the fused shared_mlp.input_linear it was cut from, plain and
-// MLX-quantized.
+// (each naming the key), granite-4.0-h-tiny's (the MoE variant) state sizes and expert errors,
+// MLX's stacked switch_mlp experts loading as the fused input_linear / output_linear, and MLX's
+// split MLP (mlp.{gate,up,down}_proj, mlx-lm sanitize) loading to the same logits, byte for byte,
+// as the fused shared_mlp.input_linear it was cut from, plain and MLX-quantized.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,6 +40,33 @@ constexpr const char* kGranite350m = R"({
   "residual_multiplier": 0.246, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000,
   "router_aux_loss_coef": 0.01, "shared_intermediate_size": 2048, "tie_word_embeddings": true,
   "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 100352})";
+
+// ibm-granite/granite-4.0-h-tiny's geometry (docs/model-granite.md says which fields are verified
+// where) in the 350m's field set.
+std::string granite_tiny_config() {
+  std::string c = kGranite350m;
+  const std::pair<std::string_view, std::string_view> edits[] = {
+      {R"("attention_multiplier": 0.015625)", R"("attention_multiplier": 0.0078125)"},
+      {R"("hidden_size": 768)", R"("hidden_size": 1536)"},
+      {R"("intermediate_size": 2048)", R"("intermediate_size": 512)"},
+      {R"("logits_scaling": 3)", R"("logits_scaling": 6)"},
+      {R"("mamba_d_head": 32)", R"("mamba_d_head": 64)"},
+      {R"("max_position_embeddings": 32768)", R"("max_position_embeddings": 131072)"},
+      {R"("num_experts_per_tok": 0)", R"("num_experts_per_tok": 6)"},
+      {R"("num_hidden_layers": 32)", R"("num_hidden_layers": 40)"},
+      {R"("num_local_experts": 0)", R"("num_local_experts": 64)"},
+      {R"("residual_multiplier": 0.246)", R"("residual_multiplier": 0.22)"},
+      {R"("shared_intermediate_size": 2048)", R"("shared_intermediate_size": 1024)"},
+  };
+  for (auto [from, to] : edits) c.replace(c.find(from), from.size(), to);
+  std::string types = R"("layer_types": [)";
+  for (int i = 0; i < 40; ++i) {
+    types += i == 5 || i == 15 || i == 25 || i == 35 ? R"("attention")" : R"("mamba")";
+    types += i + 1 < 40 ? ", " : "]";
+  }
+  const std::size_t a = c.find(R"("layer_types")"), b = c.find(']', a);
+  return c.replace(a, b + 1 - a, types);
+}
 
 std::string with(std::string text, std::string_view from, std::string_view to) {
   const std::size_t pos = text.find(from);
@@ -87,6 +115,33 @@ TEST(Granite, ConfigErrorsNameTheKey) {
       with(kGranite350m, R"("mamba_d_head": 32)", R"("mamba_d_head": "auto")"));
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
   EXPECT_EQ(a->fixed_bytes(), 22622208);
+}
+
+TEST(Granite, MoeStateSizesAndExpertErrors) {
+  const std::string tiny = granite_tiny_config();
+  auto layout = state_layout_from_config(tiny);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 40u);
+  for (std::size_t i : {5u, 15u, 25u, 35u}) {
+    EXPECT_EQ(layout->layers[i].kind, LayerStateSpec::Kind::kAttention) << i;
+  }
+  EXPECT_EQ(layout->kv_bytes_per_token(), 8192);  // 4 layers·2·4·128·2 (bf16 K/V)
+  EXPECT_EQ(layout->fixed_bytes(), 58060800);     // 36 × (48·64·128 + 3·3328) f32
+  struct Case {
+    std::string_view from, to, error;
+  };
+  const Case cases[] = {
+      {R"("num_experts_per_tok": 6)", R"("num_experts_per_tok": 0)", "num_experts_per_tok 0"},
+      {R"("num_experts_per_tok": 6)", R"("num_experts_per_tok": 65)", "num_experts_per_tok 65"},
+      {R"("num_local_experts": 64)", R"("num_local_experts": 5000)", "num_local_experts 5000"},
+      {R"("num_local_experts": 64)", R"("num_local_experts": -1)", "num_local_experts"},
+      {R"("intermediate_size": 512)", R"("intermediate_size": 0)", "intermediate_size 0"},
+  };
+  for (const Case& c : cases) {
+    auto r = state_layout_from_config(with(tiny, c.from, c.to));
+    ASSERT_FALSE(r.is_ok()) << c.to;
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+  }
 }
 
 // Copies `src` to `dst` with each layer's shared_mlp.input_linear.* ([2·ff, ...] rows) cut into

@@ -203,5 +203,36 @@ TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
   EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
 }
 
+// Granite 4.0-H's MoE variant: recur quantize splits block_sparse_moe.input_linear [E, 2 * ff, d]
+// and output_linear into block_sparse_moe.switch_mlp.{gate,up,down}_proj as mlx-lm's
+// granitemoehybrid.py sanitize does; the result loads to the Hugging Face checkpoint quantized on
+// load, logits byte for byte.
+TEST(MoeStackedExperts, QuantizeSplitsGraniteInputLinearIntoSwitchMlp) {
+  TempDir tmp("granite_moe_quantize");
+  modelgen::GenSpec spec{
+      .family = modelgen::Family::kGraniteMoe, .dtype = modelgen::DType::kF32, .seed = 4};
+  const std::string hf = tmp.file("hf");
+  ASSERT_TRUE(modelgen::write_checkpoint(spec, hf).is_ok());
+  const std::string mlx = tmp.file("mlx");
+  const Status q = modelgen::quantize_checkpoint(hf, mlx, 4, 32);
+  ASSERT_TRUE(q.is_ok()) << q.to_string();
+  auto ck = Checkpoint::open(mlx);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  const std::string p = "model.layers.0.block_sparse_moe.";
+  ASSERT_EQ(ck->find(p + "input_linear.weight"), nullptr);
+  for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+    const TensorInfo* codes = ck->find(p + "switch_mlp." + proj + ".weight");
+    ASSERT_NE(codes, nullptr) << proj;
+    const std::int64_t rows = std::string(proj) == "down_proj" ? 64 : 32;
+    const std::int64_t cols = std::string(proj) == "down_proj" ? 32 : 64;
+    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * 4 / 32})) << proj;
+  }
+  ASSERT_NE(ck->find(p + "router.layer.scales"), nullptr);
+  const std::vector<float> want = logits(hf, 4), got = logits(mlx, 0);
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+}
+
 }  // namespace
 }  // namespace recur::model

@@ -110,6 +110,13 @@ struct RoutingStats {
   double min_gap = 1e300;  // the smallest ln p_k - ln p_{k+1} seen (with routes set)
 };
 RoutingStats routing_stats();  // since the last set_engine_routes
+// The next routing decision's experts (in the engine's log order: layer by layer, row by row):
+// the k largest `keys` (log-probabilities, logits, or biased sigmoid scores; the lower index first
+// on equal keys), or the engine's when set_engine_routes gave its log and keys[k-1] - keys[k]
+// (the k-th against the first left out) is below the margin.
+std::vector<std::size_t> route_next(const Vec& keys, std::size_t k);
+// RECUR_CHECKs that a forward took every decision of the engine's log (when one is set).
+void check_routes_consumed();
 
 // Config field as double/int (text_config first, then top level), with a default.
 double cfg(const Checkpoint& ck, const std::string& key, double fallback);

@@ -1,5 +1,7 @@
 // Shared float64 helpers of the reference forward (spec sections 0.1, 0.2).
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "kernels/dtype.h"
 #include "kernels/quant.h"
@@ -10,7 +12,47 @@ namespace recur::model::reference {
 
 namespace {
 int g_quant_bits = 0, g_quant_group = 0;
+const std::vector<std::int32_t>* g_routes = nullptr;
+double g_margin = 0.0;
+std::size_t g_routed = 0;  // decisions taken from g_routes
+RoutingStats g_stats;
 }  // namespace
+
+void set_engine_routes(const std::vector<std::int32_t>* routes, double margin) {
+  g_routes = routes;
+  g_margin = margin;
+  g_routed = 0;
+  g_stats = {};
+}
+
+RoutingStats routing_stats() { return g_stats; }
+
+void check_routes_consumed() {
+  if (g_routes != nullptr) RECUR_CHECK(g_routed == g_routes->size());
+}
+
+std::vector<std::size_t> route_next(const Vec& keys, std::size_t k) {
+  std::vector<std::size_t> order(keys.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return keys[a] > keys[b]; });
+  order.resize(k + (k < keys.size() ? 1 : 0));
+  std::vector<std::size_t> own(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+  ++g_stats.decisions;
+  if (g_routes == nullptr) return own;
+  RECUR_CHECK(g_routed + k <= g_routes->size());
+  const std::int32_t* engine = g_routes->data() + g_routed;
+  g_routed += k;
+  if (k == keys.size()) return own;
+  const double gap = keys[order[k - 1]] - keys[order[k]];
+  g_stats.min_gap = std::min(g_stats.min_gap, gap);
+  std::vector<std::size_t> theirs(engine, engine + k), a = own, b = theirs;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a == b || gap >= g_margin) return own;
+  ++g_stats.near_ties_taken;
+  return theirs;
+}
 
 void set_quantization(int bits, int group_size) {
   g_quant_bits = bits;
@@ -37,9 +79,11 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
       out.v[i] = t->dtype == DType::kBF16 ? kernels::bf16_to_f32(h) : kernels::f16_to_f32(h);
     }
   }
-  if (g_quant_bits != 0 && out.shape.size() == 2 && name.ends_with(".weight") &&
-      out.shape[1] % g_quant_group == 0) {
-    const std::int64_t rows = out.shape[0], cols = out.shape[1];
+  // Stacked experts [E, rows, cols] quantize row by row as each expert's matrix does.
+  if (g_quant_bits != 0 && (out.shape.size() == 2 || out.shape.size() == 3) &&
+      name.ends_with(".weight") && out.shape.back() % g_quant_group == 0) {
+    const std::int64_t cols = out.shape.back();
+    const auto rows = static_cast<std::int64_t>(out.v.size()) / cols;
     std::vector<float> w(out.v.begin(), out.v.end());
     std::vector<std::uint32_t> codes(static_cast<std::size_t>(rows * cols * g_quant_bits / 32));
     std::vector<float> scales(static_cast<std::size_t>(rows * (cols / g_quant_group)));

@@ -1,7 +1,12 @@
 // Reference Granite 4.0-H forward (docs/model.md "Granite 4.0-H", from transformers'
 // modeling_granitemoehybrid.py), float64: muP multipliers on the embedding, the residual branches,
 // the attention scores and the logits; NoPE attention unless position_embedding_type is "rope".
+// The MoE variants (num_local_experts > 0): GraniteMoeHybridMoE beside the shared MLP, the top
+// num_experts_per_tok router logits (lower index first on equal ones) and a softmax over just
+// those as the experts' weights; the layer's MLP output is moe(x) + shared_mlp(x).
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "reference.h"
 #include "util/check.h"
@@ -77,6 +82,55 @@ Mamba2Geometry mamba_geometry(const Checkpoint& ck) {
   return g;
 }
 
+// Expert e's slab `part` of `parts` in a stacked [E, parts * rows, cols] tensor, as a matrix.
+Tensor expert_slab(const Tensor& t, std::int64_t e, std::int64_t parts, std::int64_t part) {
+  const std::int64_t rows = t.shape[1] / parts, cols = t.shape[2];
+  Tensor out;
+  out.shape = {rows, cols};
+  out.bf16 = t.bf16;
+  out.quant_group = t.quant_group;
+  const auto begin = t.v.begin() + static_cast<std::ptrdiff_t>((e * parts + part) * rows * cols);
+  out.v.assign(begin, begin + static_cast<std::ptrdiff_t>(rows * cols));
+  return out;
+}
+
+// block_sparse_moe of one row x: softmax over the chosen experts' logits, their SwiGLUs' sum.
+struct GraniteMoe {
+  Tensor router;
+  std::vector<Tensor> gate, up, down;
+  std::size_t top_k = 0;
+
+  GraniteMoe(const Checkpoint& ck, const std::string& p) {
+    router = load(ck, p + "router.layer.weight");
+    const Tensor in = load(ck, p + "input_linear.weight");
+    const Tensor out = load(ck, p + "output_linear.weight");
+    for (std::int64_t e = 0; e < in.shape[0]; ++e) {
+      gate.push_back(expert_slab(in, e, 2, 0));
+      up.push_back(expert_slab(in, e, 2, 1));
+      down.push_back(expert_slab(out, e, 1, 0));
+    }
+    top_k = static_cast<std::size_t>(cfg(ck, "num_experts_per_tok", 2));
+  }
+
+  Vec operator()(const Vec& x) const {
+    const Vec logits = matvec(router, x);
+    const std::vector<std::size_t> chosen = route_next(logits, top_k);
+    double mx = -1e300, sum = 0.0;
+    for (std::size_t e : chosen) mx = std::max(mx, logits[e]);
+    for (std::size_t e : chosen) sum += std::exp(logits[e] - mx);
+    Vec y(x.size(), 0.0);
+    for (std::size_t e : chosen) {
+      Vec g = matvec(gate[e], x);
+      const Vec u = matvec(up[e], x);
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+      const Vec o = matvec(down[e], g);
+      const double w = std::exp(logits[e] - mx) / sum;
+      for (std::size_t i = 0; i < y.size(); ++i) y[i] += w * o[i];
+    }
+    return y;
+  }
+};
+
 }  // namespace
 
 std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
@@ -86,6 +140,7 @@ std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
   const double em = cfg(ck, "embedding_multiplier", 1.0);
   const double rm = cfg(ck, "residual_multiplier", 1.0);
   const double ls = cfg(ck, "logits_scaling", 1.0);
+  const bool moe = cfg(ck, "num_local_experts", 8) > 0;
   const auto types = *ck.config().get_strings("layer_types");
   const Tensor embed = load(ck, "model.embed_tokens.weight");
   const std::size_t T = tokens.size();
@@ -108,15 +163,23 @@ std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
     const Tensor w_in = load(ck, p + "shared_mlp.input_linear.weight");
     const Tensor w_out = load(ck, p + "shared_mlp.output_linear.weight");
     const std::size_t f = static_cast<std::size_t>(w_out.cols());
+    std::optional<GraniteMoe> experts;
+    if (moe) experts.emplace(ck, p + "block_sparse_moe.");
     for (std::size_t t = 0; t < T; ++t) {
       for (std::size_t i = 0; i < d; ++i) h[t][i] += rm * y[t][i];
-      const Vec gu = matvec(w_in, rms_norm(h[t], n2.v, eps, false));
+      const Vec xn = rms_norm(h[t], n2.v, eps, false);
+      const Vec gu = matvec(w_in, xn);
       Vec a(f);
       for (std::size_t i = 0; i < f; ++i) a[i] = silu(gu[i]) * gu[f + i];
-      const Vec o = matvec(w_out, a);
+      Vec o = matvec(w_out, a);
+      if (experts) {
+        const Vec r = (*experts)(xn);
+        for (std::size_t i = 0; i < d; ++i) o[i] += r[i];
+      }
       for (std::size_t i = 0; i < d; ++i) h[t][i] += rm * o[i];
     }
   }
+  check_routes_consumed();
   const Tensor wf = load(ck, "model.norm.weight");
   for (Vec& x : h) x = rms_norm(x, wf.v, eps, false);
   std::vector<Vec> logits = head_logits(ck, h, embed);

@@ -16,10 +16,6 @@ namespace recur::model::reference {
 
 namespace {
 
-const std::vector<std::int32_t>* g_routes = nullptr;
-double g_margin = 0.0;
-RoutingStats g_stats;
-
 Vec swiglu(const Tensor& wg, const Tensor& wu, const Tensor& wd, const Vec& x) {
   Vec g = matvec(wg, x);
   const Vec u = matvec(wu, x);
@@ -76,36 +72,7 @@ Experts load_experts(const Checkpoint& ck, const std::string& p, std::int64_t n_
   return e;
 }
 
-// The experts of one token: its own top k, or at a near-tie the engine's (set_engine_routes).
-std::vector<std::size_t> route(const Vec& prob, std::size_t k, const std::int32_t* engine) {
-  std::vector<std::size_t> order(prob.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return prob[a] > prob[b]; });
-  order.resize(k + (k < prob.size() ? 1 : 0));
-  std::vector<std::size_t> own(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
-  ++g_stats.decisions;
-  if (engine == nullptr || k == prob.size()) return own;
-  // ln p_k - ln p_{k+1}: the logit gap between the last expert taken and the first left out.
-  const double gap = std::log(prob[order[k - 1]]) - std::log(prob[order[k]]);
-  g_stats.min_gap = std::min(g_stats.min_gap, gap);
-  std::vector<std::size_t> theirs(engine, engine + k), a = own, b = theirs;
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  if (a == b || gap >= g_margin) return own;
-  ++g_stats.near_ties_taken;
-  return theirs;
-}
-
 }  // namespace
-
-void set_engine_routes(const std::vector<std::int32_t>* routes, double margin) {
-  g_routes = routes;
-  g_margin = margin;
-  g_stats = {};
-}
-
-RoutingStats routing_stats() { return g_stats; }
 
 std::vector<Vec> forward_qwen3_next(const Checkpoint& ck, const std::vector<std::int32_t>& tokens) {
   const bool next = ck.config().model_type() == "qwen3_next";
@@ -135,7 +102,6 @@ std::vector<Vec> forward_qwen3_next(const Checkpoint& ck, const std::vector<std:
     h[t].assign(embed.v.begin() + static_cast<std::ptrdiff_t>(tokens[t] * d),
                 embed.v.begin() + static_cast<std::ptrdiff_t>((tokens[t] + 1) * d));
   }
-  std::size_t routed = 0;  // routing decisions consumed from the engine's log
   for (int l = 0; l < L; ++l) {
     const std::string p = pre + "layers." + std::to_string(l) + ".";
     const bool full = types.empty() ? (l + 1) % interval == 0
@@ -175,13 +141,9 @@ std::vector<Vec> forward_qwen3_next(const Checkpoint& ck, const std::vector<std:
       double sum = 0.0;
       for (double& z : prob) sum += (z = std::exp(z - mx));
       for (double& z : prob) z /= sum;
-      const std::int32_t* engine = nullptr;
-      if (g_routes != nullptr) {
-        RECUR_CHECK(routed + K <= g_routes->size());
-        engine = g_routes->data() + routed;
-        routed += K;
-      }
-      const std::vector<std::size_t> chosen = route(prob, K, engine);
+      Vec log_prob(prob.size());
+      for (std::size_t e = 0; e < prob.size(); ++e) log_prob[e] = std::log(prob[e]);
+      const std::vector<std::size_t> chosen = route_next(log_prob, K);
       double total = 0.0;
       for (std::size_t e : chosen) total += prob[e];
       Vec y(d, 0.0);
@@ -196,7 +158,7 @@ std::vector<Vec> forward_qwen3_next(const Checkpoint& ck, const std::vector<std:
       for (std::size_t i = 0; i < d; ++i) h[t][i] += y[i] + s * m[i];
     }
   }
-  if (g_routes != nullptr) RECUR_CHECK(routed == g_routes->size());
+  check_routes_consumed();
   const Tensor wf = load(ck, pre + "norm.weight");
   for (Vec& v : h) v = rms_norm(v, wf.v, g.eps, true);
   return head_logits(ck, h, embed);

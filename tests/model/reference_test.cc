@@ -62,6 +62,7 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
     case modelgen::Family::kQwen3Moe:
       return reference::forward_qwen3_moe(ck, tokens);
     case modelgen::Family::kGraniteHybrid:
+    case modelgen::Family::kGraniteMoe:
       return reference::forward_granite_hybrid(ck, tokens);
     case modelgen::Family::kLfm2:
       return reference::forward_lfm2(ck, tokens);
@@ -82,7 +83,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
 // (f32 checkpoints), and a bf16 or int8 rounding flip of a matmul input (bf16 and quantized ones).
 // Outside it the reference keeps its own choice, so a routing bug still fails.
 bool follows_engine_routes(modelgen::Family f) {
-  return f == modelgen::Family::kQwen3_5Moe || f == modelgen::Family::kQwen3Next;
+  return f == modelgen::Family::kQwen3_5Moe || f == modelgen::Family::kQwen3Next ||
+         f == modelgen::Family::kGraniteMoe;
 }
 double near_tie_margin(modelgen::DType dtype, int quantize_bits) {
   if (quantize_bits != 0) return 5e-2;

@@ -65,6 +65,7 @@ constexpr modelgen::Family kAllFamilies[] = {
     modelgen::Family::kQwen3,         modelgen::Family::kQwen3_5,    modelgen::Family::kMamba2,
     modelgen::Family::kGemma3,        modelgen::Family::kLlama,      modelgen::Family::kQwen3Moe,
     modelgen::Family::kGraniteHybrid, modelgen::Family::kLfm2,       modelgen::Family::kNemotronH,
-    modelgen::Family::kFalconH1,      modelgen::Family::kQwen3_5Moe, modelgen::Family::kQwen3Next};
+    modelgen::Family::kFalconH1,      modelgen::Family::kQwen3_5Moe, modelgen::Family::kQwen3Next,
+    modelgen::Family::kGraniteMoe};
 
 }  // namespace recur::model::testing

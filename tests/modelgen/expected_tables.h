@@ -227,6 +227,7 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
     case Family::kFalconH1:
     case Family::kQwen3_5Moe:
     case Family::kQwen3Next:
+    case Family::kGraniteMoe:
       break;
   }
   return {};

@@ -371,6 +371,46 @@ TEST(RealPresets, Qwen3_30B_A3B) {
   EXPECT_EQ(got.size(), reference.size());
 }
 
+// ibm-granite/granite-4.0-h-tiny: the "7B total" of the model card (6,939,037,248 here: 64
+// experts of 3 x 512 x 1536 and a 1024-wide shared MLP on each of 40 layers, 36 Mamba2 and 4
+// attention mixers, a tied 100352-row embedding), the config.json as granite_test's derivation
+// of it (docs/model-granite.md: which fields are verified where).
+TEST(RealPresets, GraniteTiny) {
+  const Geometry g = geometry(Family::kGraniteMoe, "granite-4.0-h-tiny");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 1u + 36u * 15u + 4u * 11u + 1u);
+  EXPECT_EQ(n_params(gen), 6939037248);
+  const Table t = table_of(gen);
+  const auto shape = [&](const std::string& name) { return t.at(name).shape; };
+  using S = std::vector<std::int64_t>;
+  EXPECT_EQ(shape("model.layers.0.block_sparse_moe.input_linear.weight"), (S{64, 1024, 1536}));
+  EXPECT_EQ(shape("model.layers.0.block_sparse_moe.output_linear.weight"), (S{64, 1536, 512}));
+  EXPECT_EQ(shape("model.layers.39.block_sparse_moe.router.layer.weight"), (S{64, 1536}));
+  EXPECT_EQ(shape("model.layers.5.shared_mlp.input_linear.weight"), (S{2048, 1536}));
+  EXPECT_EQ(shape("model.layers.5.self_attn.q_proj.weight"), (S{1536, 1536}));
+  EXPECT_EQ(shape("model.layers.0.mamba.in_proj.weight"), (S{6448, 1536}));
+  EXPECT_EQ(t.count("lm_head.weight"), 0u) << "tied";
+  const Json got = Json::parse(config_json(g, DType::kBF16, generated_tokenizer().ids));
+  const Json want = Json::parse(R"({
+        "hidden_size": 1536, "num_hidden_layers": 40, "num_attention_heads": 12,
+        "num_key_value_heads": 4, "intermediate_size": 512, "shared_intermediate_size": 1024,
+        "num_local_experts": 64, "num_experts_per_tok": 6, "vocab_size": 100352,
+        "tie_word_embeddings": true, "mamba_d_state": 128, "mamba_n_groups": 1,
+        "mamba_n_heads": 48, "mamba_d_head": 64, "mamba_expand": 2, "mamba_d_conv": 4,
+        "mamba_chunk_size": 256, "max_position_embeddings": 131072, "embedding_multiplier": 12.0,
+        "logits_scaling": 6.0, "rms_norm_eps": 1e-05, "attention_multiplier": 0.0078125,
+        "residual_multiplier": 0.22, "position_embedding_type": "nope",
+        "model_type": "granitemoehybrid"})");
+  for (const auto& [key, value] : want.items()) {
+    EXPECT_EQ(got.at(key), value) << key;
+  }
+  std::vector<std::string> types;
+  for (int i = 0; i < 40; ++i) {
+    types.push_back(i == 5 || i == 15 || i == 25 || i == 35 ? "attention" : "mamba");
+  }
+  EXPECT_EQ(got.at("layer_types"), Json(types));
+}
+
 // Qwen/Qwen3-Next-80B-A3B-Instruct: 79.67B parameters without the MTP layer; with it (one MoE
 // layer, one attention block, fc [2048, 4096] and three norms) 81.32B, the release's 81.3B. The
 // table has 74,391 tensors, the release's 75,944 less the MTP layer's 1,553. The config.json field
