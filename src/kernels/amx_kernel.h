@@ -47,8 +47,17 @@ inline void pack_x_block(const float* x, std::int64_t n_rows, std::int64_t k_dim
       out[vnni_index(m, k, kp)] = f32_to_bf16(x[m * k_dim + k]);
 }
 
+// y[mi][ni] = c[ni][mi] for the valid part of a stored C tile (c: [16 weight rows][16 activation
+// rows], y: activation rows of ldy floats): the plain loop, for tile emulations.
+inline void store_transposed_scalar(const float* c, float* y, std::int64_t ldy, int n_valid,
+                                    int m_valid) {
+  for (int mi = 0; mi < m_valid; ++mi)
+    for (int ni = 0; ni < n_valid; ++ni) y[mi * ldy + ni] = c[ni * kTileRows + mi];
+}
+
 // Tile registers: C0..C3 = 0..3 (C[nt][mt] = 2*nt + mt), A0, A1 = 4, 5, B0, B1 = 6, 7.
-// Ops provides zero<T>(), load<T>(ptr, stride_bytes), dot<C, A, B>(), store<T>(ptr, stride).
+// Ops provides zero<T>(), load<T>(ptr, stride_bytes), dot<C, A, B>(), store<T>(ptr, stride) and
+// store_transposed(c, y, ldy, n_valid, m_valid) (store_transposed_scalar's result).
 template <class Ops, int NT, int MT>
 void micro(const MatmulOperands& op, std::int64_t n, std::int64_t m, std::int64_t n_end,
            std::int64_t m_end) {
@@ -95,9 +104,9 @@ void micro(const MatmulOperands& op, std::int64_t n, std::int64_t m, std::int64_
     if (reg == 2) Ops::template store<2>(c_buf, kTileRows * 4);
     if (reg == 3) Ops::template store<3>(c_buf, kTileRows * 4);
     const std::int64_t n0 = n + nt * kTileRows, m0 = m + mt * kTileRows;
-    for (std::int64_t ni = 0; ni < std::min(kTileRows, n_end - n0); ++ni)
-      for (std::int64_t mi = 0; mi < std::min(kTileRows, m_end - m0); ++mi)
-        op.y[(m0 + mi) * w.rows + n0 + ni] = c_buf[ni * kTileRows + mi];
+    Ops::store_transposed(c_buf, op.y + m0 * w.rows + n0, w.rows,
+                          static_cast<int>(std::min(kTileRows, n_end - n0)),
+                          static_cast<int>(std::min(kTileRows, m_end - m0)));
   }
 }
 

@@ -64,6 +64,41 @@ struct TileOps {
     RECUR_TILE_SWITCH(T, RECUR_OP);
 #undef RECUR_OP
   }
+  // The C tile is [weight rows][activation rows]; y wants activation rows: a 16 x 16 transpose in
+  // registers (scalar stores of the 1,024 elements of a 2 x 2 micro-tile took about as long as
+  // its K loop at K 1024).
+  static void store_transposed(const float* c, float* y, std::int64_t ldy, int n_valid,
+                               int m_valid) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(c + i * 16);
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+      const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+      const __m512d c2 = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+      r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c2));
+      r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c2));
+      r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+      r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    // r[4q + j] holds, in each 128-bit lane L, rows 4q..4q+3 of column 4L + j.
+    for (int j = 0; j < 4; ++j) {
+      t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+      t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+      t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+      t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    }
+    for (int j = 0; j < 4; ++j) {
+      r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+      r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+      r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+      r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+    }
+    const __mmask16 mask = _cvtu32_mask16((1u << n_valid) - 1u);
+    for (int mi = 0; mi < m_valid; ++mi) _mm512_mask_storeu_ps(y + mi * ldy, mask, r[mi]);
+  }
   // The four products amx_kernel.h issues: C0 = A0 B0, C1 = A0 B1, C2 = A1 B0, C3 = A1 B1.
   template <int C, int A, int B>
   static void dot() {

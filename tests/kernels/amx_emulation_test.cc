@@ -27,6 +27,10 @@ struct EmulatedTiles {
     for (int r = 0; r < 16; ++r)
       std::memcpy(static_cast<std::uint8_t*>(p) + r * stride, reg[T] + r * 64, 64);
   }
+  static void store_transposed(const float* c, float* y, std::int64_t ldy, int n_valid,
+                               int m_valid) {
+    detail::amx::store_transposed_scalar(c, y, ldy, n_valid, m_valid);
+  }
   template <int C, int A, int B>
   static void dot() {
     // Typed copies of the raw tile bytes (no aliasing through casts).
