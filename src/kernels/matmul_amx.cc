@@ -2,7 +2,10 @@
 // -mamx-bf16; only run when isa_supported(kAmx), which also obtained the tile permission).
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/amx_kernel.h"
+#include "kernels/pack_avx512.h"
 
 namespace recur::kernels::detail {
 namespace {
@@ -69,35 +72,13 @@ struct TileOps {
   // its K loop at K 1024).
   static void store_transposed(const float* c, float* y, std::int64_t ldy, int n_valid,
                                int m_valid) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(c + i * 16);
-    for (int i = 0; i < 8; ++i) {
-      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) {
-      const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-      const __m512d c2 = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-      r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c2));
-      r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c2));
-      r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-      r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    // r[4q + j] holds, in each 128-bit lane L, rows 4q..4q+3 of column 4L + j.
-    for (int j = 0; j < 4; ++j) {
-      t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-      t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
-      t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-      t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
-    }
-    for (int j = 0; j < 4; ++j) {
-      r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-      r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-      r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
-      r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
-    }
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(c + i * 16);
+    transpose16(r);
     const __mmask16 mask = _cvtu32_mask16((1u << n_valid) - 1u);
-    for (int mi = 0; mi < m_valid; ++mi) _mm512_mask_storeu_ps(y + mi * ldy, mask, r[mi]);
+    for (int mi = 0; mi < m_valid; ++mi) {
+      _mm512_mask_storeu_ps(y + mi * ldy, mask, _mm512_castsi512_ps(r[mi]));
+    }
   }
   // The four products amx_kernel.h issues: C0 = A0 B0, C1 = A0 B1, C2 = A1 B0, C3 = A1 B1.
   template <int C, int A, int B>
@@ -122,10 +103,33 @@ std::int64_t amx_x_bytes(const ActivationRows& a) {
   return amx::padded_m(a.n_rows) * amx::padded_k(a.k_dim) * 2;
 }
 
-// Rows [r0, r0 + 16): the 16-row block r0 / 16 of the packed layout.
+// Rows [r0, r0 + 16): the 16-row block r0 / 16 of the packed layout, amx::pack_x_block's bytes:
+// each 32-wide chunk of K of the 16 rows rounded to bf16 pairs, transposed so that a pair's 16
+// rows are one 64-byte row of the B tile (the plain loop was a tenth of a 512-row prefill's
+// matmul time).
 void amx_pack_x(const ActivationRows& a, std::int64_t r0, std::int64_t, void* out) {
   static_assert(kPrepRows == amx::kTileRows);
-  amx::pack_x_block(a.x, a.n_rows, a.k_dim, r0 / amx::kTileRows, static_cast<std::uint16_t*>(out));
+  const std::int64_t kp = amx::padded_k(a.k_dim), chunks = kp / amx::kTileK;
+  auto* block = static_cast<std::uint16_t*>(out) + r0 * kp;
+  const int valid = static_cast<int>(std::min<std::int64_t>(amx::kTileRows, a.n_rows - r0));
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t k = c * amx::kTileK, left = a.k_dim - k;
+    const __mmask16 lo = _cvtu32_mask16(left >= 16 ? 0xffffu : (1u << left) - 1u);
+    const __mmask16 hi = _cvtu32_mask16(left >= 32   ? 0xffffu
+                                        : left <= 16 ? 0u
+                                                     : (1u << (left - 16)) - 1u);
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) {
+      if (i >= valid) {
+        r[i] = _mm512_setzero_si512();
+        continue;
+      }
+      const float* src = a.x + (r0 + i) * a.k_dim + k;
+      r[i] = to_bf16_pairs(_mm512_maskz_loadu_ps(lo, src), _mm512_maskz_loadu_ps(hi, src + 16));
+    }
+    transpose16(r);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_si512(block + (c * 16 + j) * 32, r[j]);
+  }
 }
 
 void matmul_block_amx(const MatmulOperands& op, const MatmulBlock& b) {

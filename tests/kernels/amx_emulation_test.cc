@@ -3,7 +3,10 @@
 // run in matmul_test as well.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "kernels/amx_kernel.h"
+#include "kernels/kernel_table.h"
 #include "kernels/reference.h"
 #include "test_util.h"
 
@@ -93,6 +96,32 @@ TEST(AmxEmulation, RowsAreBatchInvariant) {
   for (std::int64_t r = 0; r < rows; ++r) {
     emulated_matmul(x.data() + r * k_dim, 1, w.view, one.data());
     ASSERT_TRUE(testing::same_bytes(one.data(), full.data() + r * n_out, one.size())) << r;
+  }
+}
+
+// The vectorised packing the real tiles read (matmul_amx.cc, AVX-512 instructions only) writes
+// pack_x_block's bytes: rounding ties, NaN, infinities, K tails and rows past the end included.
+TEST(AmxEmulation, VectorPackingEqualsThePlainLayoutBitForBit) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const auto& path = detail::kAmxKernels.matmul_bf16;
+  int case_id = 0;
+  for (std::int64_t k_dim : {1, 15, 16, 17, 31, 32, 33, 70, 1024}) {
+    for (std::int64_t n_rows : {1, 5, 16, 17, 40}) {
+      auto x = testing::random_floats(static_cast<std::size_t>(n_rows * k_dim), ++case_id);
+      const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                std::numeric_limits<float>::infinity(), -0.0f,
+                                1.0f + 1.0f / 256,  // a tie: rounds to even
+                                1.0f + 3.0f / 256, std::numeric_limits<float>::denorm_min()};
+      for (std::size_t i = 0; i < x.size(); i += 7) x[i] = specials[i / 7 % 6];
+      const detail::ActivationRows rows{.x = x.data(), .n_rows = n_rows, .k_dim = k_dim};
+      const auto words = static_cast<std::size_t>(path.x_bytes(rows) / 2);
+      std::vector<std::uint16_t> want(words, 0xAAAA), got(words, 0x5555);
+      for (std::int64_t r0 = 0; r0 < n_rows; r0 += detail::kPrepRows) {
+        detail::amx::pack_x_block(x.data(), n_rows, k_dim, r0 / detail::kPrepRows, want.data());
+        path.prepare_x(rows, r0, std::min(n_rows, r0 + detail::kPrepRows), got.data());
+      }
+      ASSERT_EQ(got, want) << "K " << k_dim << " rows " << n_rows;
+    }
   }
 }
 
