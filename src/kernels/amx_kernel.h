@@ -110,10 +110,62 @@ void micro(const MatmulOperands& op, std::int64_t n, std::int64_t m, std::int64_
   }
 }
 
+// One 16-weight-row tile against three 16-row activation tiles (33-48 rows: a follow-up turn's
+// prompt, an expert's tokens): each weight tile is loaded once, where a 2 x 2 then a 2 x 1
+// micro-tile over the same weight rows load it twice. Registers: C0..C2 = 0..2, A = 4,
+// B0..B2 = 5..7. Same per-element K order as micro: same bytes.
+template <class Ops>
+void micro_1x3(const MatmulOperands& op, std::int64_t n, std::int64_t m, std::int64_t n_end,
+               std::int64_t m_end) {
+  const WeightView& w = op.w;
+  const std::int64_t k_dim = w.cols, kp = padded_k(k_dim);
+  const auto* wd = static_cast<const std::uint16_t*>(w.data);
+  alignas(64) std::uint16_t pad[kTileRows * kTileK];
+  alignas(64) float c_buf[kTileRows * kTileRows];
+  const std::int64_t rows = std::min(kTileRows, n_end - n);
+  Ops::template zero<0>();
+  Ops::template zero<1>();
+  Ops::template zero<2>();
+  const std::int64_t b_tile = kp / 2 * kTileRows * 2;  // elements per packed 16-row block
+  const std::uint16_t* xb = static_cast<const std::uint16_t*>(op.xp) + m / kTileRows * b_tile;
+  for (std::int64_t k = 0; k < kp; k += kTileK) {
+    const std::int64_t cols = std::min(kTileK, k_dim - k);
+    const std::uint16_t* a = wd + n * k_dim + k;
+    std::int64_t stride = k_dim * 2;
+    if (rows < kTileRows || cols < kTileK) {
+      std::memset(pad, 0, sizeof(pad));
+      for (std::int64_t r = 0; r < rows; ++r)
+        std::memcpy(pad + r * kTileK, a + r * k_dim, static_cast<std::size_t>(cols) * 2);
+      a = pad;
+      stride = kTileK * 2;
+    }
+    Ops::template load<4>(a, stride);
+    const std::uint16_t* b = xb + k / 2 * kTileRows * 2;
+    Ops::template load<5>(b, kTileRows * 4);
+    Ops::template load<6>(b + b_tile, kTileRows * 4);
+    Ops::template load<7>(b + 2 * b_tile, kTileRows * 4);
+    Ops::template dot<0, 4, 5>();
+    Ops::template dot<1, 4, 6>();
+    Ops::template dot<2, 4, 7>();
+  }
+  for (int mt = 0; mt < 3; ++mt) {
+    if (mt == 0) Ops::template store<0>(c_buf, kTileRows * 4);
+    if (mt == 1) Ops::template store<1>(c_buf, kTileRows * 4);
+    if (mt == 2) Ops::template store<2>(c_buf, kTileRows * 4);
+    const std::int64_t m0 = m + mt * kTileRows;
+    Ops::store_transposed(c_buf, op.y + m0 * w.rows + n, w.rows, static_cast<int>(rows),
+                          static_cast<int>(std::min(kTileRows, m_end - m0)));
+  }
+}
+
 // Blocks start at multiples of 16 rows (m0) so B tiles line up with the packed x.
 template <class Ops>
 void block(const MatmulOperands& op, const MatmulBlock& b) {
   constexpr std::int64_t kStep = 2 * kTileRows;
+  if (b.m1 - b.m0 > 2 * kTileRows && b.m1 - b.m0 <= 3 * kTileRows) {
+    for (std::int64_t n = b.n0; n < b.n1; n += kTileRows) micro_1x3<Ops>(op, n, b.m0, b.n1, b.m1);
+    return;
+  }
   for (std::int64_t n = b.n0; n < b.n1; n += kStep) {
     const bool two_n = b.n1 - n > kTileRows;
     for (std::int64_t m = b.m0; m < b.m1; m += kStep) {

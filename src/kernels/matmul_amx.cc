@@ -80,18 +80,26 @@ struct TileOps {
       _mm512_mask_storeu_ps(y + mi * ldy, mask, _mm512_castsi512_ps(r[mi]));
     }
   }
-  // The four products amx_kernel.h issues: C0 = A0 B0, C1 = A0 B1, C2 = A1 B0, C3 = A1 B1.
+  // The products amx_kernel.h issues: micro's C0 = A0 B0, C1 = A0 B1, C2 = A1 B0, C3 = A1 B1
+  // (A0, A1 = 4, 5; B0, B1 = 6, 7) and micro_1x3's C0..C2 = A B0..B2 (A = 4; B = 5, 6, 7).
   template <int C, int A, int B>
   static void dot() {
-    static_assert(A == 4 + C / 2 && B == 6 + C % 2);
-    if constexpr (C == 0)
+    if constexpr (C == 0 && A == 4 && B == 6)
       _tile_dpbf16ps(0, 4, 6);
-    else if constexpr (C == 1)
+    else if constexpr (C == 1 && A == 4 && B == 7)
       _tile_dpbf16ps(1, 4, 7);
-    else if constexpr (C == 2)
+    else if constexpr (C == 2 && A == 5 && B == 6)
       _tile_dpbf16ps(2, 5, 6);
-    else
+    else if constexpr (C == 3 && A == 5 && B == 7)
       _tile_dpbf16ps(3, 5, 7);
+    else if constexpr (C == 0 && A == 4 && B == 5)
+      _tile_dpbf16ps(0, 4, 5);
+    else if constexpr (C == 1 && A == 4 && B == 6)
+      _tile_dpbf16ps(1, 4, 6);
+    else if constexpr (C == 2 && A == 4 && B == 7)
+      _tile_dpbf16ps(2, 4, 7);
+    else
+      static_assert(C < 0, "a tile product amx_kernel.h does not issue");
   }
 };
 
