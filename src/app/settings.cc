@@ -55,6 +55,7 @@ std::string_view family_of_preset(std::string_view preset) {
   if (preset == "qwen3-next-80b-a3b") return "qwen3_next";
   if (preset == "granite-4.0-h-350m") return "granitemoehybrid";
   if (preset == "granite-4.0-h-tiny") return "granitemoehybrid_moe";
+  if (preset == "lfm2-8b-a1b") return "lfm2_moe";
   if (preset == "lfm2-350m") return "lfm2";
   if (preset == "nemotron-h-4b") return "nemotron_h";
   if (preset == "falcon-h1-0.5b" || preset == "tiny-norm") return "falcon_h1";

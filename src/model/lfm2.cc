@@ -2,10 +2,15 @@
 // conv, or GQA attention with q/k norms and full RoPE) → residual → RMSNorm → SwiGLU → residual;
 // the final norm is named embedding_norm; the head is tied to the embeddings. Config keys are read
 // in both spellings the released checkpoints use (LFM2's block_* / full_attn_idxs / rope_theta,
-// LFM2.5's layer_types / rope_parameters / tie_embedding).
+// LFM2.5's layer_types / rope_parameters / tie_embedding). LFM2-MoE (lfm2_moe, LFM2-8B-A1B)
+// keeps the layers and replaces the SwiGLU of every layer from num_dense_layers on with a mixture
+// of experts: sigmoid router scores, the top num_experts_per_tok of score + expert_bias,
+// renormalised and scaled by routed_scaling_factor (model/moe.h RouterRule).
 #include <algorithm>
+#include <cmath>
 
 #include "model/blocks.h"
+#include "model/moe.h"
 #include "model/short_conv.h"
 
 namespace recur::model {
@@ -18,6 +23,10 @@ struct Lfm2Config {
   float eps = 1e-5f, rope_theta = 1e6f;
   bool tied = true, conv_bias = false;
   std::vector<bool> is_attention;  // per layer: attention, else short conv
+  // lfm2_moe: layers from n_dense on are sparse
+  bool moe = false, norm_topk_prob = true, expert_bias = true;
+  std::int64_t n_dense = 0, n_experts = 0, top_k = 0, moe_d_ff = 0;
+  float routed_scale = 1.0f;
   kernels::DType kv_dtype = kernels::DType::kBF16;
 };
 
@@ -75,6 +84,35 @@ Result<std::int64_t> parse_ff_width(const ConfigJson& c) {
   return (ff + multiple - 1) / multiple * multiple;
 }
 
+// Lfm2MoeConfig (its defaults are LFM2-8B-A1B's): the dense layers' Lfm2MoeMLP is exactly
+// intermediate_size wide (no auto-adjustment), the experts moe_intermediate_size.
+Status parse_moe(const ConfigJson& c, Lfm2Config& q) {
+  RECUR_ASSIGN_OR_RETURN(q.d_ff, c.get_int("intermediate_size", 7168));
+  RECUR_ASSIGN_OR_RETURN(q.moe_d_ff, c.get_int("moe_intermediate_size", 1792));
+  RECUR_ASSIGN_OR_RETURN(q.n_dense, c.get_int("num_dense_layers", 2));
+  RECUR_ASSIGN_OR_RETURN(q.n_experts, c.get_int("num_experts", 32));
+  RECUR_ASSIGN_OR_RETURN(q.top_k, c.get_int("num_experts_per_tok", 4));
+  RECUR_ASSIGN_OR_RETURN(q.expert_bias, c.get_bool("use_expert_bias", true));
+  RECUR_ASSIGN_OR_RETURN(q.norm_topk_prob, c.get_bool("norm_topk_prob", true));
+  RECUR_ASSIGN_OR_RETURN(double scale, c.get_float("routed_scaling_factor", 1.0));
+  q.routed_scale = static_cast<float>(scale);
+  // Experts are loaded as one view each: 4096 bounds the tensor count of a corrupt config.
+  constexpr std::int64_t kMaxExperts = 4096;
+  if (q.n_experts < 1 || q.n_experts > kMaxExperts || q.top_k < 1 || q.top_k > q.n_experts) {
+    return Error(StatusCode::kInvalidArgument,
+                 "{}: num_experts {} and num_experts_per_tok {}: need 1 <= num_experts <= {} and "
+                 "1 <= num_experts_per_tok <= num_experts",
+                 c.file(), q.n_experts, q.top_k, kMaxExperts);
+  }
+  if (q.d_ff <= 0 || q.moe_d_ff <= 0 || q.n_dense < 0 || !std::isfinite(scale)) {
+    return Error(StatusCode::kInvalidArgument,
+                 "{}: intermediate_size {}, moe_intermediate_size {}, num_dense_layers {} and "
+                 "routed_scaling_factor {} must be positive (num_dense_layers may be 0) and finite",
+                 c.file(), q.d_ff, q.moe_d_ff, q.n_dense, scale);
+  }
+  return Status::ok();
+}
+
 Result<Lfm2Config> parse_config(const ConfigJson& c) {
   Lfm2Config q;
   RECUR_ASSIGN_OR_RETURN(q.d_model, c.get_int("hidden_size"));
@@ -104,8 +142,13 @@ Result<Lfm2Config> parse_config(const ConfigJson& c) {
   }
   RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_model, q.vocab_size},
                                           {q.n_heads, q.n_kv_heads, q.head_dim, q.conv_kernel}));
-  RECUR_ASSIGN_OR_RETURN(q.d_ff, parse_ff_width(c));
-  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_ff}, {}));
+  q.moe = c.model_type() == "lfm2_moe";
+  if (q.moe) {
+    RECUR_RETURN_IF_ERROR(parse_moe(c, q));
+  } else {
+    RECUR_ASSIGN_OR_RETURN(q.d_ff, parse_ff_width(c));
+  }
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_ff, q.moe_d_ff}, {}));
   RECUR_ASSIGN_OR_RETURN(q.is_attention, parse_schedule(c, q.n_layers));
   if (q.n_heads % q.n_kv_heads != 0 || q.head_dim % 2 != 0 || q.head_dim > kernels::kMaxHeadDim) {
     return Error(StatusCode::kInvalidArgument,
@@ -121,6 +164,8 @@ struct Lfm2Layer {
   AttentionW attn;  // when is_attention
   ShortConvW conv;  // otherwise
   MlpW mlp;
+  bool sparse = false;  // lfm2_moe from num_dense_layers on
+  MoeW moe;
 };
 
 class Lfm2 final : public FamilyModel {
@@ -141,6 +186,20 @@ class Lfm2 final : public FamilyModel {
                 .kv_dtype = c.kv_dtype,
                 .layer = i};
       l.conv = {.bias = c.conv_bias, .width = c.d_model, .kernel = c.conv_kernel, .layer = i};
+      l.sparse = c.moe && static_cast<std::int64_t>(i) >= c.n_dense;
+      // HF: feed_forward.gate (router), expert_bias (f32 buffer), experts.<e>.w1 / w3 / w2 (or
+      // transformers 5's fused experts.gate_up_proj / down_proj); MLX: feed_forward.switch_mlp.
+      l.moe = {.n_experts = c.n_experts,
+               .top_k = c.top_k,
+               .d_ff = c.moe_d_ff,
+               .norm_topk_prob = c.norm_topk_prob,
+               .score = RouterRule::Score::kSigmoid,
+               .norm_eps = 1e-6f,
+               .routed_scale = c.routed_scale,
+               .names = {.module = "feed_forward.",
+                         .router = "gate.weight",
+                         .selection_bias = c.expert_bias ? "expert_bias" : "",
+                         .proj = {"w1", "w3", "w2"}}};
     }
     final_norm_.eps = c.eps;
   }
@@ -169,9 +228,17 @@ class Lfm2 final : public FamilyModel {
         visit_short_conv(v, p, &l.conv);
       }
       visit_norm(v, p + "ffn_norm.weight", d, &l.ffn_norm);
-      v.matrix(p + "feed_forward.w1.weight", c_.d_ff, d, &l.mlp.gate);
-      v.matrix(p + "feed_forward.w3.weight", c_.d_ff, d, &l.mlp.up);
-      v.matrix(p + "feed_forward.w2.weight", d, c_.d_ff, &l.mlp.down);
+      if (l.sparse) {
+        visit_moe(v, p, d, &l.moe);
+      } else if (c_.moe && v.has_tensor(p + "feed_forward.gate_proj.weight")) {
+        // mlx-lm's lfm2_moe.py renames w1 / w3 / w2 to gate_proj / up_proj / down_proj.
+        l.mlp.module = "feed_forward.";
+        visit_mlp(v, p, d, c_.d_ff, &l.mlp);
+      } else {
+        v.matrix(p + "feed_forward.w1.weight", c_.d_ff, d, &l.mlp.gate);
+        v.matrix(p + "feed_forward.w3.weight", c_.d_ff, d, &l.mlp.up);
+        v.matrix(p + "feed_forward.w2.weight", d, c_.d_ff, &l.mlp.down);
+      }
     }
     visit_norm(v, p_ + "embedding_norm.weight", d, &final_norm_);
     if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, d, &head_);
@@ -180,7 +247,7 @@ class Lfm2 final : public FamilyModel {
   std::int64_t scratch_floats_per_row() const override {
     std::int64_t need = 0;
     for (const auto& l : layers_) {
-      need = std::max({need, mlp_scratch_per_row(l.mlp),
+      need = std::max({need, l.sparse ? moe_scratch_per_row(l.moe) : mlp_scratch_per_row(l.mlp),
                        l.is_attention ? attention_scratch_per_row(l.attn)
                                       : short_conv_scratch_per_row(l.conv)});
     }
@@ -202,7 +269,11 @@ class Lfm2 final : public FamilyModel {
       }
       kernels::add(h, y, n * d);
       apply_norm(l.ffn_norm, h, x, n, d);
-      swiglu_mlp(ctx, l.mlp, x, y);
+      if (l.sparse) {
+        moe_block(ctx, l.moe, x, y);
+      } else {
+        swiglu_mlp(ctx, l.mlp, x, y);
+      }
       kernels::add(h, y, n * d);
     }
   }

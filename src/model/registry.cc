@@ -55,6 +55,12 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_lfm2},
+      // LFM2-MoE: lfm2.cc reads the MoE keys when model_type is lfm2_moe.
+      {.name = "lfm2_moe",
+       .model_types = {"lfm2_moe"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_lfm2},
       // Released checkpoints name the model backbone.*; transformers 5 may save model.*.
       {.name = "nemotron_h",
        .model_types = {"nemotron_h"},

@@ -420,6 +420,8 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return granite_hybrid_config_json(g, dtype, ids);
     case Family::kLfm2:
       return lfm2_config(g, dtype, ids).dump(2) + "\n";
+    case Family::kLfm2Moe:
+      return lfm2_moe_config_json(g, dtype, ids);
     case Family::kNemotronH:
       return nemotron_h_config_json(g, dtype, ids);
     case Family::kFalconH1:
@@ -453,7 +455,7 @@ std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
                     {"transformers_version", "4.45.0.dev0"}};
     return j.dump(2) + "\n";
   }
-  if (g.family == Family::kLfm2) {  // LiquidAI/LFM2-350M's
+  if (g.family == Family::kLfm2 || g.family == Family::kLfm2Moe) {  // LiquidAI/LFM2-350M's
     const Json j = {{"bos_token_id", ids.begin_of_text},
                     {"eos_token_id", ids.im_end},
                     {"pad_token_id", 0},

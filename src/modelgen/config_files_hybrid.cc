@@ -70,6 +70,46 @@ std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const Spe
   return j.dump(2) + "\n";
 }
 
+// LiquidAI/LFM2-8B-A1B's config.json (docs/lfm2.md says which fields are verified where):
+// Lfm2MoeConfig's keys, layer_types, a top-level rope_theta.
+std::string lfm2_moe_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  Json types = Json::array();
+  for (int i = 0; i < g.n_layers; ++i) {
+    types.push_back(g.is_full_attention(i) ? "full_attention" : "conv");
+  }
+  Json j = {{"architectures", {"Lfm2MoeForCausalLM"}},
+            {"bos_token_id", ids.begin_of_text},
+            {"conv_L_cache", g.conv_kernel},
+            {"conv_bias", g.conv_bias},
+            {"dtype", torch_dtype_name(dtype)},
+            {"eos_token_id", ids.im_end},
+            {"hidden_size", g.d_model},
+            {"initializer_range", 0.02},
+            {"intermediate_size", g.d_ff},
+            {"layer_types", std::move(types)},
+            {"max_position_embeddings", g.max_position},
+            {"model_type", "lfm2_moe"},
+            {"moe_intermediate_size", g.moe_d_ff},
+            {"norm_eps", g.norm_eps},
+            {"norm_topk_prob", g.norm_topk_prob},
+            {"num_attention_heads", g.n_heads},
+            {"num_dense_layers", g.dense_layers},
+            {"num_experts", g.n_experts},
+            {"num_experts_per_tok", g.experts_per_tok},
+            {"num_hidden_layers", g.n_layers},
+            {"num_key_value_heads", g.n_kv_heads},
+            {"pad_token_id", 0},
+            {"rope_theta", g.rope_theta},
+            {"routed_scaling_factor", 1.0},
+            {"tie_word_embeddings", g.tied},
+            {"transformers_version", "4.57.0.dev0"},
+            {"use_cache", true},
+            {"use_expert_bias", true},
+            {"vocab_size", g.vocab_size}};
+  if (g.head_dim * g.n_heads != g.d_model) j["head_dim"] = g.head_dim;
+  return j.dump(2) + "\n";
+}
+
 std::string falcon_h1_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
   const Json j = {{"architectures", {"FalconH1ForCausalLM"}},
                   {"attention_bias", false},

@@ -13,7 +13,7 @@ namespace recur::modelgen {
 bool Geometry::is_full_attention(int layer) const {
   if (family == Family::kGemma3) return (layer + 1) % sliding_pattern == 0;
   if (family == Family::kGraniteHybrid || family == Family::kGraniteMoe ||
-      family == Family::kLfm2) {
+      family == Family::kLfm2 || family == Family::kLfm2Moe) {
     return std::find(attention_layers.begin(), attention_layers.end(), layer) !=
            attention_layers.end();
   }
@@ -202,6 +202,26 @@ Geometry lfm2_preset(const std::string& preset) {
   return g;
 }
 
+// LiquidAI/LFM2-8B-A1B (docs/lfm2.md): 24 layers, attention at 2, 6, 10, 14, 18, 21, the first
+// two with a 7168-wide SwiGLU, the others 32 experts of 1792 with 4 per token; tiny: conv, conv,
+// attention, conv with the first layer dense, 8 experts of 32 with 3 per token, a dense layer
+// wider than the experts (a mixed-up width fails to load).
+Geometry lfm2_moe_preset(bool real) {
+  Geometry g{.family = Family::kLfm2Moe, .rope_theta = 1e6, .norm_eps = 1e-5};
+  g.max_position = 128000, g.conv_kernel = 3, g.norm_topk_prob = true;
+  if (real) {
+    g.n_layers = 24, g.d_model = 2048, g.vocab_size = 65536, g.d_ff = 7168;
+    g.n_heads = 32, g.n_kv_heads = 8, g.head_dim = 64;
+    g.attention_layers = {2, 6, 10, 14, 18, 21};
+    g.dense_layers = 2, g.n_experts = 32, g.experts_per_tok = 4, g.moe_d_ff = 1792;
+    return g;
+  }
+  g.n_layers = 4, g.d_model = 64, g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+  g.d_ff = 96, g.attention_layers = {2};
+  g.dense_layers = 1, g.n_experts = 8, g.experts_per_tok = 3, g.moe_d_ff = 32;
+  return g;
+}
+
 // nvidia/Nemotron-H-4B-Instruct-128K; tiny: M * - M - (both states, a Mamba2 block after the
 // attention one, MLP blocks between), two SSM groups so the per-group gated norm differs from the
 // whole-row one, an untied head as the real one.
@@ -276,6 +296,11 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
     g.preset = preset;
     return g;
   }
+  if (family == Family::kLfm2Moe && (preset == "tiny" || preset == "lfm2-8b-a1b")) {
+    Geometry g = lfm2_moe_preset(preset != "tiny");
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kGraniteMoe && (preset == "tiny" || preset == "granite-4.0-h-tiny")) {
     Geometry g = granite_moe_preset(preset != "tiny");
     g.preset = preset;
@@ -318,7 +343,7 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "qwen3.5-0.8b for qwen3_5, mamba2-130m for mamba2, tiny-bias and llama-3.2-1b "
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
                "granite-4.0-h-350m for granitemoehybrid, granite-4.0-h-tiny for "
-               "granitemoehybrid_moe, lfm2-350m and tiny-bias for lfm2, "
+               "granitemoehybrid_moe, lfm2-8b-a1b for lfm2_moe, lfm2-350m and tiny-bias for lfm2, "
                "nemotron-h-4b for nemotron_h, falcon-h1-0.5b and tiny-norm for falcon_h1, "
                "qwen3.5-35b-a3b for qwen3_5_moe, qwen3-next-80b-a3b for qwen3_next)",
                preset, family_name(family));
@@ -726,6 +751,19 @@ std::vector<GenTensor> lfm2_table(const Geometry& g, DType dtype) {
       }
     }
     t.plain_norm(p + "ffn_norm.weight", d);
+    if (g.family == Family::kLfm2Moe && i >= g.dense_layers) {
+      // Lfm2MoeSparseMoeBlock: a tensor per expert as the released files, the router, and the
+      // f32 expert_bias buffer (large enough to change some choices).
+      for (int e = 0; e < g.n_experts; ++e) {
+        const std::string x = fmt::format("{}feed_forward.experts.{}.", p, e);
+        t.linear(x + "w1.weight", g.moe_d_ff, d);
+        t.out_linear(x + "w2.weight", d, g.moe_d_ff);
+        t.linear(x + "w3.weight", g.moe_d_ff, d);
+      }
+      t.add(p + "feed_forward.expert_bias", {g.n_experts}, {.a = 0.0, .b = 0.05}, DType::kF32);
+      t.linear(p + "feed_forward.gate.weight", g.n_experts, d);
+      continue;
+    }
     t.linear(p + "feed_forward.w1.weight", g.d_ff, d);
     t.out_linear(p + "feed_forward.w2.weight", d, g.d_ff);
     t.linear(p + "feed_forward.w3.weight", g.d_ff, d);
@@ -785,6 +823,7 @@ std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
     case Family::kGraniteMoe:
       return granite_hybrid_table(g, dtype);
     case Family::kLfm2:
+    case Family::kLfm2Moe:
       return lfm2_table(g, dtype);
     case Family::kNemotronH:
       return nemotron_h_table(g, dtype);

@@ -73,6 +73,7 @@ struct Geometry {
   int block_ff_dim = 0, block_multiple_of = 0;
   bool conv_bias = false;
   bool lfm2_5_keys = false;  // LFM2.5's config spelling (layer_types, rope_parameters, ...)
+  int dense_layers = 0;      // lfm2_moe: num_dense_layers (then experts)
   // nemotron_h: one block per layer, M (Mamba2), * (attention) or - (ReLU² MLP)
   std::string block_pattern;
   // falcon_h1: attention and Mamba2 side by side in every layer (ssm_d_inner() is its
@@ -133,6 +134,7 @@ std::string granite_hybrid_generation_config_json(const SpecialIds& ids);
 std::string nemotron_h_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string nemotron_h_generation_config_json(const SpecialIds& ids);
 std::string falcon_h1_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
+std::string lfm2_moe_config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string falcon_h1_generation_config_json(const SpecialIds& ids);
 
 }  // namespace recur::modelgen

@@ -35,6 +35,7 @@ std::optional<Family> parse_family(std::string_view word) {
   if (word == "qwen3_5_moe") return Family::kQwen3_5Moe;
   if (word == "qwen3_next") return Family::kQwen3Next;
   if (word == "granitemoehybrid_moe") return Family::kGraniteMoe;
+  if (word == "lfm2_moe") return Family::kLfm2Moe;
   return std::nullopt;
 }
 
@@ -66,6 +67,8 @@ const char* family_name(Family family) {
       return "qwen3_next";
     case Family::kGraniteMoe:
       return "granitemoehybrid_moe";
+    case Family::kLfm2Moe:
+      return "lfm2_moe";
   }
   return "?";
 }
@@ -219,7 +222,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
   // Gemma's tokenizer is SentencePiece-style, LFM2's has its added tokens first; the other
   // families' are byte-level BPEs with the added tokens last.
   const bool sentencepiece = spec.family == Family::kGemma3;
-  const bool lfm2 = spec.family == Family::kLfm2;
+  const bool lfm2 = spec.family == Family::kLfm2 || spec.family == Family::kLfm2Moe;
   const SpTokenizer* sp = sentencepiece ? &generated_sp_tokenizer() : nullptr;
   const Lfm2Tokenizer* lt = lfm2 ? &lfm2_tokenizer(spec.preset) : nullptr;
   const BpeTokenizer* bpe =

@@ -28,6 +28,7 @@ enum class Family {
   kQwen3_5Moe,
   kQwen3Next,
   kGraniteMoe,  // granitemoehybrid with num_local_experts > 0 (make-model's granitemoehybrid_moe)
+  kLfm2Moe,
 };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
@@ -40,7 +41,7 @@ using recur::parse_dtype;
 // "tiny-bias" (tied head, attention and MLP biases, no RoPE scaling); qwen3_moe has
 // "qwen3-30b-a3b" (tens of GB: run it with a few layers); granitemoehybrid has
 // "granite-4.0-h-350m"; granitemoehybrid_moe (model_type granitemoehybrid with experts) has
-// "granite-4.0-h-tiny" (run it with a few layers); lfm2
+// "granite-4.0-h-tiny" (run it with a few layers); lfm2_moe "lfm2-8b-a1b" (likewise); lfm2
 // "lfm2-350m" and "tiny-bias" (conv biases, an untied head); nemotron_h has "nemotron-h-4b" (run it
 // with a few layers); falcon_h1 "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM
 // groups, a tied head); qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next "qwen3-next-80b-a3b" (tens of
@@ -78,7 +79,7 @@ Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
 
 // Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama",
 // "qwen3_moe", "granitemoehybrid", "lfm2", "nemotron_h", "falcon_h1", "qwen3_5_moe", "qwen3_next",
-// "granitemoehybrid_moe"
+// "granitemoehybrid_moe", "lfm2_moe"
 // (dtypes: util/dtype.h).
 std::optional<Family> parse_family(std::string_view word);
 const char* family_name(Family family);

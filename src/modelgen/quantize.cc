@@ -38,6 +38,7 @@ Result<Family> family_of(const model::Checkpoint& ck) {
     return experts > 0 ? Family::kGraniteMoe : Family::kGraniteHybrid;
   }
   if (type == "lfm2") return Family::kLfm2;
+  if (type == "lfm2_moe") return Family::kLfm2Moe;
   if (type == "nemotron_h") return Family::kNemotronH;
   if (type == "falcon_h1") return Family::kFalconH1;
   if (type == "qwen3_5_moe") return Family::kQwen3_5Moe;
@@ -45,7 +46,7 @@ Result<Family> family_of(const model::Checkpoint& ck) {
   return Error(StatusCode::kInvalidArgument,
                "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
                "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h, falcon_h1, "
-               "qwen3_5_moe, qwen3_next)",
+               "qwen3_5_moe, qwen3_next, lfm2_moe)",
                ck.dir(), type);
 }
 

@@ -64,7 +64,7 @@ Lfm2Tokenizer make_lfm2_tokenizer(int pad_to) {
 }  // namespace
 
 const Lfm2Tokenizer& lfm2_tokenizer(std::string_view preset) {
-  if (preset == "lfm2-350m") {
+  if (preset == "lfm2-350m" || preset == "lfm2-8b-a1b") {
     static const Lfm2Tokenizer real = make_lfm2_tokenizer(65536);
     return real;
   }

@@ -7,7 +7,8 @@ import { makeModel, startServer, oracleTokenCount } from './harness.mjs';
 import { converse, generated } from './conversation.mjs';
 
 const FAMILIES = ['qwen3_5', 'mamba2', 'qwen3', 'gemma3', 'llama', 'qwen3_moe', 'granitemoehybrid', 'lfm2',
-                  'nemotron_h', 'falcon_h1', 'qwen3_5_moe', 'qwen3_next', 'granitemoehybrid_moe'];
+                  'nemotron_h', 'falcon_h1', 'qwen3_5_moe', 'qwen3_next', 'granitemoehybrid_moe',
+                  'lfm2_moe'];
 // The tiny gemma3 preset's sliding window: its conversations must run past 3 windows.
 const GEMMA_WINDOW = 16;
 const SAMPLINGS = { greedy: { temperature: 0 }, seeded: { temperature: 0.8, top_p: 0.95, seed: 1234 } };
@@ -25,7 +26,7 @@ function newTokensOf(family, user, thinking) {
     return `${user}<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>`;
   }
   if (family === 'gemma3') return `${user}<end_of_turn>\n<start_of_turn>model\n`;
-  if (family === 'lfm2' || family === 'falcon_h1') return `${user}<|im_end|>\n<|im_start|>assistant\n`;
+  if (family === 'lfm2' || family === 'lfm2_moe' || family === 'falcon_h1') return `${user}<|im_end|>\n<|im_start|>assistant\n`;
   if (family === 'llama') return `${user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
   // The same tokenizer files (qwen3_next: Qwen3's tokenizer and, for now, Qwen3-0.6B's template).
   const qwen3 = family === 'qwen3' || family === 'qwen3_moe' || family === 'qwen3_next';
@@ -56,6 +57,7 @@ const SYSTEM_BLOCK = {
   granitemoehybrid_moe: (s) =>
     `<|start_of_role|>system<|end_of_role|>${s}<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>`,
   lfm2: (s) => `<|startoftext|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
+  lfm2_moe: (s) => `<|startoftext|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
   falcon_h1: (s) => `<|begin_of_text|><|im_start|>system\n${s}<|im_end|>\n<|im_start|>user\n`,
 };
 

@@ -11,7 +11,8 @@ const N = 5;
 const ORIGINS = 3;  // completion, boundary, warmup
 
 for (const family of ['qwen3_5', 'mamba2', 'granitemoehybrid', 'lfm2', 'nemotron_h', 'falcon_h1',
-                      'qwen3_5_moe', 'qwen3_next', 'granitemoehybrid_moe']) {
+                      'qwen3_5_moe', 'qwen3_next', 'granitemoehybrid_moe',
+                      'lfm2_moe']) {
   for (const named of [true, false]) {
     describe(`steady state: ${family}, ${named ? 'named' : 'anonymous'} sessions`, () => {
       let server;

@@ -145,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(
                       modelgen::Family::kGemma3, modelgen::Family::kGraniteHybrid,
                       modelgen::Family::kLfm2, modelgen::Family::kNemotronH,
                       modelgen::Family::kFalconH1, modelgen::Family::kQwen3_5Moe,
-                      modelgen::Family::kQwen3Next, modelgen::Family::kGraniteMoe),
+                      modelgen::Family::kQwen3Next, modelgen::Family::kGraniteMoe,
+                      modelgen::Family::kLfm2Moe),
     [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
 
 TEST(CaptureLimits, RingModelsRefuseACaptureTheRingWouldOverwrite) {

@@ -212,6 +212,54 @@ TEST(StateSizes, Lfm2SpellingsAndErrors) {
   }
 }
 
+// LiquidAI/LFM2-8B-A1B's config.json (docs/lfm2.md "LFM2-MoE" says which fields are verified
+// where): 24 layers, attention at 2, 6, 10, 14, 18, 21.
+constexpr const char* kLfm2_8b_a1b = R"({
+  "architectures": ["Lfm2MoeForCausalLM"], "bos_token_id": 1, "conv_L_cache": 3,
+  "conv_bias": false, "dtype": "bfloat16", "eos_token_id": 7, "hidden_size": 2048,
+  "initializer_range": 0.02, "intermediate_size": 7168,
+  "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "conv", "full_attention",
+                  "conv", "conv", "conv", "full_attention", "conv", "conv", "conv",
+                  "full_attention", "conv", "conv", "conv", "full_attention", "conv", "conv",
+                  "full_attention", "conv", "conv"],
+  "max_position_embeddings": 128000, "model_type": "lfm2_moe", "moe_intermediate_size": 1792,
+  "norm_eps": 1e-05, "norm_topk_prob": true, "num_attention_heads": 32, "num_dense_layers": 2,
+  "num_experts": 32, "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_key_value_heads": 8,
+  "pad_token_id": 0, "rope_theta": 1000000.0, "routed_scaling_factor": 1.0,
+  "tie_word_embeddings": true, "use_cache": true, "use_expert_bias": true, "vocab_size": 65536})";
+
+// 18 conv windows of 2 × 2048 f32 and 6 attention layers of 8 kv heads of 64; each malformed MoE
+// field is an error that names it.
+TEST(StateSizes, Lfm2MoeSizesAndErrors) {
+  auto layout = state_layout_from_config(kLfm2_8b_a1b);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 24u);
+  EXPECT_EQ(layout->kv_bytes_per_token(), 12288);  // 6·2·8·64·2
+  EXPECT_EQ(layout->fixed_bytes(), 294912);        // 18 · (3 - 1) · 2048 · 4
+  auto with = [](std::string text, std::string_view from, std::string_view to) {
+    const std::size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return text.replace(pos, from.size(), to);
+  };
+  struct Case {
+    std::string_view from, to, error;
+  };
+  const Case cases[] = {
+      {R"("num_experts_per_tok": 4)", R"("num_experts_per_tok": 33)", "num_experts_per_tok 33"},
+      {R"("num_experts": 32)", R"("num_experts": 0)", "num_experts 0"},
+      {R"("moe_intermediate_size": 1792)", R"("moe_intermediate_size": 0)",
+       "moe_intermediate_size 0"},
+      {R"("num_dense_layers": 2)", R"("num_dense_layers": -1)", "num_dense_layers -1"},
+      {R"("routed_scaling_factor": 1.0)", R"("routed_scaling_factor": Infinity)",
+       "routed_scaling_factor"},
+  };
+  for (const Case& c : cases) {
+    auto r = state_layout_from_config(with(kLfm2_8b_a1b, c.from, c.to));
+    ASSERT_FALSE(r.is_ok()) << c.to;
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(StateSizes, UnknownModelTypeListsSupported) {
   auto r = state_layout_from_config(R"({"model_type":"gpt_bigcode"})");
   ASSERT_FALSE(r.is_ok());

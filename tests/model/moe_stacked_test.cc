@@ -25,7 +25,38 @@ using testing::TempDir;
 // "model.layers.0.mlp.experts.5.up_proj.scales" -> ("model.layers.0.mlp.switch_mlp.up_proj.scales",
 // 5); other names -> ("", -1). `fused`: transformers 5's layout instead, gate and up of expert e at
 // 2e and 2e + 1 of "<p>.mlp.experts.gate_up_proj", down at e of "<p>.mlp.experts.down_proj".
-std::pair<std::string, int> stacked_name(const std::string& name, bool fused) {
+// LFM2-MoE (mlx-lm lfm2_moe.py sanitize): "<p>.feed_forward.experts.<e>.w1.*" stacks into
+// "<p>.feed_forward.switch_mlp.gate_proj.*" (w3 up_proj, w2 down_proj), and the dense layers'
+// feed_forward.w1 / w3 / w2 are renamed gate_proj / up_proj / down_proj: (new name, -1).
+std::pair<std::string, int> lfm2_mlx_name(const std::string& name) {
+  static const std::pair<std::string, std::string> kProj[] = {
+      {"w1.", "gate_proj."}, {"w3.", "up_proj."}, {"w2.", "down_proj."}};
+  const std::string key = ".feed_forward.experts.", dense = ".feed_forward.";
+  const std::size_t at = name.find(key);
+  if (at != std::string::npos) {
+    const std::size_t num = at + key.size(), dot = name.find('.', num);
+    const std::string tail = name.substr(dot + 1);
+    for (const auto& [hf, mlx] : kProj) {
+      if (tail.starts_with(hf)) {
+        return {name.substr(0, at) + ".feed_forward.switch_mlp." + mlx + tail.substr(hf.size()),
+                std::stoi(name.substr(num, dot - num))};
+      }
+    }
+  }
+  const std::size_t d = name.find(dense);
+  if (d != std::string::npos) {
+    const std::string tail = name.substr(d + dense.size());
+    for (const auto& [hf, mlx] : kProj) {
+      if (tail.starts_with(hf)) {
+        return {name.substr(0, d) + dense + mlx + tail.substr(hf.size()), -1};
+      }
+    }
+  }
+  return {"", -1};
+}
+
+std::pair<std::string, int> stacked_name(const std::string& name, bool fused, bool lfm2) {
+  if (lfm2) return lfm2_mlx_name(name);
   const std::string key = ".mlp.experts.";
   const std::size_t at = name.find(key);
   if (at == std::string::npos) return {"", -1};
@@ -38,7 +69,8 @@ std::pair<std::string, int> stacked_name(const std::string& name, bool fused) {
 }
 
 // Copies the checkpoint at `src` to `dst` with every expert tensor folded into its stacked one.
-void restack(const std::string& src, const std::string& dst, bool fused = false) {
+void restack(const std::string& src, const std::string& dst, bool fused = false,
+             bool lfm2 = false) {
   fs::create_directories(dst);
   for (const auto& e : fs::directory_iterator(src)) {
     if (e.path().extension() != ".safetensors" &&
@@ -51,9 +83,9 @@ void restack(const std::string& src, const std::string& dst, bool fused = false)
   std::map<std::string, std::vector<const TensorInfo*>> stacks;  // by stacked name, expert order
   std::vector<std::pair<std::string, std::vector<const TensorInfo*>>> out;
   for (const std::string& name : ck->names()) {
-    const auto [stacked, e] = stacked_name(name, fused);
+    const auto [stacked, e] = stacked_name(name, fused, lfm2);
     if (e < 0) {
-      out.push_back({name, {ck->find(name)}});
+      out.push_back({stacked.empty() ? name : stacked, {ck->find(name)}});
       continue;
     }
     auto& v = stacks[stacked];
@@ -140,6 +172,35 @@ TEST(MoeStackedExperts, SwitchMlpLoadsAsThePerExpertTensors) {
         ASSERT_EQ(a.size(), b.size());
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
       }
+    }
+  }
+}
+
+// LFM2-MoE in mlx-lm's layout (stacked feed_forward.switch_mlp, the dense layers' w1 / w3 / w2
+// renamed gate_proj / up_proj / down_proj) loads to the released per-expert layout's logits, byte
+// for byte, plain bf16 and MLX 4-bit, and the plain one quantized on load too.
+TEST(MoeStackedExperts, Lfm2MoeMlxLayoutLoadsAsThePerExpertTensors) {
+  for (int bits : {0, 4}) {
+    SCOPED_TRACE(bits);
+    TempDir tmp("lfm2_moe_stacked" + std::to_string(bits));
+    modelgen::GenSpec spec{
+        .family = modelgen::Family::kLfm2Moe, .seed = 4, .bits = bits, .group_size = 32};
+    const std::string per_expert = tmp.file("per_expert");
+    ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
+    const std::string mlx = tmp.file("mlx");
+    restack(per_expert, mlx, false, /*lfm2=*/true);
+    auto ck = Checkpoint::open(mlx);
+    ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+    ASSERT_NE(ck->find("model.layers.1.feed_forward.switch_mlp.gate_proj.weight"), nullptr);
+    ASSERT_NE(ck->find("model.layers.0.feed_forward.gate_proj.weight"), nullptr);
+    ASSERT_EQ(ck->find("model.layers.1.feed_forward.experts.0.w1.weight"), nullptr);
+    ASSERT_EQ(ck->find("model.layers.0.feed_forward.w1.weight"), nullptr);
+    for (int q : {0, 4}) {
+      if (bits != 0 && q != 0) continue;
+      const std::vector<float> want = logits(per_expert, q), got = logits(mlx, q);
+      ASSERT_FALSE(want.empty());
+      ASSERT_EQ(want.size(), got.size());
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << q;
     }
   }
 }

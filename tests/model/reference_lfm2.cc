@@ -1,9 +1,17 @@
 // Reference LFM2 forward (docs/model.md "LFM2", from transformers' modeling_lfm2.py:
 // Lfm2ShortConv's slow_forward, Lfm2Attention, Lfm2MLP, Lfm2DecoderLayer), float64, whole sequence
 // at once. A layer is attention when the checkpoint holds its self_attn tensors (the loader derives
-// the same schedule from config.json and refuses a checkpoint that disagrees).
+// the same schedule from config.json and refuses a checkpoint that disagrees). LFM2-MoE (lfm2_moe,
+// modeling_lfm2_moe.py's Lfm2MoeSparseMoeBlock) from num_dense_layers on: sigmoid(router · x),
+// the top num_experts_per_tok of sigmoid + expert_bias (lower index first on equal keys), their
+// unbiased scores / (sum + 1e-6) when norm_topk_prob, times routed_scaling_factor, weighting the
+// experts' SwiGLUs (w1 gate, w3 up, w2 down).
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/dtype.h"
 #include "reference.h"
+#include "util/check.h"
 
 namespace recur::model::reference {
 
@@ -109,6 +117,65 @@ std::vector<Vec> attention(const Checkpoint& ck, const std::string& p, const std
   return y;
 }
 
+Vec swiglu(const Tensor& w1, const Tensor& w3, const Tensor& w2, const Vec& x) {
+  Vec g = matvec(w1, x);
+  const Vec u = matvec(w3, x);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+  return matvec(w2, g);
+}
+
+// One layer's feed-forward: the dense SwiGLU, or Lfm2MoeSparseMoeBlock.
+struct FeedForward {
+  std::vector<Tensor> w1, w3, w2;  // one, or one per expert
+  Tensor router, bias;
+  bool sparse = false, normalize = true;
+  double scale = 1.0;
+  std::size_t top_k = 0;
+
+  FeedForward(const Checkpoint& ck, const std::string& p, int layer) {
+    const std::string f = p + "feed_forward.";
+    sparse = ck.config().model_type() == "lfm2_moe" && layer >= cfg(ck, "num_dense_layers", 2);
+    if (!sparse) {
+      w1.push_back(load(ck, f + "w1.weight"));
+      w3.push_back(load(ck, f + "w3.weight"));
+      w2.push_back(load(ck, f + "w2.weight"));
+      return;
+    }
+    router = load(ck, f + "gate.weight");
+    if (ck.find(f + "expert_bias") != nullptr) bias = load(ck, f + "expert_bias");
+    for (std::int64_t e = 0; e < router.rows(); ++e) {
+      const std::string x = f + "experts." + std::to_string(e) + ".";
+      w1.push_back(load(ck, x + "w1.weight"));
+      w3.push_back(load(ck, x + "w3.weight"));
+      w2.push_back(load(ck, x + "w2.weight"));
+    }
+    auto norm = ck.config().get_bool("norm_topk_prob", true);
+    RECUR_CHECK(norm.is_ok());
+    normalize = *norm;
+    scale = cfg(ck, "routed_scaling_factor", 1.0);
+    top_k = static_cast<std::size_t>(cfg(ck, "num_experts_per_tok", 4));
+  }
+
+  Vec operator()(const Vec& x) const {
+    if (!sparse) return swiglu(w1[0], w3[0], w2[0], x);
+    Vec score = matvec(router, x);
+    for (double& s : score) s = sigmoid(s);
+    Vec key = score;
+    for (std::size_t e = 0; e < bias.v.size(); ++e) key[e] += bias.v[e];
+    std::vector<std::size_t> chosen = route_next(key, top_k);
+    std::sort(chosen.begin(), chosen.end());  // HF sums the experts in index order
+    double sum = 0.0;
+    for (std::size_t e : chosen) sum += score[e];
+    Vec y(x.size(), 0.0);
+    for (std::size_t e : chosen) {
+      const double w = (normalize ? score[e] / (sum + 1e-6) : score[e]) * scale;
+      const Vec m = swiglu(w1[e], w3[e], w2[e], x);
+      for (std::size_t i = 0; i < y.size(); ++i) y[i] += w * m[i];
+    }
+    return y;
+  }
+};
+
 }  // namespace
 
 void set_short_conv_rounding(const ShortConvRounding& r) { g_rounding = r; }
@@ -131,19 +198,14 @@ std::vector<Vec> forward_lfm2(const Checkpoint& ck, const std::vector<std::int32
     const bool is_attention = ck.find(p + "self_attn.q_proj.weight") != nullptr;
     const std::vector<Vec> y = is_attention ? attention(ck, p, x, eps) : short_conv(ck, p, x);
     const Tensor w_ffn = load(ck, p + "ffn_norm.weight");
-    const Tensor w1 = load(ck, p + "feed_forward.w1.weight");
-    const Tensor w3 = load(ck, p + "feed_forward.w3.weight");
-    const Tensor w2 = load(ck, p + "feed_forward.w2.weight");
+    const FeedForward ff(ck, p, l);
     for (std::size_t t = 0; t < T; ++t) {
       for (std::size_t i = 0; i < d; ++i) h[t][i] += y[t][i];
-      const Vec xf = rms_norm(h[t], w_ffn.v, eps, false);
-      Vec g = matvec(w1, xf);
-      const Vec u = matvec(w3, xf);
-      for (std::size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
-      const Vec m = matvec(w2, g);
+      const Vec m = ff(rms_norm(h[t], w_ffn.v, eps, false));
       for (std::size_t i = 0; i < d; ++i) h[t][i] += m[i];
     }
   }
+  check_routes_consumed();
   const Tensor wf = load(ck, "model.embedding_norm.weight");
   for (Vec& x : h) x = rms_norm(x, wf.v, eps, false);
   // Lfm2Config ties the head unless tie_embedding (or tie_word_embeddings) is false; the

@@ -65,6 +65,7 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
     case modelgen::Family::kGraniteMoe:
       return reference::forward_granite_hybrid(ck, tokens);
     case modelgen::Family::kLfm2:
+    case modelgen::Family::kLfm2Moe:
       return reference::forward_lfm2(ck, tokens);
     case modelgen::Family::kNemotronH:
       return reference::forward_nemotron_h(ck, tokens);
@@ -84,7 +85,7 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
 // Outside it the reference keeps its own choice, so a routing bug still fails.
 bool follows_engine_routes(modelgen::Family f) {
   return f == modelgen::Family::kQwen3_5Moe || f == modelgen::Family::kQwen3Next ||
-         f == modelgen::Family::kGraniteMoe;
+         f == modelgen::Family::kGraniteMoe || f == modelgen::Family::kLfm2Moe;
 }
 double near_tie_margin(modelgen::DType dtype, int quantize_bits) {
   if (quantize_bits != 0) return 5e-2;

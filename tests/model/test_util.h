@@ -66,6 +66,6 @@ constexpr modelgen::Family kAllFamilies[] = {
     modelgen::Family::kGemma3,        modelgen::Family::kLlama,      modelgen::Family::kQwen3Moe,
     modelgen::Family::kGraniteHybrid, modelgen::Family::kLfm2,       modelgen::Family::kNemotronH,
     modelgen::Family::kFalconH1,      modelgen::Family::kQwen3_5Moe, modelgen::Family::kQwen3Next,
-    modelgen::Family::kGraniteMoe};
+    modelgen::Family::kGraniteMoe,    modelgen::Family::kLfm2Moe};
 
 }  // namespace recur::model::testing

@@ -228,6 +228,7 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
     case Family::kQwen3_5Moe:
     case Family::kQwen3Next:
     case Family::kGraniteMoe:
+    case Family::kLfm2Moe:
       break;
   }
   return {};

@@ -411,6 +411,44 @@ TEST(RealPresets, GraniteTiny) {
   EXPECT_EQ(got.at("layer_types"), Json(types));
 }
 
+// LiquidAI/LFM2-8B-A1B: the model card's "8.3B total" (8,339,930,560 here: 32 experts of
+// 3 x 1792 x 2048 on 22 layers, two dense 7168-wide layers, 18 conv and 6 attention mixers, a tied
+// 65536-row embedding), a tensor per expert as the release, the config.json as config_test's.
+TEST(RealPresets, Lfm2_8B_A1B) {
+  const Geometry g = geometry(Family::kLfm2Moe, "lfm2-8b-a1b");
+  const auto gen = tensor_table(g, DType::kBF16);
+  EXPECT_EQ(gen.size(), 2302u);
+  EXPECT_EQ(n_params(gen), 8339930560);
+  const Table t = table_of(gen);
+  const auto shape = [&](const std::string& name) { return t.at(name).shape; };
+  using S = std::vector<std::int64_t>;
+  EXPECT_EQ(shape("model.layers.1.feed_forward.w1.weight"), (S{7168, 2048}));
+  EXPECT_EQ(shape("model.layers.2.feed_forward.experts.31.w2.weight"), (S{2048, 1792}));
+  EXPECT_EQ(shape("model.layers.23.feed_forward.gate.weight"), (S{32, 2048}));
+  EXPECT_EQ(shape("model.layers.23.feed_forward.expert_bias"), (S{32}));
+  EXPECT_EQ(t.at("model.layers.23.feed_forward.expert_bias").dtype, "F32");
+  EXPECT_EQ(shape("model.layers.21.self_attn.out_proj.weight"), (S{2048, 2048}));
+  EXPECT_EQ(t.count("model.layers.2.feed_forward.w1.weight"), 0u) << "sparse from layer 2";
+  const Json reference = Json::parse(R"({
+    "architectures": ["Lfm2MoeForCausalLM"], "bos_token_id": 1, "conv_L_cache": 3,
+    "conv_bias": false, "dtype": "bfloat16", "eos_token_id": 7, "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 7168,
+    "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "conv", "full_attention",
+                    "conv", "conv", "conv", "full_attention", "conv", "conv", "conv",
+                    "full_attention", "conv", "conv", "conv", "full_attention", "conv", "conv",
+                    "full_attention", "conv", "conv"],
+    "max_position_embeddings": 128000, "model_type": "lfm2_moe", "moe_intermediate_size": 1792,
+    "norm_eps": 1e-05, "norm_topk_prob": true, "num_attention_heads": 32,
+    "num_dense_layers": 2, "num_experts": 32, "num_experts_per_tok": 4,
+    "num_hidden_layers": 24, "num_key_value_heads": 8, "pad_token_id": 0,
+    "rope_theta": 1000000.0, "routed_scaling_factor": 1.0, "tie_word_embeddings": true,
+    "transformers_version": "4.57.0.dev0", "use_cache": true, "use_expert_bias": true,
+    "vocab_size": 65536})");
+  const Json got = Json::parse(config_json(g, DType::kBF16, lfm2_tokenizer("lfm2-8b-a1b").ids));
+  expect_superset(got, reference, {});
+  EXPECT_EQ(got.size(), reference.size());
+}
+
 // Qwen/Qwen3-Next-80B-A3B-Instruct: 79.67B parameters without the MTP layer; with it (one MoE
 // layer, one attention block, fc [2048, 4096] and three norms) 81.32B, the release's 81.3B. The
 // table has 74,391 tensors, the release's 75,944 less the MTP layer's 1,553. The config.json field
