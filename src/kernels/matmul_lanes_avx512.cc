@@ -145,21 +145,8 @@ void pack_x_lanes_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t,
       static_cast<std::uint16_t*>(xp) + block * kGroups * kLanes * chunks * 32 + g * 32;
   const int valid = static_cast<int>(std::min<std::int64_t>(kLanes, a.n_rows - r0));
   for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t k = c * 32, left = a.k_dim - k;
-    const __mmask16 lo = _cvtu32_mask16(left >= 16 ? 0xffffu : (1u << left) - 1u);
-    const __mmask16 hi = _cvtu32_mask16(left >= 32   ? 0xffffu
-                                        : left <= 16 ? 0u
-                                                     : (1u << (left - 16)) - 1u);
     __m512i r[16];
-    for (int i = 0; i < kLanes; ++i) {
-      if (i >= valid) {
-        r[i] = _mm512_setzero_si512();
-        continue;
-      }
-      const float* src = a.x + (r0 + i) * a.k_dim + k;
-      r[i] = to_bf16_pairs(_mm512_maskz_loadu_ps(lo, src), _mm512_maskz_loadu_ps(hi, src + 16));
-    }
-    transpose16(r);
+    pair_columns(a.x + r0 * a.k_dim + c * 32, a.k_dim, valid, a.k_dim - c * 32, r);
     for (int l = 0; l < kLanes; ++l)
       _mm512_storeu_si512(out + (l * chunks + c) * groups * 32, r[l]);
   }

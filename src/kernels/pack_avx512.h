@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace recur::kernels::detail {
 namespace {
 
@@ -48,6 +50,24 @@ inline __m512i to_bf16_pairs(__m512 a, __m512 b) {
     return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
   };
   return _mm512_inserti64x4(_mm512_castsi256_si512(round(a)), round(b), 1);
+}
+
+// The next 32 columns of 16 rows (x: the first row's column, ld floats between rows; `valid` rows,
+// the others zero; `left` columns remain in each row, those past it zero), rounded to bf16
+// pairs and transposed: r[j] holds pair j of the 16 rows, one row per 32-bit lane.
+inline void pair_columns(const float* x, std::int64_t ld, int valid, std::int64_t left,
+                         __m512i (&r)[16]) {
+  const __mmask16 lo = _cvtu32_mask16(left >= 16 ? 0xffffu : (1u << left) - 1u);
+  const __mmask16 hi = _cvtu32_mask16(left >= 32   ? 0xffffu
+                                      : left <= 16 ? 0u
+                                                   : (1u << (left - 16)) - 1u);
+  for (int i = 0; i < 16; ++i) {
+    r[i] = _mm512_setzero_si512();
+    if (i >= valid) continue;
+    const float* src = x + i * ld;
+    r[i] = to_bf16_pairs(_mm512_maskz_loadu_ps(lo, src), _mm512_maskz_loadu_ps(hi, src + 16));
+  }
+  transpose16(r);
 }
 
 }  // namespace
