@@ -232,6 +232,18 @@ TEST(MoeStackedExperts, FusedGateUpLoadsAsThePerExpertTensors) {
   }
 }
 
+// The tiny MoE presets' 8 experts of ff 32 x d 64 as MLX's stacked 4-bit switch_mlp codes.
+void expect_switch_mlp_codes(const Checkpoint& ck, const std::string& prefix) {
+  for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+    const TensorInfo* codes = ck.find(prefix + "switch_mlp." + proj + ".weight");
+    ASSERT_NE(codes, nullptr) << proj;
+    const bool down = std::string(proj) == "down_proj";
+    const std::int64_t rows = down ? 64 : 32, cols = down ? 32 : 64;
+    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * 4 / 32})) << proj;
+    EXPECT_EQ(codes->dtype_text, "U32") << proj;
+  }
+}
+
 // recur quantize on fused experts writes what mlx-lm's qwen3_5_moe.py makes of them: stacked
 // switch_mlp.{gate,up,down}_proj, quantized; they load to the per-expert checkpoint quantized on
 // load (f32 sources: MLX's norms hold 1 + w, which bf16 would round).
@@ -250,14 +262,7 @@ TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   const std::string p = "language_model.model.layers.0.mlp.";
   ASSERT_EQ(ck->find(p + "experts.gate_up_proj"), nullptr);
-  for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
-    const TensorInfo* codes = ck->find(p + "switch_mlp." + proj + ".weight");
-    ASSERT_NE(codes, nullptr) << proj;
-    const std::int64_t rows = std::string(proj) == "down_proj" ? 64 : 32;
-    const std::int64_t cols = std::string(proj) == "down_proj" ? 32 : 64;
-    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * 4 / 32})) << proj;
-    EXPECT_EQ(codes->dtype_text, "U32");
-  }
+  expect_switch_mlp_codes(*ck, p);
   const std::vector<float> want = logits(per_expert, 4), got = logits(mlx, 0);
   ASSERT_FALSE(want.empty());
   ASSERT_EQ(want.size(), got.size());
@@ -281,13 +286,7 @@ TEST(MoeStackedExperts, QuantizeSplitsGraniteInputLinearIntoSwitchMlp) {
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   const std::string p = "model.layers.0.block_sparse_moe.";
   ASSERT_EQ(ck->find(p + "input_linear.weight"), nullptr);
-  for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
-    const TensorInfo* codes = ck->find(p + "switch_mlp." + proj + ".weight");
-    ASSERT_NE(codes, nullptr) << proj;
-    const std::int64_t rows = std::string(proj) == "down_proj" ? 64 : 32;
-    const std::int64_t cols = std::string(proj) == "down_proj" ? 32 : 64;
-    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * 4 / 32})) << proj;
-  }
+  expect_switch_mlp_codes(*ck, p);
   ASSERT_NE(ck->find(p + "router.layer.scales"), nullptr);
   const std::vector<float> want = logits(hf, 4), got = logits(mlx, 0);
   ASSERT_FALSE(want.empty());
