@@ -152,6 +152,9 @@ struct Conv1dShape {
   std::int64_t x_stride = 0;  // floats between input tokens (0: channels)
   std::int64_t y_stride = 0;  // floats between output tokens (0: channels)
   bool apply_silu = true;
+  // Floats between w's taps and between state's rows (0: channels): a slice of a wider conv's
+  // channels, run as its own call (the channels are independent).
+  std::int64_t tap_stride = 0;
 };
 // x [n_tokens, channels]; w [K, channels] f32, tap-major (HF's [C, 1, K] transposed at load, so
 // each tap's weights are contiguous across channels); bias [channels] or null;

@@ -233,19 +233,20 @@ void causal_conv1d(const float* x, const float* w, const float* bias, float* sta
   const std::int64_t kk = shape.kernel;
   const std::int64_t xs = or_default(shape.x_stride, c_n);
   const std::int64_t ys = or_default(shape.y_stride, c_n);
+  const std::int64_t ts = or_default(shape.tap_stride, c_n);
   RECUR_CHECK(kk >= 1 && kk <= 16);
   for (std::int64_t c = 0; c < c_n; ++c) {
     float window[16];
-    for (std::int64_t j = 0; j + 1 < kk; ++j) window[j] = state[j * c_n + c];
+    for (std::int64_t j = 0; j + 1 < kk; ++j) window[j] = state[j * ts + c];
     for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
       window[kk - 1] = x[t * xs + c];
       float acc = 0.0f;
-      for (std::int64_t j = 0; j < kk; ++j) acc += w[j * c_n + c] * window[j];
+      for (std::int64_t j = 0; j < kk; ++j) acc += w[j * ts + c] * window[j];
       if (bias != nullptr) acc += bias[c];
       y[t * ys + c] = shape.apply_silu ? silu(acc) : acc;
       for (std::int64_t j = 0; j + 1 < kk; ++j) window[j] = window[j + 1];
     }
-    for (std::int64_t j = 0; j + 1 < kk; ++j) state[j * c_n + c] = window[j];
+    for (std::int64_t j = 0; j + 1 < kk; ++j) state[j * ts + c] = window[j];
   }
 }
 

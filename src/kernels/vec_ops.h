@@ -105,9 +105,10 @@ inline void rms_norm_gate_first(const float* x, const float* z, const float* w, 
 inline constexpr std::int64_t kConvBlock = 64;
 inline void conv_channels(const float* x, const float* w, const float* bias, float* state, float* y,
                           const Conv1dShape& shape, std::int64_t c_begin, std::int64_t c_end) {
-  const std::int64_t ch = shape.channels, kk = shape.kernel;
-  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : ch;
-  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : ch;
+  const std::int64_t ch = shape.tap_stride != 0 ? shape.tap_stride : shape.channels;
+  const std::int64_t kk = shape.kernel;
+  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : shape.channels;
+  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : shape.channels;
   for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
     for (std::int64_t c0 = c_begin; c0 < c_end; c0 += kConvBlock) {
       const std::int64_t nc = min_i(kConvBlock, c_end - c0);
@@ -143,9 +144,9 @@ inline void conv_channels(const float* x, const float* w, const float* bias, flo
 // spilled (twice the general loop's time on the Xeon VM).
 inline void conv4_group(const float* x, const float* w, const float* bias, float* state, float* y,
                         const Conv1dShape& shape, std::int64_t c0) {
-  const std::int64_t ch = shape.channels;
-  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : ch;
-  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : ch;
+  const std::int64_t ch = shape.tap_stride != 0 ? shape.tap_stride : shape.channels;
+  const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : shape.channels;
+  const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : shape.channels;
   V16 s0 = load16(state + c0), s1 = load16(state + ch + c0), s2 = load16(state + 2 * ch + c0);
   const V16 w0 = load16(w + c0), w1 = load16(w + ch + c0), w2 = load16(w + 2 * ch + c0);
   const V16 w3 = load16(w + 3 * ch + c0);

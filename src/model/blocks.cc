@@ -420,6 +420,60 @@ void deinterleave_gdn(const GatedDeltaW& w, std::int64_t n, const float* qkvz, c
   }
 }
 
+// A chunk of at least this many rows (a prompt's) runs its conv as channel slices on the pool.
+constexpr std::int64_t kConvSplitRows = 32;
+constexpr std::int64_t kConvSliceChannels = 256;  // a multiple of the conv kernel's 16 lanes
+
+// Every chunk's causal conv of x (rows of x_stride) into y (rows of `channels`), over its
+// sequence's conv window, after the window's interior captures; then per_row(t) for each row.
+// One task per chunk left the other threads idle through a whole prompt's conv and q/k norms
+// (a tenth of a hybrid's prefill): a long chunk runs channel slices, then row ranges, on the pool.
+// Channels and rows are independent, so the bytes are those of one task per chunk.
+template <class PerRow>
+void conv_chunks(ForwardCtx& ctx, std::size_t layer, const float* x, std::int64_t x_stride,
+                 const float* conv_w, const float* bias, std::int64_t channels, std::int64_t kernel,
+                 float* y, PerRow&& per_row) {
+  const auto conv = [&](const ChunkRows& c, std::int64_t c0, std::int64_t c1) {
+    const k::Conv1dShape shape{.n_tokens = c.n_rows,
+                               .channels = c1 - c0,
+                               .kernel = kernel,
+                               .x_stride = x_stride,
+                               .y_stride = channels,
+                               .tap_stride = channels};
+    k::causal_conv1d(x + c.row0 * x_stride + c0, conv_w + c0, bias != nullptr ? bias + c0 : nullptr,
+                     c.seq->conv_window(layer) + c0, y + c.row0 * channels + c0, shape);
+  };
+  std::int64_t longest = 0;
+  for (const ChunkRows& c : ctx.chunks) longest = std::max(longest, c.n_rows);
+  if (longest < kConvSplitRows || ctx.pool->n_threads() == 1) {
+    ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
+      const ChunkRows& c = ctx.chunks[i];
+      capture_conv_windows(c, layer, x + c.row0 * x_stride, x_stride, channels, kernel);
+      conv(c, 0, channels);
+      for (std::int64_t t = c.row0; t < c.row0 + c.n_rows; ++t) per_row(t);
+    });
+    return;
+  }
+  // The captures read the windows before any slice updates them.
+  for (const ChunkRows& c : ctx.chunks) {
+    capture_conv_windows(c, layer, x + c.row0 * x_stride, x_stride, channels, kernel);
+  }
+  const std::int64_t slices = (channels + kConvSliceChannels - 1) / kConvSliceChannels;
+  ctx.pool->run(ctx.chunks.size() * static_cast<std::size_t>(slices), [&](std::size_t task) {
+    const auto s = static_cast<std::int64_t>(task) % slices;
+    const ChunkRows& c = ctx.chunks[task / static_cast<std::size_t>(slices)];
+    conv(c, s * kConvSliceChannels, std::min(channels, (s + 1) * kConvSliceChannels));
+  });
+  std::int64_t rows = 0;
+  for (const ChunkRows& c : ctx.chunks) rows = std::max(rows, c.row0 + c.n_rows);
+  constexpr std::int64_t kRowsPerTask = 16;
+  ctx.pool->run(static_cast<std::size_t>((rows + kRowsPerTask - 1) / kRowsPerTask),
+                [&](std::size_t task) {
+                  const std::int64_t t0 = static_cast<std::int64_t>(task) * kRowsPerTask;
+                  for (std::int64_t t = t0; t < std::min(rows, t0 + kRowsPerTask); ++t) per_row(t);
+                });
+}
+
 }  // namespace
 
 LayerStateSpec gated_delta_state(const GatedDeltaW& w) {
@@ -454,17 +508,11 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   // their heads (per sequence, a decode step of N sequences waited at 2N barriers per layer).
   // q ← l2norm(q)·Dk^-½, k ← l2norm(k), per head (FLA l2norm, eps 1e-6).
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(w.k_dim));
-  ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
-    const ChunkRows& c = ctx.chunks[i];
-    capture_conv_windows(c, w.layer, mixed + c.row0 * cd, cd, cd, w.conv_kernel);
-    k::causal_conv1d(mixed + c.row0 * cd, w.conv.data(), nullptr, c.seq->conv_window(w.layer),
-                     qkv + c.row0 * cd,
-                     {.n_tokens = c.n_rows, .channels = cd, .kernel = w.conv_kernel});
-    for (std::int64_t t = c.row0; t < c.row0 + c.n_rows; ++t) {
-      k::l2_norm(qkv + t * cd, {.n_rows = hk, .width = w.k_dim}, 1e-6f, q_scale);
-      k::l2_norm(qkv + t * cd + qk_width, {.n_rows = hk, .width = w.k_dim}, 1e-6f, 1.0f);
-    }
-  });
+  conv_chunks(ctx, w.layer, mixed, cd, w.conv.data(), nullptr, cd, w.conv_kernel, qkv,
+              [&](std::int64_t t) {
+                k::l2_norm(qkv + t * cd, {.n_rows = hk, .width = w.k_dim}, 1e-6f, q_scale);
+                k::l2_norm(qkv + t * cd + qk_width, {.n_rows = hk, .width = w.k_dim}, 1e-6f, 1.0f);
+              });
   k::gated_delta_gates(a, b, w.a_log.data(), w.dt_bias.data(), g, beta, n, hv);
   thread_local std::vector<k::GatedDeltaJob> jobs;
   jobs.clear();
@@ -546,17 +594,8 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
   // Every sequence's conv, then one scan dispatch over all their heads: a decode step of N
   // sequences would otherwise be N serial convs and N scan dispatches per layer, the other
   // threads waiting at each.
-  ctx.pool->run(ctx.chunks.size(), [&](std::size_t i) {
-    const ChunkRows& c = ctx.chunks[i];
-    capture_conv_windows(c, w.layer, zx + c.row0 * iw + di, iw, cd, w.conv_kernel);
-    k::causal_conv1d(zx + c.row0 * iw + di, w.conv.data(), bias, c.seq->conv_window(w.layer),
-                     xbc + c.row0 * cd,
-                     {.n_tokens = c.n_rows,
-                      .channels = cd,
-                      .kernel = w.conv_kernel,
-                      .x_stride = iw,
-                      .y_stride = cd});
-  });
+  conv_chunks(ctx, w.layer, zx + di, iw, w.conv.data(), bias, cd, w.conv_kernel, xbc,
+              [](std::int64_t) {});
   thread_local std::vector<k::Mamba2Job> jobs;
   jobs.clear();
   for (const ChunkRows& c : ctx.chunks) {

@@ -315,6 +315,42 @@ TEST(Ops, Conv1dFourTapGroupsEqualTheGeneralLoop) {
   }
 }
 
+// A slice of the channels run as its own call (tap_stride: the full width) gives the whole call's
+// bytes, outputs and state, on every ISA: prefill splits the conv over the pool this way.
+TEST(Ops, Conv1dChannelSlicesEqualTheWholeCall) {
+  const std::int64_t ch = 100, kk = 4, n_tok = 13;
+  auto w = random_floats(static_cast<std::size_t>(kk * ch), 11);
+  auto bias = random_floats(static_cast<std::size_t>(ch), 12);
+  auto s0 = random_floats(static_cast<std::size_t>((kk - 1) * ch), 13);
+  auto x = random_floats(static_cast<std::size_t>(n_tok * ch), 14, -3, 3);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    const Conv1dShape all{.n_tokens = n_tok, .channels = ch, .kernel = kk};
+    auto state = s0;
+    std::vector<float> y(x.size());
+    causal_conv1d(x.data(), w.data(), bias.data(), state.data(), y.data(), all);
+    for (const std::vector<std::int64_t>& cuts : std::vector<std::vector<std::int64_t>>{
+             {0, 48, 100}, {0, 16, 37, 64, 100}, {0, 1, 99, 100}}) {
+      auto sliced_state = s0;
+      std::vector<float> sliced(x.size(), -1.0f);
+      for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+        const std::int64_t c0 = cuts[i], c1 = cuts[i + 1];
+        const Conv1dShape part{.n_tokens = n_tok,
+                               .channels = c1 - c0,
+                               .kernel = kk,
+                               .x_stride = ch,
+                               .y_stride = ch,
+                               .tap_stride = ch};
+        causal_conv1d(x.data() + c0, w.data() + c0, bias.data() + c0, sliced_state.data() + c0,
+                      sliced.data() + c0, part);
+      }
+      ASSERT_TRUE(testing::same_bytes(sliced.data(), y.data(), y.size())) << isa_name(isa);
+      ASSERT_TRUE(testing::same_bytes(sliced_state.data(), state.data(), state.size()))
+          << isa_name(isa);
+    }
+  }
+}
+
 // In place (y == x) and for every kernel width 1..5, against the reference run out of place.
 TEST(Ops, Conv1dInPlaceAndKernelWidths) {
   const std::int64_t ch = 70, n_tok = 9;
