@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -425,7 +426,8 @@ constexpr std::int64_t kConvSplitRows = 32;
 constexpr std::int64_t kConvSliceChannels = 256;  // a multiple of the conv kernel's 16 lanes
 
 // Every chunk's causal conv of x (rows of x_stride) into y (rows of `channels`), over its
-// sequence's conv window, after the window's interior captures; then per_row(t) for each row.
+// sequence's conv window, after the window's interior captures; then per_row(t) for each row
+// (nullptr: none).
 // One task per chunk left the other threads idle through a whole prompt's conv and q/k norms
 // (a tenth of a hybrid's prefill): a long chunk runs channel slices, then row ranges, on the pool.
 // Channels and rows are independent, so the bytes are those of one task per chunk.
@@ -433,6 +435,7 @@ template <class PerRow>
 void conv_chunks(ForwardCtx& ctx, std::size_t layer, const float* x, std::int64_t x_stride,
                  const float* conv_w, const float* bias, std::int64_t channels, std::int64_t kernel,
                  float* y, PerRow&& per_row) {
+  constexpr bool kPerRow = !std::is_same_v<std::decay_t<PerRow>, std::nullptr_t>;
   const auto conv = [&](const ChunkRows& c, std::int64_t c0, std::int64_t c1) {
     const k::Conv1dShape shape{.n_tokens = c.n_rows,
                                .channels = c1 - c0,
@@ -450,7 +453,9 @@ void conv_chunks(ForwardCtx& ctx, std::size_t layer, const float* x, std::int64_
       const ChunkRows& c = ctx.chunks[i];
       capture_conv_windows(c, layer, x + c.row0 * x_stride, x_stride, channels, kernel);
       conv(c, 0, channels);
-      for (std::int64_t t = c.row0; t < c.row0 + c.n_rows; ++t) per_row(t);
+      if constexpr (kPerRow) {
+        for (std::int64_t t = c.row0; t < c.row0 + c.n_rows; ++t) per_row(t);
+      }
     });
     return;
   }
@@ -464,14 +469,17 @@ void conv_chunks(ForwardCtx& ctx, std::size_t layer, const float* x, std::int64_
     const ChunkRows& c = ctx.chunks[task / static_cast<std::size_t>(slices)];
     conv(c, s * kConvSliceChannels, std::min(channels, (s + 1) * kConvSliceChannels));
   });
-  std::int64_t rows = 0;
-  for (const ChunkRows& c : ctx.chunks) rows = std::max(rows, c.row0 + c.n_rows);
-  constexpr std::int64_t kRowsPerTask = 16;
-  ctx.pool->run(static_cast<std::size_t>((rows + kRowsPerTask - 1) / kRowsPerTask),
-                [&](std::size_t task) {
-                  const std::int64_t t0 = static_cast<std::int64_t>(task) * kRowsPerTask;
-                  for (std::int64_t t = t0; t < std::min(rows, t0 + kRowsPerTask); ++t) per_row(t);
-                });
+  if constexpr (kPerRow) {
+    std::int64_t rows = 0;
+    for (const ChunkRows& c : ctx.chunks) rows = std::max(rows, c.row0 + c.n_rows);
+    constexpr std::int64_t kRowsPerTask = 16;
+    ctx.pool->run(static_cast<std::size_t>((rows + kRowsPerTask - 1) / kRowsPerTask),
+                  [&](std::size_t task) {
+                    const std::int64_t t0 = static_cast<std::int64_t>(task) * kRowsPerTask;
+                    for (std::int64_t t = t0; t < std::min(rows, t0 + kRowsPerTask); ++t)
+                      per_row(t);
+                  });
+  }
 }
 
 }  // namespace
@@ -594,8 +602,7 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
   // Every sequence's conv, then one scan dispatch over all their heads: a decode step of N
   // sequences would otherwise be N serial convs and N scan dispatches per layer, the other
   // threads waiting at each.
-  conv_chunks(ctx, w.layer, zx + di, iw, w.conv.data(), bias, cd, w.conv_kernel, xbc,
-              [](std::int64_t) {});
+  conv_chunks(ctx, w.layer, zx + di, iw, w.conv.data(), bias, cd, w.conv_kernel, xbc, nullptr);
   thread_local std::vector<k::Mamba2Job> jobs;
   jobs.clear();
   for (const ChunkRows& c : ctx.chunks) {

@@ -96,14 +96,7 @@ Status parse_moe(const ConfigJson& c, Lfm2Config& q) {
   RECUR_ASSIGN_OR_RETURN(q.norm_topk_prob, c.get_bool("norm_topk_prob", true));
   RECUR_ASSIGN_OR_RETURN(double scale, c.get_float("routed_scaling_factor", 1.0));
   q.routed_scale = static_cast<float>(scale);
-  // Experts are loaded as one view each: 4096 bounds the tensor count of a corrupt config.
-  constexpr std::int64_t kMaxExperts = 4096;
-  if (q.n_experts < 1 || q.n_experts > kMaxExperts || q.top_k < 1 || q.top_k > q.n_experts) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: num_experts {} and num_experts_per_tok {}: need 1 <= num_experts <= {} and "
-                 "1 <= num_experts_per_tok <= num_experts",
-                 c.file(), q.n_experts, q.top_k, kMaxExperts);
-  }
+  RECUR_RETURN_IF_ERROR(check_expert_counts(c, q.n_experts, q.top_k));
   if (q.d_ff <= 0 || q.moe_d_ff <= 0 || q.n_dense < 0 || !std::isfinite(scale)) {
     return Error(StatusCode::kInvalidArgument,
                  "{}: intermediate_size {}, moe_intermediate_size {}, num_dense_layers {} and "

@@ -13,6 +13,17 @@ namespace recur::model {
 
 namespace k = recur::kernels;
 
+Status check_expert_counts(const ConfigJson& c, std::int64_t n_experts, std::int64_t top_k) {
+  constexpr std::int64_t kMaxExperts = 4096;
+  if (n_experts < 1 || n_experts > kMaxExperts || top_k < 1 || top_k > n_experts) {
+    return Error(StatusCode::kInvalidArgument,
+                 "{}: num_experts {} and num_experts_per_tok {}: need 1 <= num_experts <= {} and "
+                 "1 <= num_experts_per_tok <= num_experts",
+                 c.file(), n_experts, top_k, kMaxExperts);
+  }
+  return Status::ok();
+}
+
 void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, MoeW* w) {
   const auto n = static_cast<std::size_t>(w->n_experts);
   w->gate.resize(n);

@@ -60,6 +60,9 @@ struct MoeW {
 // `p` is the layer's prefix ("model.layers.N."): reads the router and the experts' Linears
 // (TensorVisitor::expert_matrices: per-expert, fused or MLX's stacked switch_mlp tensors).
 void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, MoeW* w);
+// num_experts and num_experts_per_tok read from config c: 1 <= top_k <= n_experts <= 4096 (each
+// expert is loaded as its own views: the bound keeps a corrupt config's tensor count in reach).
+Status check_expert_counts(const ConfigJson& c, std::int64_t n_experts, std::int64_t top_k);
 std::int64_t moe_scratch_per_row(const MoeW& w);
 void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out);
 

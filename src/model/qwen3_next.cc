@@ -123,14 +123,7 @@ Result<NextConfig> parse_config(const ConfigJson& c, Variant variant) {
       return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
     }
   }
-  // Experts are loaded as one view each: 4096 bounds the tensor count of a corrupt config.
-  constexpr std::int64_t kMaxExperts = 4096;
-  if (q.n_experts < 1 || q.n_experts > kMaxExperts || q.top_k < 1 || q.top_k > q.n_experts) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: num_experts {} and num_experts_per_tok {}: need 1 <= num_experts <= {} and "
-                 "1 <= num_experts_per_tok <= num_experts",
-                 c.file(), q.n_experts, q.top_k, kMaxExperts);
-  }
+  RECUR_RETURN_IF_ERROR(check_expert_counts(c, q.n_experts, q.top_k));
   bool any_dense = false;
   for (std::int64_t i = 0; i < q.n_layers; ++i) any_dense = any_dense || !q.sparse(i);
   if (any_dense) {  // intermediate_size is read only when a layer is dense (it is 5120, unused,
