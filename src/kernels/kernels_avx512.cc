@@ -48,6 +48,9 @@ constexpr KernelTable amx_table() {
   t.isa = Isa::kAmx;
   t.matmul_bf16 = {.x_bytes = amx_x_bytes, .prepare_x = amx_pack_x, .block = matmul_block_amx};
   t.matmul_bf16_lanes = {};
+  t.matmul_quant = {.x_bytes = amx_quant_x_bytes,
+                    .prepare_x = amx_quantize_x_rows,
+                    .block = matmul_block_quant_amx};
   return t;
 }
 

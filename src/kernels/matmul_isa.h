@@ -139,8 +139,19 @@ void matmul_block_quant_scalar(const MatmulOperands& op, const MatmulBlock& b);
 // Their quantize_x_rows are quantize_x_rows' bytes (the scalar one calls libm's nearbyint per
 // input: it cost more than the 4-row matmul itself).
 void quantize_x_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
+// One group of n inputs (a multiple of 16) quantized as quantize_activation_row does, input i's
+// code stored at q[i / chunk · chunk_stride + i % chunk] (chunk a multiple of 16).
+void quantize_group_avx512(const float* x, int n, int chunk, std::int64_t chunk_stride,
+                           std::int8_t* q, float* d, float* xsum);
 void matmul_block_quant_avx512(const MatmulOperands& op, const MatmulBlock& b);
 void quantize_x_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_quant_avx2(const MatmulOperands& op, const MatmulBlock& b);
+// matmul_quant_amx.cc: tdpbsud tiles over the same packed weights and the same int8 activations
+// in tile order (amx_quant_kernel.h), the reference's bytes again. Calls of at most
+// kAmxQuantMinRows rows run matmul_block_quant_avx512 on quant.h's layout.
+inline constexpr std::int64_t kAmxQuantMinRows = kStreamRows;
+std::int64_t amx_quant_x_bytes(const ActivationRows& a);
+void amx_quantize_x_rows(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
+void matmul_block_quant_amx(const MatmulOperands& op, const MatmulBlock& b);
 
 }  // namespace recur::kernels::detail

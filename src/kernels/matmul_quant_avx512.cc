@@ -140,35 +140,32 @@ struct Avx512Quant {
 // quantize_activation_row's arithmetic 16 inputs at a time: the absolute maximum (exact in any
 // order), x · (127 / absmax) rounded to nearest even by vcvtps2dq (the default rounding mode, as
 // nearbyint), the integer sum; the scalar d and xsum are the reference's operations.
+void quantize_group_avx512(const float* x, int n, int chunk, std::int64_t chunk_stride,
+                           std::int8_t* q, float* d, float* xsum) {
+  const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  __m512 m = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + i), sign));
+  const float amax = _mm512_reduce_max_ps(m);
+  const __m512 inv = _mm512_set1_ps(amax == 0.0f ? 0.0f : 127.0f / amax);
+  __m512i sum = _mm512_setzero_si512();
+  for (int i = 0; i < n; i += 16) {
+    const __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+    sum = _mm512_add_epi32(sum, qi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i / chunk * chunk_stride + i % chunk),
+                     _mm512_cvtepi32_epi8(qi));
+  }
+  *d = amax == 0.0f ? 0.0f : amax / 127.0f;
+  *xsum = amax == 0.0f ? 0.0f : *d * static_cast<float>(_mm512_reduce_add_epi32(sum));
+}
+
 void quantize_x_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {
   const QuantizedActivations all = quantized_rows_view(out, a.n_rows, a.k_dim, a.group_size);
   const std::int64_t groups = a.k_dim / a.group_size;
-  const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   for (std::int64_t r = r0; r < r1; ++r) {
     for (std::int64_t g = 0; g < groups; ++g) {
-      const float* x = a.x + r * a.k_dim + g * a.group_size;
-      std::int8_t* q = all.q + r * a.k_dim + g * a.group_size;
-      __m512 m = _mm512_setzero_ps();
-      for (int i = 0; i < a.group_size; i += 16) {
-        m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + i), sign));
-      }
-      const float amax = _mm512_reduce_max_ps(m);
       const std::int64_t at = r * groups + g;
-      if (amax == 0.0f) {
-        std::fill(q, q + a.group_size, std::int8_t{0});
-        all.d[at] = 0.0f;
-        all.xsum[at] = 0.0f;
-        continue;
-      }
-      const __m512 inv = _mm512_set1_ps(127.0f / amax);
-      __m512i sum = _mm512_setzero_si512();
-      for (int i = 0; i < a.group_size; i += 16) {
-        const __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
-        sum = _mm512_add_epi32(sum, qi);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(qi));
-      }
-      all.d[at] = amax / 127.0f;
-      all.xsum[at] = all.d[at] * static_cast<float>(_mm512_reduce_add_epi32(sum));
+      quantize_group_avx512(a.x + r * a.k_dim + g * a.group_size, a.group_size, a.group_size, 0,
+                            all.q + r * a.k_dim + g * a.group_size, all.d + at, all.xsum + at);
     }
   }
 }

@@ -10,46 +10,15 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "quant_util.h"
 #include "test_util.h"
 
 namespace recur::kernels {
 namespace {
 
+using testing::OwnedQuant;
+using testing::quantize;
 using testing::random_floats;
-
-// A quantized matrix in MLX's layout (as a checkpoint holds it) and packed (as the kernels read
-// it).
-struct OwnedQuant {
-  std::vector<std::uint32_t> codes;
-  std::vector<std::uint8_t> scales, biases;
-  MlxQuantized mlx;
-  std::vector<std::uint8_t> packed;
-  WeightView view;
-};
-
-OwnedQuant quantize(const std::vector<float>& w, std::int64_t rows, std::int64_t cols, int bits,
-                    int gs, DType dtype) {
-  OwnedQuant q;
-  q.codes.resize(static_cast<std::size_t>(rows * cols * bits / 32));
-  const auto sb = static_cast<std::size_t>(rows * (cols / gs) * dtype_bytes(dtype));
-  q.scales.resize(sb);
-  q.biases.resize(sb);
-  quantize_rows(w.data(), rows, cols, bits, gs, dtype, q.codes.data(), q.scales.data(),
-                q.biases.data());
-  q.mlx = {.codes = q.codes.data(),
-           .scales = q.scales.data(),
-           .biases = q.biases.data(),
-           .dtype = dtype,
-           .rows = rows,
-           .cols = cols,
-           .bits = bits,
-           .group_size = gs};
-  q.view = packed_view(q.mlx, nullptr);
-  q.packed.assign(static_cast<std::size_t>(q.view.total_bytes()), 0xAB);  // padding must be written
-  q.view.data = q.packed.data();
-  pack_quantized_rows(q.mlx, 0, rows, q.view);
-  return q;
-}
 
 TEST(Quant, CodesArePackedLittleEndianInWords) {
   const std::uint32_t four[2] = {0x76543210u, 0xFEDCBA98u};
@@ -333,7 +302,7 @@ TEST(Quant, EveryIsaEqualsTheReferenceBitForBit) {
       {
         const OwnedQuant q = quantize(random_floats(static_cast<std::size_t>(rows * cols), 31),
                                       rows, cols, bits, gs, dtype);
-        for (std::int64_t n_x : {1, 2, 3, 4, 5, 8, 9, 17}) {
+        for (std::int64_t n_x : {1, 2, 3, 4, 5, 8, 9, 17, 33, 70}) {
           const auto x = random_floats(static_cast<std::size_t>(n_x * cols), 32, -2, 2);
           std::vector<float> want(static_cast<std::size_t>(n_x * rows));
           {
