@@ -98,8 +98,9 @@ void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t 
   alignas(64) float acc[kPassTiles][2][kTile * kTile];
   alignas(64) float bias[kPassTiles][2][kTile * kTile];
   alignas(64) std::uint8_t unpacked[2][kGroup / 4 * 64];
-  alignas(64) std::int32_t c_buf[kTile * kTile];
-  alignas(64) float s[2][kTile], bb[2][kTile];
+  // Double-buffered, so that the epilogue of one micro-tile runs while the tiles compute the next.
+  alignas(64) std::int32_t c_buf[2][2][2][kTile * kTile];
+  alignas(64) float s[2][2][kTile], bb[2][2][kTile];
   for (int t = 0; t < n_tiles; ++t)
     for (int nb = 0; nb < n_blocks; ++nb) {
       std::fill_n(acc[t][nb], kTile * kTile, 0.0f);
@@ -108,8 +109,28 @@ void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t 
   const std::uint8_t* blocks[2];
   for (int nb = 0; nb < n_blocks; ++nb)
     blocks[nb] = static_cast<const std::uint8_t*>(w.slice_rows(n + nb * kTile, 0).data);
+  struct Stored {
+    std::int64_t g = -1;
+    int t = 0, m_tiles = 0;
+  } stored[2];
+  // Folds the products stored in buffer `buf`.
+  auto fold = [&](int buf) {
+    const Stored& st = stored[buf];
+    const int p = static_cast<int>(st.g % 2);
+    for (int mt = 0; mt < st.m_tiles; ++mt) {
+      const std::int64_t r0 = m0 + (st.t + mt) * kTile;
+      const int rows = static_cast<int>(std::min(kTile, m1 - r0));
+      for (int nb = 0; nb < n_blocks; ++nb) {
+        Ops::fold(c_buf[buf][mt][nb], s[p][nb], bb[p][nb], a.d + r0 * groups + st.g,
+                  a.xsum + r0 * groups + st.g, groups, rows, acc[st.t + mt][nb],
+                  bias[st.t + mt][nb]);
+      }
+    }
+  };
+  int buf = 0;
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::uint8_t* bt[2];
+    const int p = static_cast<int>(g % 2);
     for (int nb = 0; nb < n_blocks; ++nb) {
       const std::uint8_t* rec = blocks[nb] + g * kRecordBytes;
       if constexpr (kBits == 4) {
@@ -118,8 +139,8 @@ void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t 
       } else {
         bt[nb] = rec;
       }
-      Ops::template params<kDType>(rec + kCodeBytes, s[nb]);
-      Ops::template params<kDType>(rec + kCodeBytes + kParamBytes, bb[nb]);
+      Ops::template params<kDType>(rec + kCodeBytes, s[p][nb]);
+      Ops::template params<kDType>(rec + kCodeBytes + kParamBytes, bb[p][nb]);
     }
     for (int t = 0; t < n_tiles; t += 2) {
       const int m_tiles = n_tiles - t >= 2 ? 2 : 1;
@@ -130,17 +151,17 @@ void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t 
       if (m_tiles == 2 && n_blocks == 1) micro<Ops, 2, 1, kChunk, kChunks>(at, bt);
       if (m_tiles == 1 && n_blocks == 2) micro<Ops, 1, 2, kChunk, kChunks>(at, bt);
       if (m_tiles == 1 && n_blocks == 1) micro<Ops, 1, 1, kChunk, kChunks>(at, bt);
-      for (int mt = 0; mt < m_tiles; ++mt) {
-        const std::int64_t r0 = m0 + (t + mt) * kTile;
-        const int rows = static_cast<int>(std::min(kTile, m1 - r0));
-        for (int nb = 0; nb < n_blocks; ++nb) {
-          store_c<Ops>(mt + 2 * nb, c_buf);
-          Ops::fold(c_buf, s[nb], bb[nb], a.d + r0 * groups + g, a.xsum + r0 * groups + g, groups,
-                    rows, acc[t + mt][nb], bias[t + mt][nb]);
-        }
-      }
+      // The previous micro-tile's epilogue, in program order between this one's products and
+      // their stores: the vector units work while the tiles do.
+      if (stored[buf ^ 1].g >= 0) fold(buf ^ 1);
+      for (int mt = 0; mt < m_tiles; ++mt)
+        for (int nb = 0; nb < n_blocks; ++nb) store_c<Ops>(mt + 2 * nb, c_buf[buf][mt][nb]);
+      stored[buf] = {.g = g, .t = t, .m_tiles = m_tiles};
+      stored[buf ^ 1].g = -1;
+      buf ^= 1;
     }
   }
+  if (stored[buf ^ 1].g >= 0) fold(buf ^ 1);
   for (int t = 0; t < n_tiles; ++t) {
     const std::int64_t r0 = m0 + t * kTile;
     const int rows = static_cast<int>(std::min(kTile, m1 - r0));
