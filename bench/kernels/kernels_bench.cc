@@ -92,9 +92,9 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
   const double peak = c.peak_flops();
   fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");
   fmt::print(
-      "Fractions: of the compute peak ({:.1f} GFLOP/s) and of the read bandwidth ({:.1f} GB/s, "
-      "weight bytes per call).\n\n",
-      peak / 1e9, c.read_bytes_per_s / 1e9);
+      "Fractions: of the compute peak ({:.1f} GFLOP/s bf16; quantized rows: of the int8 peak, "
+      "{:.1f} GOP/s) and of the read bandwidth ({:.1f} GB/s, weight bytes per call).\n\n",
+      peak / 1e9, c.int8_peak_ops() / 1e9, c.read_bytes_per_s / 1e9);
   fmt::print("| shape | N x K | rows | weights | recur GFLOP/s | of peak | of bandwidth |{}{}\n",
              args.quant_bits.empty() ? "" : " speed vs bf16 |",
              args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
@@ -141,7 +141,7 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
       for (std::size_t q = 0; q < tq.size(); ++q) {
         fmt::print("| {} | {}x{} | {} | q{} g{} | {:.1f} | {:.0f}% | {:.0f}% | {:.2f} |{}\n",
                    shape.name, shape.n_out, shape.k_dim, rows, args.quant_bits[q], args.group_size,
-                   tq[q].flops_per_s / 1e9, 100 * tq[q].flops_per_s / peak,
+                   tq[q].flops_per_s / 1e9, 100 * tq[q].flops_per_s / c.int8_peak_ops(),
                    100 * tq[q].bytes_per_s / c.read_bytes_per_s, t.seconds / tq[q].seconds,
                    args.onednn ? " | | |" : "");
       }

@@ -80,10 +80,11 @@ int cmd_bench(const BenchSettings& settings) {
     ThreadPool pool(settings.runtime.threads_or_cores(), settings.runtime.thread_spin);
     kernels::Ceilings c = kernels::measure_ceilings(pool, probe_s);
     fmt::print(
-        "threads {}: bf16 peak {:.1f} GFLOP/s (avx512 {:.1f}, amx {:.1f}), read bandwidth "
-        "{:.1f} GB/s ({})\n(pass -m DIR for prefill and decode figures; bench/kernels has the "
-        "matmul shapes)\n",
+        "threads {}: bf16 peak {:.1f} GFLOP/s (avx512 {:.1f}, amx {:.1f}), int8 peak {:.1f} "
+        "GOP/s (avx512 {:.1f}, amx {:.1f}), read bandwidth {:.1f} GB/s ({})\n(pass -m DIR for "
+        "prefill and decode figures; bench/kernels has the matmul shapes)\n",
         c.n_threads, c.peak_flops() / 1e9, c.avx512_bf16_flops / 1e9, c.amx_bf16_flops / 1e9,
+        c.int8_peak_ops() / 1e9, c.avx512_int8_ops / 1e9, c.amx_int8_ops / 1e9,
         c.read_bytes_per_s / 1e9, c.read_mode);
     return kExitOk;
   }
@@ -121,10 +122,14 @@ int cmd_bench(const BenchSettings& settings) {
       c = kernels::measure_ceilings(*rt->pool, probe_s);
       fmt::print("model {} ({}), threads {}\n", settings.runtime.model_dir, rt->model->family(),
                  rt->n_threads);
-      fmt::print("ceilings: bf16 peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s ({})\n",
-                 c.peak_flops() / 1e9, c.read_bytes_per_s / 1e9, c.read_mode);
+      fmt::print(
+          "ceilings: bf16 peak {:.1f} GFLOP/s, int8 peak {:.1f} GOP/s, read bandwidth {:.1f} "
+          "GB/s ({})\n",
+          c.peak_flops() / 1e9, c.int8_peak_ops() / 1e9, c.read_bytes_per_s / 1e9, c.read_mode);
     }
-    const double peak = c.peak_flops();
+    // Quantized weights' dot products run on int8 (a checkpoint stored quantized, or quantized
+    // on load): their fraction is of the int8 peak.
+    const double peak = c.peak_for(rs.quantize_bits != 0 || rt->model->quantized_bytes() > 0);
     const ModelCost cost = model_cost(*rt->model);
     fmt::print("cost ({}): {:.2f} GFLOP per prompt token, {:.1f} MB of weights per decode step\n",
                weights, cost.flops_per_token / 1e9, cost.decode_step_bytes / 1e6);
@@ -182,8 +187,9 @@ int cmd_bench(const BenchSettings& settings) {
   }
   fmt::print(
       "\nPrefill after --bench-prefix tokens already in the sequence; GFLOP/s counts the "
-      "matmuls, \"with attention\" adds attention's q·k and p·V; \"vs first\" is the speed "
-      "against the first --bench-quantize format's on the same row.\n");
+      "matmuls, \"with attention\" adds attention's q·k and p·V; \"of peak\" is of the bf16 "
+      "peak, or of the int8 peak for quantized weights; \"vs first\" is the speed against the "
+      "first --bench-quantize format's on the same row.\n");
   fmt::print(
       "\n| phase | weights | prefix | tokens | tokens/s | vs first | GFLOP/s | of peak | of peak "
       "with attention |\n|---|---|---|---|---|---|---|---|---|\n");

@@ -169,9 +169,11 @@ Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
   c.n_threads = pool.n_threads();
   if (isa_supported(Isa::kAvx512)) {
     c.avx512_bf16_flops = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
+    c.avx512_int8_ops = measure_peak(pool, detail::peak_loop_avx512_int8, seconds);
   }
   if (isa_supported(Isa::kAmx)) {
     c.amx_bf16_flops = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
+    c.amx_int8_ops = measure_peak(pool, detail::peak_loop_amx_int8, seconds);
   }
   c.buffer_bytes = std::int64_t{512} << 20;  // well past any LLC of a 2-64 core part
   ReadMode mode = ReadMode::kPlain;

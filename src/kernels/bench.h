@@ -1,6 +1,6 @@
-// Measurements of this machine's ceilings (bf16 compute peak of register-only AMX / AVX-512 loops,
-// read bandwidth of a buffer larger than the LLC) and of matmul throughput on given shapes, for
-// bench/kernels and `recur bench`. Not used by inference.
+// Measurements of this machine's ceilings (bf16 and int8 compute peaks of register-only AMX /
+// AVX-512 loops, read bandwidth of a buffer larger than the LLC) and of matmul throughput on
+// given shapes, for bench/kernels and `recur bench`. Not used by inference.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +15,21 @@ struct Ceilings {
   int n_threads = 0;
   double avx512_bf16_flops = 0;  // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
   double amx_bf16_flops = 0;     // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
-  double read_bytes_per_s = 0;   // all threads reading a buffer of buffer_bytes
-  const char* read_mode = "";    // which ReadProbe pass was the fastest (read_mode_name)
+  // The same for int8 dot products (vpdpbusd, tdpbsud), a multiply and an add per byte product:
+  // the quantized matmul's arithmetic.
+  double avx512_int8_ops = 0;
+  double amx_int8_ops = 0;
+  double read_bytes_per_s = 0;  // all threads reading a buffer of buffer_bytes
+  const char* read_mode = "";   // which ReadProbe pass was the fastest (read_mode_name)
   std::int64_t buffer_bytes = 0;
   double peak_flops() const {
     return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
   }
+  double int8_peak_ops() const {
+    return amx_int8_ops > avx512_int8_ops ? amx_int8_ops : avx512_int8_ops;
+  }
+  // The peak of the arithmetic a weight runs on: int8 for quantized ones, else bf16.
+  double peak_for(bool quantized) const { return quantized ? int8_peak_ops() : peak_flops(); }
 };
 
 // Each probe runs for about `seconds` and the best of three is kept.

@@ -1,4 +1,4 @@
-// Register-only tdpbf16ps loop on four independent C tiles (A, B fixed in tmm4..6).
+// Register-only tdpbf16ps and tdpbsud loops on four independent C tiles (A, B fixed in tmm4..7).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -7,7 +7,9 @@
 
 namespace recur::kernels::detail {
 
-double peak_loop_amx_bf16(std::int64_t iterations) {
+namespace {
+
+void configure_and_fill() {
   struct alignas(64) {
     std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
     std::uint16_t colsb[16] = {};
@@ -24,17 +26,39 @@ double peak_loop_amx_bf16(std::int64_t iterations) {
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
+}
+
+void drain() {
+  alignas(64) float out[16 * 16];
+  _tile_stored(0, out, 64);
+  _tile_release();
+  __asm__ volatile("" : : "r"(out[0]) : "memory");
+}
+
+}  // namespace
+
+double peak_loop_amx_bf16(std::int64_t iterations) {
+  configure_and_fill();
   for (std::int64_t it = 0; it < iterations; ++it) {
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  alignas(64) float out[16 * 16];
-  _tile_stored(0, out, 64);
-  _tile_release();
-  __asm__ volatile("" : : "r"(out[0]) : "memory");
+  drain();
   return static_cast<double>(iterations) * 4 * 16 * 16 * 32 * 2;  // 16x16 C, 32 bf16 K, mul+add
+}
+
+double peak_loop_amx_int8(std::int64_t iterations) {
+  configure_and_fill();
+  for (std::int64_t it = 0; it < iterations; ++it) {
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbsud(1, 4, 7);
+    _tile_dpbsud(2, 5, 6);
+    _tile_dpbsud(3, 5, 7);
+  }
+  drain();
+  return static_cast<double>(iterations) * 4 * 16 * 16 * 64 * 2;  // 16x16 C, 64 bytes K, mul+add
 }
 
 }  // namespace recur::kernels::detail

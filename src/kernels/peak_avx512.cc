@@ -1,4 +1,5 @@
-// Register-only vdpbf16ps loop: 24 independent accumulators hide the latency, no memory traffic.
+// Register-only vdpbf16ps and vpdpbusd loops: 24 independent accumulators hide the latency, no
+// memory traffic.
 #include <immintrin.h>
 
 #include "kernels/peak_loops.h"
@@ -20,6 +21,23 @@ double peak_loop_avx512_bf16(std::int64_t iterations) {
   for (int i = 0; i < kAcc; ++i) sink += _mm512_reduce_add_ps(acc[i]);
   __asm__ volatile("" : : "x"(sink));
   return static_cast<double>(iterations) * kAcc * 16 * 2 * 2;  // lanes x pairs x (mul + add)
+}
+
+double peak_loop_avx512_int8(std::int64_t iterations) {
+  constexpr int kAcc = 24;
+  __m512i acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_epi32(i);
+  __m512i a = _mm512_set1_epi8(1);
+  __m512i b = _mm512_set1_epi8(0);
+  for (std::int64_t it = 0; it < iterations; ++it) {
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+#pragma GCC unroll 24
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  std::int32_t sink = 0;
+  for (int i = 0; i < kAcc; ++i) sink += _mm512_reduce_add_epi32(acc[i]);
+  __asm__ volatile("" : : "r"(sink));
+  return static_cast<double>(iterations) * kAcc * 16 * 4 * 2;  // lanes x bytes x (mul + add)
 }
 
 }  // namespace recur::kernels::detail
