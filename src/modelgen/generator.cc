@@ -161,17 +161,17 @@ void read_generated(const GenTensor& t, std::uint64_t seed, std::int64_t begin,
 // switch_mlp tensors as mlx-lm's granitemoehybrid.py sanitize splits them: input_linear
 // [E, 2 * ff, d] into gate_proj and up_proj [E, ff, d] (gate rows first), output_linear into
 // down_proj.
-Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const GenSpec& spec,
-                 bool tied, GenSummary& summary) {
-  const MlxRules rules{.family = spec.family,
-                       .tied = tied,
-                       .format = {.bits = spec.bits, .group_size = spec.group_size}};
+struct MlxPlan {
   struct Source {
     std::size_t table = 0;
     std::int64_t parts = 1, part = 0;  // a slab of each expert's rows
   };
   std::vector<MlxTensor> tensors;
   std::vector<Source> sources;
+};
+
+MlxPlan plan_mlx(const std::vector<GenTensor>& table, const MlxRules& rules) {
+  MlxPlan plan;
   constexpr std::string_view kGateUp = "block_sparse_moe.input_linear.weight";
   constexpr std::string_view kDown = "block_sparse_moe.output_linear.weight";
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -180,23 +180,30 @@ Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const
     if (e.shape.size() == 3 && name.ends_with(kGateUp)) {
       const std::string p = name.substr(0, name.size() - kGateUp.size()) + "block_sparse_moe.";
       const std::vector<std::int64_t> half = {e.shape[0], e.shape[1] / 2, e.shape[2]};
-      tensors.push_back(mlx_tensor(rules, p + "switch_mlp.gate_proj.weight", half, e.dtype));
-      sources.push_back({i, 2, 0});
-      tensors.push_back(mlx_tensor(rules, p + "switch_mlp.up_proj.weight", half, e.dtype));
-      sources.push_back({i, 2, 1});
+      plan.tensors.push_back(mlx_tensor(rules, p + "switch_mlp.gate_proj.weight", half, e.dtype));
+      plan.sources.push_back({i, 2, 0});
+      plan.tensors.push_back(mlx_tensor(rules, p + "switch_mlp.up_proj.weight", half, e.dtype));
+      plan.sources.push_back({i, 2, 1});
       continue;
     }
     if (e.shape.size() == 3 && name.ends_with(kDown)) {
       const std::string p = name.substr(0, name.size() - kDown.size()) + "block_sparse_moe.";
-      tensors.push_back(mlx_tensor(rules, p + "switch_mlp.down_proj.weight", e.shape, e.dtype));
-      sources.push_back({i, 1, 0});
+      plan.tensors.push_back(
+          mlx_tensor(rules, p + "switch_mlp.down_proj.weight", e.shape, e.dtype));
+      plan.sources.push_back({i, 1, 0});
       continue;
     }
-    tensors.push_back(mlx_tensor(rules, name, e.shape, e.dtype));
-    sources.push_back({i, 1, 0});
+    plan.tensors.push_back(mlx_tensor(rules, name, e.shape, e.dtype));
+    plan.sources.push_back({i, 1, 0});
   }
+  return plan;
+}
+
+Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const MlxPlan& plan,
+                 const GenSpec& spec, GenSummary& summary) {
+  const std::vector<MlxTensor>& tensors = plan.tensors;
   const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> out) {
-    const Source& s = sources[t];
+    const MlxPlan::Source& s = plan.sources[t];
     if (s.parts == 1) return read_generated(table[s.table], spec.seed, begin, out);
     const std::int64_t per_expert = tensors[t].shape[1] * tensors[t].shape[2];
     for (std::size_t done = 0; done < out.size();) {
@@ -210,8 +217,7 @@ Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const
     }
   };
   MlxWriteSummary written;
-  RECUR_RETURN_IF_ERROR(
-      write_mlx_weights(dir.string(), tensors, rules.format, read, spec.shards, &written));
+  RECUR_RETURN_IF_ERROR(write_mlx_weights(dir.string(), tensors, read, spec.shards, &written));
   summary.n_params = written.n_params;
   summary.n_bytes += written.n_bytes;
   summary.n_files += written.n_files;
@@ -237,9 +243,14 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     summary.n_params += t.entry.n_elems();
   }
   std::string config = config_json(g, spec.dtype, ids);
+  MlxPlan mlx;
   if (spec.bits != 0) {
-    const QuantFormat format{.bits = spec.bits, .group_size = spec.group_size};
-    RECUR_ASSIGN_OR_RETURN(config, add_quantization_config(config, format));
+    const MlxRules rules{.family = spec.family,
+                         .tied = g.tied,
+                         .format = {.bits = spec.bits, .group_size = spec.group_size}};
+    mlx = plan_mlx(table, rules);
+    RECUR_ASSIGN_OR_RETURN(
+        config, add_quantization_config(config, rules.format, mlx_overrides(mlx.tensors)));
   }
   const TextFile files[] = {
       {"config.json", std::move(config)},
@@ -256,7 +267,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     summary.n_bytes += static_cast<std::int64_t>(f.contents.size());
     ++summary.n_files;
   }
-  if (spec.bits != 0) return write_mlx(dir, table, spec, g.tied, summary);
+  if (spec.bits != 0) return write_mlx(dir, table, mlx, spec, summary);
   return write_weights(dir, table, entries, spec, summary);
 }
 

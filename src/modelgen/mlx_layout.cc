@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "util/check.h"
@@ -58,13 +59,56 @@ bool is_zero_centred_norm(std::string_view name) {
                      [&](std::string_view s) { return name.ends_with(s); });
 }
 
+bool all_digits(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// Module paths compared part by part (between dots), numbers as numbers: layer 2 before layer 10,
+// as mlx-lm walks the model's list of layers.
+bool module_order(std::string_view a, std::string_view b) {
+  while (!a.empty() && !b.empty()) {
+    const std::size_t da = std::min(a.find('.'), a.size()), db = std::min(b.find('.'), b.size());
+    const std::string_view pa = a.substr(0, da), pb = b.substr(0, db);
+    if (all_digits(pa) && all_digits(pb) && pa.size() != pb.size()) return pa.size() < pb.size();
+    if (pa != pb) return pa < pb;
+    a.remove_prefix(std::min(da + 1, a.size()));
+    b.remove_prefix(std::min(db + 1, b.size()));
+  }
+  return a.size() < b.size();
+}
+
 }  // namespace
+
+std::optional<QuantFormat> mlx_module_override(Family family, std::string_view path) {
+  bool eight = false;
+  switch (family) {
+    case Family::kQwen3Moe:
+      eight = path.ends_with("mlp.gate");
+      break;
+    case Family::kQwen3Next:
+    case Family::kQwen3_5Moe:
+      eight = path.ends_with("mlp.gate") || path.ends_with("shared_expert_gate");
+      break;
+    case Family::kGraniteMoe:
+      eight = path.ends_with("router.layer");
+      break;
+    case Family::kLfm2Moe:
+      eight = path.ends_with("feed_forward.gate");
+      break;
+    default:
+      break;
+  }
+  if (!eight) return std::nullopt;
+  return QuantFormat{.bits = 8, .group_size = 64};
+}
 
 MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
                      std::span<const std::int64_t> shape, DType dtype) {
   MlxTensor t{.name = mlx_name(rules.family, hf_name),
               .shape = {shape.begin(), shape.end()},
-              .dtype = dtype};
+              .dtype = dtype,
+              .format = rules.format};
   if (t.name.empty() || (rules.tied && is_head(t.name))) {
     t.action = MlxAction::kDrop;
     return t;
@@ -72,10 +116,19 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
   // A Linear weight, or MLX's stacked experts (switch_mlp.*.weight [experts, rows, cols]).
   const bool stacked = shape.size() == 3 && contains(t.name, ".switch_mlp.");
   if ((shape.size() == 2 || stacked) && t.name.ends_with(".weight")) {
-    if (shape.back() % rules.format.group_size == 0) {
+    // utils.py quantize_model: the checkpoint's group size decides whether a module is
+    // quantized at all, the model's quant_predicate then at which format.
+    const std::string_view path = std::string_view(t.name).substr(0, t.name.size() - 7);
+    if (const auto f = mlx_module_override(rules.family, path)) {
+      t.format = *f;
+      t.overridden = true;
+    }
+    if (shape.back() % rules.format.group_size == 0 && shape.back() % t.format.group_size == 0) {
       t.action = MlxAction::kQuantize;
     } else {
       t.not_divisible = true;
+      t.format = rules.format;
+      t.overridden = false;
     }
     return t;
   }
@@ -97,8 +150,8 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
   return t;
 }
 
-void append_mlx_entries(const MlxTensor& t, const QuantFormat& format,
-                        std::vector<TensorEntry>& out) {
+void append_mlx_entries(const MlxTensor& t, std::vector<TensorEntry>& out) {
+  const QuantFormat& format = t.format;
   if (t.action == MlxAction::kDrop) return;
   if (t.action != MlxAction::kQuantize) {
     out.push_back({.name = t.name, .shape = t.shape, .dtype = t.dtype});
@@ -113,6 +166,18 @@ void append_mlx_entries(const MlxTensor& t, const QuantFormat& format,
   out.push_back({.name = t.name, .shape = code_shape, .u32 = true});
   out.push_back({.name = path + ".scales", .shape = group_shape, .dtype = t.dtype});
   out.push_back({.name = path + ".biases", .shape = group_shape, .dtype = t.dtype});
+}
+
+std::vector<ModuleFormat> mlx_overrides(std::span<const MlxTensor> tensors) {
+  std::vector<ModuleFormat> out;
+  for (const MlxTensor& t : tensors) {
+    if (t.action != MlxAction::kQuantize || !t.overridden) continue;
+    out.push_back({.path = t.name.substr(0, t.name.size() - 7), .format = t.format});
+  }
+  std::sort(out.begin(), out.end(), [](const ModuleFormat& a, const ModuleFormat& b) {
+    return module_order(a.path, b.path);
+  });
+  return out;
 }
 
 namespace {
@@ -169,8 +234,8 @@ bool has_quantization(const OrderedJson& j) {
 
 }  // namespace
 
-Result<std::string> add_quantization_config(std::string_view config_text,
-                                            const QuantFormat& format) {
+Result<std::string> add_quantization_config(std::string_view config_text, const QuantFormat& format,
+                                            std::span<const ModuleFormat> overrides) {
   OrderedJson config = OrderedJson::parse(quote_python_literals(config_text), nullptr, false);
   if (config.is_discarded() || !config.is_object()) {
     return Error(StatusCode::kInvalidArgument, "config.json is not a JSON object");
@@ -181,8 +246,12 @@ Result<std::string> add_quantization_config(std::string_view config_text,
     return Error(StatusCode::kInvalidArgument,
                  "config.json already has a quantization entry: the checkpoint is quantized");
   }
-  const OrderedJson quantization = {
+  OrderedJson quantization = {
       {"group_size", format.group_size}, {"bits", format.bits}, {"mode", "affine"}};
+  // The predicate's own dict, without "mode" (mlx-lm writes what quant_predicate returns).
+  for (const ModuleFormat& m : overrides) {
+    quantization[m.path] = {{"group_size", m.format.group_size}, {"bits", m.format.bits}};
+  }
   config["quantization"] = quantization;
   config["quantization_config"] = quantization;
   return unquote_python_literals(config.dump(2)) + "\n";

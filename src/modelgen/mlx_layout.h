@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,11 @@ struct MlxTensor {
   // A Linear or Embedding weight left floating because its cols do not divide by the group size
   // (mlx-lm's quantize predicate skips such modules).
   bool not_divisible = false;
+  // kQuantize: the format of this weight, the checkpoint's own or the family's override.
+  QuantFormat format;
+  // The format is a per-module override that config.json's "quantization" lists under the
+  // module's path (the MoE routers mlx-lm keeps at 8 bits).
+  bool overridden = false;
 };
 
 struct MlxRules {
@@ -58,6 +64,13 @@ struct MlxRules {
   QuantFormat format;
 };
 
+// mlx-lm's quant_predicate of the family for the module at `path` (an MLX name without
+// ".weight"): the format it quantizes that module at instead of the checkpoint's, or none.
+// qwen3_moe.py: "mlp.gate"; qwen3_next.py and qwen3_5.py (qwen3_5_moe; only with experts):
+// "mlp.gate" and "shared_expert_gate"; granitemoehybrid.py (use_moe): "router.layer";
+// lfm2_moe.py: "feed_forward.gate"; each at 8 bits in groups of 64, whatever the other bits.
+std::optional<QuantFormat> mlx_module_override(Family family, std::string_view path);
+
 // The fate of the Hugging Face tensor hf_name [shape] of `dtype`:
 // - names: qwen3 and mamba2 keep theirs (model.*, backbone.*, lm_head.weight); qwen3_5
 //   (Qwen3_5ForConditionalGeneration, as mlx-vlm / mlx-lm write it) moves model.language_model.*
@@ -65,8 +78,9 @@ struct MlxRules {
 // - dropped: mtp.*, model.visual.* / vision_tower.*, and lm_head.weight when tied;
 // - quantized: every 2-D `.weight` (all are Linear or Embedding weights in these families) whose
 //   cols divide by the group size, and stacked experts `<p>switch_mlp.<proj>.weight`
-//   [experts, rows, cols] (codes, scales and biases stacked alike); the rest stays floating in
-//   its own dtype;
+//   [experts, rows, cols] (codes, scales and biases stacked alike), at the rules' format or the
+//   family's override (mlx_module_override; left floating when its group does not divide the
+//   cols, where mlx-lm's quantizer would fail); the rest stays floating in its own dtype;
 // - conv1d.weight [C, 1, K] becomes [C, K, 1] (the same bytes in the same order);
 // - qwen3_5's zero-centred norms (input_layernorm, post_attention_layernorm, the final norm,
 //   self_attn.q_norm, self_attn.k_norm; not linear_attn.norm) get +1 folded in.
@@ -75,15 +89,25 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
 
 // The safetensors entries of a planned tensor (none for kDrop): itself, or for kQuantize
 // <path>.weight U32 [rows, cols * bits / 32], <path>.scales and <path>.biases
-// [rows, cols / group_size] in the tensor's dtype.
-void append_mlx_entries(const MlxTensor& t, const QuantFormat& format,
-                        std::vector<TensorEntry>& out);
+// [rows, cols / group_size] in the tensor's dtype (bits and group_size: t.format).
+void append_mlx_entries(const MlxTensor& t, std::vector<TensorEntry>& out);
 
-// config.json text with "quantization": {"group_size", "bits", "mode": "affine"} and the same
-// object under "quantization_config" added at the top level, as mlx-lm's quantize_model does;
-// every other key keeps its value and place (Python's bare Infinity / NaN literals too). An error
-// when the text is not a JSON object or already has either key (here or in text_config).
-Result<std::string> add_quantization_config(std::string_view config_text,
-                                            const QuantFormat& format);
+// A module quantized at another format than the checkpoint's, as config.json lists it.
+struct ModuleFormat {
+  std::string path;  // the MLX name without ".weight"
+  QuantFormat format;
+};
+
+// The overridden tensors' modules in the order mlx-lm's quantize_model meets them (the model's
+// module tree: layer by layer, then by name).
+std::vector<ModuleFormat> mlx_overrides(std::span<const MlxTensor> tensors);
+
+// config.json text with "quantization": {"group_size", "bits", "mode": "affine"} followed by one
+// "<path>": {"group_size", "bits"} per override, and the same object under
+// "quantization_config", added at the top level as mlx-lm's quantize_model does; every other key
+// keeps its value and place (Python's bare Infinity / NaN literals too). An error when the text is
+// not a JSON object or already has either key (here or in text_config).
+Result<std::string> add_quantization_config(std::string_view config_text, const QuantFormat& format,
+                                            std::span<const ModuleFormat> overrides = {});
 
 }  // namespace recur::modelgen

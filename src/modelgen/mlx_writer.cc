@@ -64,8 +64,9 @@ Status run_float_job(const Job& job, const MlxTensor& m, const SourceReadFn& rea
 }
 
 // Rows [begin, begin + count) of a quantized weight: codes, scales and biases.
-Status run_quant_job(const Job& job, const MlxTensor& m, const QuantFormat& f,
-                     const SourceReadFn& read, const EmitFn& emit) {
+Status run_quant_job(const Job& job, const MlxTensor& m, const SourceReadFn& read,
+                     const EmitFn& emit) {
+  const QuantFormat& f = m.format;
   thread_local std::vector<float> values;
   thread_local std::vector<std::uint32_t> codes;
   thread_local std::vector<std::byte> scales, biases;
@@ -87,14 +88,13 @@ Status run_quant_job(const Job& job, const MlxTensor& m, const QuantFormat& f,
 }  // namespace
 
 Status write_mlx_weights(const std::string& dir, std::span<const MlxTensor> tensors,
-                         const QuantFormat& format, const SourceReadFn& read, int n_shards,
-                         MlxWriteSummary* summary) {
+                         const SourceReadFn& read, int n_shards, MlxWriteSummary* summary) {
   std::vector<TensorEntry> entries;
   std::vector<std::size_t> first(tensors.size());
   MlxWriteSummary written;
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     first[t] = entries.size();
-    append_mlx_entries(tensors[t], format, entries);
+    append_mlx_entries(tensors[t], entries);
     if (tensors[t].action == MlxAction::kDrop) continue;
     std::int64_t n = 1;
     for (std::int64_t d : tensors[t].shape) n *= d;
@@ -115,7 +115,7 @@ Status write_mlx_weights(const std::string& dir, std::span<const MlxTensor> tens
   const JobFn run = [&](std::size_t i, const EmitFn& emit) {
     const Job& job = jobs[i];
     const MlxTensor& m = tensors[job.tensor];
-    if (m.action == MlxAction::kQuantize) return run_quant_job(job, m, format, read, emit);
+    if (m.action == MlxAction::kQuantize) return run_quant_job(job, m, read, emit);
     return run_float_job(job, m, read, emit);
   };
   RECUR_RETURN_IF_ERROR(write_shards(dir, shards, entries, jobs.size(), run, pool));

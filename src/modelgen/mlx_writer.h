@@ -25,11 +25,11 @@ struct MlxWriteSummary {
   int n_files = 0;
 };
 
-// Writes tensors[i] (kDrop ones are skipped) from read(i, ...) into dir as n_shards safetensors
-// files (0: as many as mlx-lm's 5 GB limit needs) with {"format": "mlx"} metadata, plus
-// model.safetensors.index.json, which mlx-lm writes for any number of shards.
+// Writes tensors[i] (kDrop ones are skipped; quantized ones at their own format) from
+// read(i, ...) into dir as n_shards safetensors files (0: as many as mlx-lm's 5 GB limit needs)
+// with {"format": "mlx"} metadata, plus model.safetensors.index.json, which mlx-lm writes for any
+// number of shards.
 Status write_mlx_weights(const std::string& dir, std::span<const MlxTensor> tensors,
-                         const QuantFormat& format, const SourceReadFn& read, int n_shards,
-                         MlxWriteSummary* summary);
+                         const SourceReadFn& read, int n_shards, MlxWriteSummary* summary);
 
 }  // namespace recur::modelgen

@@ -172,8 +172,8 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
       .family = family, .tied = tied, .format = {.bits = bits, .group_size = group_size}};
   RECUR_ASSIGN_OR_RETURN(const std::string config_text,
                          read_file((fs::path(in_dir) / "config.json").string()));
-  RECUR_ASSIGN_OR_RETURN(const std::string config,
-                         add_quantization_config(config_text, rules.format));
+  // Checked before planning; written with the overrides the plan finds.
+  RECUR_RETURN_IF_ERROR(add_quantization_config(config_text, rules.format).status());
   RECUR_RETURN_IF_ERROR(check_not_same_dir(in_dir, out_dir));
 
   QuantizeSummary done;
@@ -220,6 +220,9 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
     plan(name, t, t.shape, {});
   }
   done.in_bytes = static_cast<std::int64_t>(ck.n_weight_bytes());
+  RECUR_ASSIGN_OR_RETURN(
+      const std::string config,
+      add_quantization_config(config_text, rules.format, mlx_overrides(tensors)));
 
   RECUR_ASSIGN_OR_RETURN(OutputDir out, OutputDir::begin(out_dir));
   // The pace in bytes of the input read (reads run on the writer's pool: Progress is thread-safe).
@@ -248,8 +251,7 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
     progress.add(static_cast<std::int64_t>(values.size()) * elem_bytes);
   };
   MlxWriteSummary written;
-  const Status wrote =
-      write_mlx_weights(out.tmp().string(), tensors, rules.format, read, 0, &written);
+  const Status wrote = write_mlx_weights(out.tmp().string(), tensors, read, 0, &written);
   progress.finish(wrote.is_ok() ? "done" : "failed");
   RECUR_RETURN_IF_ERROR(wrote);
   RECUR_RETURN_IF_ERROR(write_file_atomic((out.tmp() / "config.json").string(), config));

@@ -119,11 +119,11 @@ void restack(const std::string& src, const std::string& dst, bool fused = false,
   f << text << data;
 }
 
-std::vector<float> logits(const std::string& dir, int quantize_bits) {
+std::vector<float> logits(const std::string& dir, int quantize_bits, int group_size = 32) {
   auto m = Model::load(dir, {.max_batch_tokens = 40,
                              .max_logit_rows = 40,
                              .quantize_bits = quantize_bits,
-                             .quantize_group_size = 32});
+                             .quantize_group_size = group_size});
   EXPECT_TRUE(m.is_ok()) << m.status().to_string();
   if (!m.is_ok()) return {};
   std::mt19937 rng(17);
@@ -232,21 +232,38 @@ TEST(MoeStackedExperts, FusedGateUpLoadsAsThePerExpertTensors) {
   }
 }
 
-// The tiny MoE presets' 8 experts of ff 32 x d 64 as MLX's stacked 4-bit switch_mlp codes.
-void expect_switch_mlp_codes(const Checkpoint& ck, const std::string& prefix) {
+// The tiny MoE presets' 8 experts of ff 32 x d 64 as MLX's stacked switch_mlp codes (`bits`;
+// down_proj's 32 inputs only when they make a group).
+void expect_switch_mlp_codes(const Checkpoint& ck, const std::string& prefix, int bits = 4,
+                             int group_size = 32) {
   for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
     const TensorInfo* codes = ck.find(prefix + "switch_mlp." + proj + ".weight");
     ASSERT_NE(codes, nullptr) << proj;
     const bool down = std::string(proj) == "down_proj";
     const std::int64_t rows = down ? 64 : 32, cols = down ? 32 : 64;
-    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * 4 / 32})) << proj;
+    if (cols % group_size != 0) {
+      EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols})) << proj;
+      continue;
+    }
+    EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, rows, cols * bits / 32})) << proj;
     EXPECT_EQ(codes->dtype_text, "U32") << proj;
   }
 }
 
+// mlx-lm keeps the MoE routers at 8 bits in groups of 64 (the families' quant_predicate).
+void expect_eight_bit_router(const Checkpoint& ck, const std::string& module) {
+  const TensorInfo* codes = ck.find(module + ".weight");
+  const TensorInfo* scales = ck.find(module + ".scales");
+  ASSERT_NE(codes, nullptr) << module;
+  ASSERT_NE(scales, nullptr) << module;
+  EXPECT_EQ(codes->shape, (std::vector<std::int64_t>{8, 64 * 8 / 32})) << module;
+  EXPECT_EQ(scales->shape, (std::vector<std::int64_t>{8, 1})) << module;
+}
+
 // recur quantize on fused experts writes what mlx-lm's qwen3_5_moe.py makes of them: stacked
-// switch_mlp.{gate,up,down}_proj, quantized; they load to the per-expert checkpoint quantized on
-// load (f32 sources: MLX's norms hold 1 + w, which bf16 would round).
+// switch_mlp.{gate,up,down}_proj, quantized, the routers at 8 bits; they load to the logits of the
+// per-expert checkpoint converted alike (f32 sources: MLX's norms hold 1 + w, which bf16 would
+// round).
 TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
   TempDir tmp("moe_fused_quantize");
   modelgen::GenSpec spec{
@@ -263,7 +280,10 @@ TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
   const std::string p = "language_model.model.layers.0.mlp.";
   ASSERT_EQ(ck->find(p + "experts.gate_up_proj"), nullptr);
   expect_switch_mlp_codes(*ck, p);
-  const std::vector<float> want = logits(per_expert, 4), got = logits(mlx, 0);
+  expect_eight_bit_router(*ck, p + "gate");
+  const std::string from_per_expert = tmp.file("mlx_per_expert");
+  ASSERT_TRUE(modelgen::quantize_checkpoint(per_expert, from_per_expert, 4, 32).is_ok());
+  const std::vector<float> want = logits(from_per_expert, 0), got = logits(mlx, 0);
   ASSERT_FALSE(want.empty());
   ASSERT_EQ(want.size(), got.size());
   EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
@@ -272,7 +292,8 @@ TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
 // Granite 4.0-H's MoE variant: recur quantize splits block_sparse_moe.input_linear [E, 2 * ff, d]
 // and output_linear into block_sparse_moe.switch_mlp.{gate,up,down}_proj as mlx-lm's
 // granitemoehybrid.py sanitize does; the result loads to the Hugging Face checkpoint quantized on
-// load, logits byte for byte.
+// load, logits byte for byte. At 8 bits in groups of 64, the format mlx-lm gives the router, so
+// that quantizing on load (one format for every matrix) makes the same weights.
 TEST(MoeStackedExperts, QuantizeSplitsGraniteInputLinearIntoSwitchMlp) {
   TempDir tmp("granite_moe_quantize");
   modelgen::GenSpec spec{
@@ -280,15 +301,15 @@ TEST(MoeStackedExperts, QuantizeSplitsGraniteInputLinearIntoSwitchMlp) {
   const std::string hf = tmp.file("hf");
   ASSERT_TRUE(modelgen::write_checkpoint(spec, hf).is_ok());
   const std::string mlx = tmp.file("mlx");
-  const Status q = modelgen::quantize_checkpoint(hf, mlx, 4, 32);
+  const Status q = modelgen::quantize_checkpoint(hf, mlx, 8, 64);
   ASSERT_TRUE(q.is_ok()) << q.to_string();
   auto ck = Checkpoint::open(mlx);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   const std::string p = "model.layers.0.block_sparse_moe.";
   ASSERT_EQ(ck->find(p + "input_linear.weight"), nullptr);
-  expect_switch_mlp_codes(*ck, p);
-  ASSERT_NE(ck->find(p + "router.layer.scales"), nullptr);
-  const std::vector<float> want = logits(hf, 4), got = logits(mlx, 0);
+  expect_switch_mlp_codes(*ck, p, 8, 64);
+  expect_eight_bit_router(*ck, p + "router.layer");
+  const std::vector<float> want = logits(hf, 8, 64), got = logits(mlx, 0);
   ASSERT_FALSE(want.empty());
   ASSERT_EQ(want.size(), got.size());
   EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);

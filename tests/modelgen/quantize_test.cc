@@ -76,10 +76,15 @@ TEST_P(Quantize, MatchesTheGeneratorsQuantizedCheckpoint) {
       ASSERT_NEAR(a[i], b[i], std::fabs(b[i]) / 128) << name << " " << i;
     }
   }
+  // The modules config.json lists (MoE routers) are at their own format.
+  const Json quantization =
+      testing::parse_config(tmp.path() / "out" / "config.json")["quantization"];
   for (const auto& [name, t] : got.tensors) {
     if (!name.ends_with(".scales")) continue;
     const std::string path = name.substr(0, name.size() - 7);
-    const kernels::MlxQuantized w = testing::quantized_view(got, path, bits(), 64);
+    const Json& q = quantization.contains(path) ? quantization[path] : quantization;
+    const int b = q["bits"].get<int>(), group = q["group_size"].get<int>();
+    const kernels::MlxQuantized w = testing::quantized_view(got, path, b, group);
     const std::string hf_path =
         family() == Family::kQwen3_5 ? "model.language_model." + path.substr(21) : path;
     // Experts the source stores fused or stacked come out split per MLX's switch_mlp: those are
@@ -90,10 +95,10 @@ TEST_P(Quantize, MatchesTheGeneratorsQuantizedCheckpoint) {
     for (std::int64_t r = 0; r < w.rows; ++r) {
       kernels::dequantize_row(w, r, row.data());
       for (std::int64_t i = 0; i < w.cols; ++i) {
-        const std::int64_t g = r * (w.cols / w.group_size) + i / 64;
+        const std::int64_t g = r * (w.cols / w.group_size) + i / group;
         const float scale = std::fabs(kernels::load_as_f32(w.scales, w.dtype, g));
         const float bias = std::fabs(kernels::load_as_f32(w.biases, w.dtype, g));
-        const float bound = scale * (1.0f + ((1 << bits()) - 1) / 256.0f) + bias / 256 + 1e-6f;
+        const float bound = scale * (1.0f + ((1 << b) - 1) / 256.0f) + bias / 256 + 1e-6f;
         ASSERT_LE(std::fabs(row[i] - source[r * w.cols + i]), bound) << path << " " << r;
       }
     }
@@ -144,6 +149,136 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) {
       return fmt::format("{}_{}bit", family_name(std::get<0>(p.param)), std::get<1>(p.param));
     });
+
+// mlx-lm's quant_predicate of each MoE family (qwen3_moe.py, qwen3_next.py, qwen3_5.py,
+// granitemoehybrid.py, lfm2_moe.py), written out here by the HF names of the tiny presets: the
+// router (and Qwen3-Next / Qwen3.5-MoE's shared expert gate) at 8 bits in groups of 64 whatever
+// the checkpoint's format, listed in config.json under its module path in layer order.
+std::vector<std::string> eight_bit_modules(Family family, const StFile& hf) {
+  std::vector<std::string> suffixes;
+  switch (family) {
+    case Family::kQwen3Moe:
+      suffixes = {".mlp.gate.weight"};
+      break;
+    case Family::kQwen3Next:
+    case Family::kQwen3_5Moe:
+      suffixes = {".mlp.gate.weight", ".mlp.shared_expert_gate.weight"};
+      break;
+    case Family::kGraniteMoe:
+      suffixes = {".block_sparse_moe.router.layer.weight"};
+      break;
+    case Family::kLfm2Moe:
+      suffixes = {".feed_forward.gate.weight"};
+      break;
+    default:
+      break;
+  }
+  std::vector<std::string> out;
+  for (int layer = 0; layer < 64; ++layer) {
+    for (const std::string& suffix : suffixes) {
+      const std::string root = family == Family::kQwen3_5Moe ? "model.language_model." : "model.";
+      const std::string hf_name = fmt::format("{}layers.{}{}", root, layer, suffix);
+      if (!hf.tensors.contains(hf_name)) continue;
+      const std::string mlx = family == Family::kQwen3_5Moe
+                                  ? "language_model.model." + hf_name.substr(root.size())
+                                  : hf_name;
+      out.push_back(mlx.substr(0, mlx.size() - 7));
+    }
+  }
+  return out;
+}
+
+class MoeRouters : public ::testing::TestWithParam<Family> {};
+
+TEST_P(MoeRouters, AtEightBitsInGroupsOf64WithConfigOverrides) {
+  TempDir tmp;
+  const fs::path hf = make_hf(tmp.path() / "hf", GetParam());
+  const StFile src = read_safetensors(hf / "model.safetensors");
+  const std::vector<std::string> modules = eight_bit_modules(GetParam(), src);
+  ASSERT_FALSE(modules.empty());
+  for (const int bits : {4, 8}) {
+    for (const int group : {32, 64}) {
+      SCOPED_TRACE(fmt::format("{} bits, groups of {}", bits, group));
+      const fs::path out = tmp.path() / fmt::format("q{}_{}", bits, group);
+      ASSERT_TRUE(quantize_checkpoint(hf.string(), out.string(), bits, group).is_ok());
+      const fs::path gen = tmp.path() / fmt::format("g{}_{}", bits, group);
+      ASSERT_TRUE(
+          write_checkpoint({.family = GetParam(), .seed = 11, .bits = bits, .group_size = group},
+                           gen.string())
+              .is_ok());
+      EXPECT_EQ(slurp(out / "config.json"), slurp(gen / "config.json"));
+      EXPECT_EQ(
+          testing::table_diff(testing::tensors_of(read_safetensors(out / "model.safetensors")),
+                              testing::tensors_of(read_safetensors(gen / "model.safetensors"))),
+          "");
+      const Json config = testing::parse_config(out / "config.json");
+      const StFile got = read_safetensors(out / "model.safetensors");
+      // group_size, bits and mode, then one entry per module, in the model's order.
+      const auto ordered = nlohmann::ordered_json::parse(slurp(out / "config.json"));
+      std::vector<std::string> keys;
+      for (const auto& [key, value] : ordered["quantization"].items()) keys.push_back(key);
+      std::vector<std::string> want_keys = {"group_size", "bits", "mode"};
+      want_keys.insert(want_keys.end(), modules.begin(), modules.end());
+      EXPECT_EQ(keys, want_keys);
+      EXPECT_EQ(config["quantization_config"], config["quantization"]);
+      for (const std::string& m : modules) {
+        EXPECT_EQ(config["quantization"][m], Json({{"group_size", 64}, {"bits", 8}})) << m;
+        const auto& scales = got.tensors.at(m + ".scales");
+        const auto& codes = got.tensors.at(m + ".weight");
+        const std::int64_t rows = scales.shape[0], cols = codes.shape[1] * 32 / 8;
+        EXPECT_EQ(codes.dtype, "U32") << m;
+        EXPECT_EQ(scales.shape, (std::vector<std::int64_t>{rows, cols / 64})) << m;
+        EXPECT_EQ(codes.shape, (std::vector<std::int64_t>{rows, cols * 8 / 32})) << m;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, MoeRouters,
+                         ::testing::Values(Family::kQwen3Moe, Family::kQwen3Next,
+                                           Family::kQwen3_5Moe, Family::kGraniteMoe,
+                                           Family::kLfm2Moe),
+                         [](const auto& p) { return std::string(family_name(p.param)); });
+
+// The dense families' predicates (none, or none without experts: qwen3_5.py) list nothing.
+TEST(QuantizeCheckpoint, DenseFamiliesHaveNoOverrides) {
+  TempDir tmp;
+  for (const Family family : {Family::kQwen3, Family::kQwen3_5, Family::kGraniteHybrid}) {
+    const fs::path out = tmp.path() / family_name(family);
+    ASSERT_TRUE(write_checkpoint({.family = family, .bits = 4}, out.string()).is_ok());
+    const Json q = testing::parse_config(out / "config.json")["quantization"];
+    EXPECT_EQ(q, Json({{"group_size", 64}, {"bits", 4}, {"mode", "affine"}}))
+        << family_name(family);
+  }
+}
+
+// mlx-lm walks the model's list of layers: layer 2 before layer 10, each layer's router before
+// its shared expert gate. A router whose cols divide by the checkpoint's group but not by 64
+// stays floating (mlx-lm's quantizer would fail on it) and is not listed.
+TEST(MlxOverrides, InTheOrderOfTheModelsLayers) {
+  const MlxRules rules{.family = Family::kQwen3Next, .tied = false, .format = {4, 32}};
+  const std::int64_t shape[] = {8, 64}, narrow[] = {8, 96};
+  std::vector<MlxTensor> tensors;
+  for (const char* name :
+       {"model.layers.10.mlp.gate.weight", "model.layers.2.mlp.gate_proj.weight",
+        "model.layers.2.mlp.shared_expert_gate.weight", "model.layers.2.mlp.gate.weight"}) {
+    tensors.push_back(mlx_tensor(rules, name, shape, DType::kBF16));
+  }
+  const MlxTensor odd = mlx_tensor(rules, "model.layers.3.mlp.gate.weight", narrow, DType::kBF16);
+  EXPECT_TRUE(odd.not_divisible);
+  EXPECT_EQ(odd.action, MlxAction::kCopy);
+  tensors.push_back(odd);
+  EXPECT_EQ(tensors[1].format.bits, 4);  // an expert's projection keeps the checkpoint's format
+  std::vector<std::string> paths;
+  for (const ModuleFormat& m : mlx_overrides(tensors)) {
+    paths.push_back(m.path);
+    EXPECT_EQ(m.format.bits, 8);
+    EXPECT_EQ(m.format.group_size, 64);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"model.layers.2.mlp.gate",
+                                             "model.layers.2.mlp.shared_expert_gate",
+                                             "model.layers.10.mlp.gate"}));
+}
 
 TEST(QuantizeCheckpoint, ShardedInputGivesTheSameWeights) {
   TempDir tmp;
@@ -230,6 +365,17 @@ TEST(AddQuantizationConfig, KeepsKeysOrderAndPythonLiterals) {
   const Json j = Json::parse(strict);
   EXPECT_EQ(j["quantization"], Json({{"bits", 8}, {"group_size", 32}, {"mode", "affine"}}));
   EXPECT_EQ(j["quantization_config"], j["quantization"]);
+
+  // Overrides follow the three keys, as the predicate returns them (no "mode").
+  const ModuleFormat routers[] = {{"model.layers.0.mlp.gate", {.bits = 8, .group_size = 64}},
+                                  {"model.layers.1.mlp.gate", {.bits = 8, .group_size = 64}}};
+  auto with = add_quantization_config(R"({"a": 1})", {.bits = 4, .group_size = 32}, routers);
+  ASSERT_TRUE(with.is_ok()) << with.status().to_string();
+  const auto ordered = nlohmann::ordered_json::parse(*with);
+  EXPECT_EQ(ordered["quantization"].dump(),
+            R"({"group_size":32,"bits":4,"mode":"affine","model.layers.0.mlp.gate":)"
+            R"({"group_size":64,"bits":8},"model.layers.1.mlp.gate":{"group_size":64,"bits":8}})");
+  EXPECT_EQ(ordered["quantization_config"], ordered["quantization"]);
 
   EXPECT_FALSE(add_quantization_config("[1, 2]", {}).is_ok());
   const auto nested = add_quantization_config(R"({"text_config": {"quantization": {}}})", {});
