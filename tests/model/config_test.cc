@@ -318,6 +318,38 @@ TEST(StateSizes, DerivesScheduleFromIntervalWhenLayerTypesAbsent) {
   EXPECT_EQ(layout->layers[2].kind, LayerStateSpec::Kind::kRecurrent);
 }
 
+// qwen3_5 parses its keys with qwen3_next's (qwen3_5_hybrid.cc): a bad one is named.
+TEST(StateSizes, Qwen35ConfigErrorsNameTheKey) {
+  auto with = [](std::string text, std::string_view from, std::string_view to) {
+    const std::size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return text.replace(pos, from.size(), to);
+  };
+  std::string types = R"("layer_types": ["linear_attention", "mamba")";
+  for (int i = 2; i < 24; ++i) types += R"(, "full_attention")";
+  types += "], ";
+  struct Case {
+    std::string_view from, to, error;
+  };
+  const Case cases[] = {
+      {R"("linear_num_key_heads": 16)", R"("linear_num_key_heads": 0)",
+       "linear_num_key_heads must be positive"},
+      {R"("linear_conv_kernel_dim": 4)", R"("linear_conv_kernel_dim": 0)",
+       "linear_conv_kernel_dim must be positive"},
+      {R"("intermediate_size": 3584)", R"("intermediate_size": 0)",
+       "intermediate_size must be positive"},
+      {R"("intermediate_size": 3584)", R"("intermediate_size": 2097152)",
+       "beyond any supported model"},
+      {R"("linear_num_value_heads": 16)", R"("linear_num_value_heads": 24)", "linear heads 16/24"},
+      {R"("full_attention_interval": 4, )", types, "layer_types[1] 'mamba' is not one of"},
+  };
+  for (const Case& c : cases) {
+    auto r = state_layout_from_config(with(kQwen35_08b, c.from, c.to));
+    ASSERT_FALSE(r.is_ok()) << c.to;
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(StateSizes, RopeScalingIsRefused) {
   std::string cfg = kQwen3_06b;
   cfg.replace(cfg.find("\"rms_norm_eps\""), 0,
