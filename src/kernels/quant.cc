@@ -118,59 +118,54 @@ std::int64_t codes_bytes(const WeightView& w) {
   return kQuantBlockRows * w.group_size * w.bits / 8;
 }
 
+// One 32-bit lane word of a code vector from the MLX word holding the same inputs. 8 bits: the
+// same four bytes. 4 bits: MLX's word holds inputs 8k .. 8k+7 as nibbles 0 .. 7 (little-endian);
+// the lane word wants input 8k+j in the low nibble of byte j and 8k+4+j in its high nibble, i.e.
+// nibbles in the order 0 4 1 5 2 6 3 7: swap the middle bytes, then the middle nibbles of each
+// half.
+inline std::uint32_t lane_word(std::uint32_t x, int bits) {
+  if (bits == 8) return x;
+  std::uint32_t t = (x ^ (x >> 8)) & 0x0000FF00u;
+  x ^= t ^ (t << 8);
+  t = (x ^ (x >> 4)) & 0x00F000F0u;
+  return x ^ t ^ (t << 4);
+}
+
 }  // namespace
 
+// Word by word rather than input by input: a model's load repacks every quantized weight, and the
+// per-input form ran at about 0.4 GB/s (40 s for a 17 GB checkpoint).
 void pack_quantized_rows(const MlxQuantized& m, std::int64_t r0, std::int64_t n,
                          const WeightView& out) {
   RECUR_CHECK(r0 % kQuantBlockRows == 0 && r0 + n <= out.rows && m.bits == out.bits &&
               m.group_size == out.group_size && m.cols == out.cols && m.dtype == out.dtype);
   const std::int64_t groups = out.groups(), words = m.cols * m.bits / 32;
+  const std::int64_t group_words = m.group_size * m.bits / 32;  // one lane's words per record
   const std::int64_t sbytes = dtype_bytes(m.dtype);
+  const std::int64_t code_bytes = codes_bytes(out), record_bytes = out.group_record_bytes();
   // Whole blocks: a partial last block's missing rows become zeros.
   const std::int64_t end =
       std::min(out.rows, r0 + n) == out.rows
           ? (out.rows + kQuantBlockRows - 1) / kQuantBlockRows * kQuantBlockRows
           : r0 + n;
-  const std::int64_t lanes_bytes = 4;  // one 32-bit lane of a 64-byte code vector
+  const auto* scales = static_cast<const std::uint8_t*>(m.scales);
+  const auto* biases = static_cast<const std::uint8_t*>(m.biases);
   for (std::int64_t r = r0; r < end; ++r) {
     const bool real = r < r0 + n;
-    // MLX's words are little-endian: element j of an 8-bit row is byte j, and of a 4-bit row the
-    // low (even j) or high (odd j) nibble of byte j / 2.
-    const auto* src = reinterpret_cast<const std::uint8_t*>(m.codes + (r - r0) * words);
+    const std::uint32_t* src = m.codes + (r - r0) * words;
     const std::int64_t lane = r % kQuantBlockRows;
-    for (std::int64_t g = 0; g < groups; ++g) {
-      std::uint8_t* rec = record_of(out, r, g);
-      const std::int64_t e0 = g * m.group_size;
-      if (m.bits == 8) {
-        for (std::int64_t k = 0; k < m.group_size / 4; ++k) {
-          std::uint8_t* dst = rec + k * 64 + lane * lanes_bytes;
-          if (real) {
-            std::memcpy(dst, src + e0 + 4 * k, 4);
-          } else {
-            std::memset(dst, 0, 4);
-          }
-        }
-      } else {
-        const auto nibble = [&](std::int64_t e) -> std::uint8_t {
-          const std::uint8_t byte = src[e / 2];
-          return e % 2 == 0 ? byte & 15u : byte >> 4;
-        };
-        for (std::int64_t k = 0; k < m.group_size / 8; ++k) {
-          std::uint8_t* dst = rec + k * 64 + lane * lanes_bytes;
-          for (std::int64_t j = 0; j < 4; ++j) {
-            const std::int64_t e = e0 + 8 * k + j;
-            dst[j] = real ? static_cast<std::uint8_t>(nibble(e) | nibble(e + 4) << 4) : 0;
-          }
-        }
+    std::uint8_t* rec = record_of(out, r, 0);
+    for (std::int64_t g = 0; g < groups; ++g, rec += record_bytes) {
+      for (std::int64_t k = 0; k < group_words; ++k) {
+        const std::uint32_t word = real ? lane_word(src[g * group_words + k], m.bits) : 0u;
+        std::memcpy(rec + k * 64 + lane * 4, &word, 4);
       }
-      std::uint8_t* scale = rec + codes_bytes(out) + lane * sbytes;
+      std::uint8_t* scale = rec + code_bytes + lane * sbytes;
       std::uint8_t* bias = scale + kQuantBlockRows * sbytes;
       const std::int64_t at = ((r - r0) * groups + g) * sbytes;
       if (real) {
-        std::memcpy(scale, static_cast<const std::uint8_t*>(m.scales) + at,
-                    static_cast<std::size_t>(sbytes));
-        std::memcpy(bias, static_cast<const std::uint8_t*>(m.biases) + at,
-                    static_cast<std::size_t>(sbytes));
+        std::memcpy(scale, scales + at, static_cast<std::size_t>(sbytes));
+        std::memcpy(bias, biases + at, static_cast<std::size_t>(sbytes));
       } else {
         std::memset(scale, 0, static_cast<std::size_t>(sbytes));
         std::memset(bias, 0, static_cast<std::size_t>(sbytes));
