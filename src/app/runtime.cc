@@ -93,7 +93,8 @@ Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_b
                         .max_logit_rows = max_logit_rows,
                         .quantize_bits = settings.quantize_bits,
                         .quantize_group_size = settings.quantize_group_size,
-                        .progress = &progress};
+                        .progress = &progress,
+                        .pool = rt.pool.get()};
   auto model = model::Model::load(dir, lo);
   progress.finish(model.is_ok() ? "done" : "failed");
   RECUR_RETURN_IF_ERROR(model.status());

@@ -320,7 +320,7 @@ class BindingVisitor final : public TensorVisitor {
         .group_size = static_cast<int>(group_size)};
     // Repacked into the kernels' layout; the file's pages are released behind the copy.
     *slot = store_->add(k::packed_view(mlx, nullptr));
-    k::pack_quantized_rows(mlx, 0, rows, *slot);
+    pack_on_pool(mlx, *slot);
     advance(static_cast<std::size_t>(rows * words * 4 + 2 * scale_bytes));
     if (stack.index + 1 < stack.count) return;  // the later experts still read these pages
     drop_mapped_pages(codes->data, codes->n_bytes);
@@ -363,6 +363,26 @@ class BindingVisitor final : public TensorVisitor {
       drop_mapped_pages(part.data, static_cast<std::size_t>(n * part.row_bytes()));
     }
     *w = packed;
+  }
+
+  // pack_quantized_rows over runs of blocks on the pool, each from its own rows of m.
+  void pack_on_pool(const k::MlxQuantized& m, const k::WeightView& out) {
+    constexpr std::int64_t kRowsPerTask = 16 * k::kQuantBlockRows;
+    const std::int64_t tasks = (m.rows + kRowsPerTask - 1) / kRowsPerTask;
+    if (opts_.pool == nullptr || tasks < 2) {
+      k::pack_quantized_rows(m, 0, m.rows, out);
+      return;
+    }
+    const std::int64_t words = m.cols * m.bits / 32;
+    const std::int64_t param_bytes = (m.cols / m.group_size) * k::dtype_bytes(m.dtype);
+    opts_.pool->run(static_cast<std::size_t>(tasks), [&](std::size_t t) {
+      const std::int64_t r0 = static_cast<std::int64_t>(t) * kRowsPerTask;
+      k::MlxQuantized part = m;
+      part.codes += r0 * words;
+      part.scales = static_cast<const std::uint8_t*>(m.scales) + r0 * param_bytes;
+      part.biases = static_cast<const std::uint8_t*>(m.biases) + r0 * param_bytes;
+      k::pack_quantized_rows(part, r0, std::min(kRowsPerTask, m.rows - r0), out);
+    });
   }
 
   void advance(std::size_t bytes) {

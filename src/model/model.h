@@ -41,6 +41,9 @@ struct LoadOptions {
   // added once bound (mapped in place: at once; copied, repacked or quantized: as that goes, a
   // large matrix in pieces). Null: none. Owned by the caller (util/progress.h).
   Progress* progress = nullptr;
+  // Runs the repacking of a quantized checkpoint's matrices (null: the loading thread alone). A
+  // large checkpoint's load is that repacking and the kernel zeroing the fresh pages it writes.
+  ThreadPool* pool = nullptr;
 };
 
 enum class LogitsWanted : std::uint8_t { kNone, kLast, kAll };
