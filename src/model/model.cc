@@ -329,38 +329,56 @@ class BindingVisitor final : public TensorVisitor {
   }
 
   // --quantize: MLX's quantizer over the weight's values (converted to f32 row by row), scales
-  // and biases in the weight's own dtype as MLX keeps them.
+  // and biases in the weight's own dtype as MLX keeps them. Each pool thread quantizes one
+  // contiguous share of the rows, kRowsPerPass at a time (a 30B-class bf16 checkpoint is minutes
+  // of quantizer arithmetic on one thread).
   void quantize_in_memory(k::WeightView* w) {
     const int bits = opts_.quantize_bits, gs = opts_.quantize_group_size;
     constexpr std::int64_t kRowsPerPass = 4 * k::kQuantBlockRows;
-    const std::int64_t groups = w->cols / gs;
-    std::vector<float> rows(static_cast<std::size_t>(kRowsPerPass * w->cols));
-    std::vector<std::uint32_t> codes(static_cast<std::size_t>(kRowsPerPass * w->cols * bits / 32));
-    std::vector<std::uint8_t> scales(
-        static_cast<std::size_t>(kRowsPerPass * groups * k::dtype_bytes(w->dtype)));
-    std::vector<std::uint8_t> biases(scales.size());
-    k::MlxQuantized mlx{.codes = codes.data(),
-                        .scales = scales.data(),
-                        .biases = biases.data(),
-                        .dtype = w->dtype,
-                        .rows = w->rows,
-                        .cols = w->cols,
-                        .bits = bits,
-                        .group_size = gs};
-    const k::WeightView packed = store_->add(k::packed_view(mlx, nullptr));
-    for (std::int64_t r0 = 0; r0 < w->rows; r0 += kRowsPerPass) {
-      const std::int64_t n = std::min(kRowsPerPass, w->rows - r0);
-      const k::WeightView part = w->slice_rows(r0, n);
-      for (std::int64_t i = 0; i < n * w->cols; ++i) {
-        rows[static_cast<std::size_t>(i)] = k::load_as_f32(part.data, w->dtype, i);
+    const k::WeightView src = *w;
+    const k::WeightView packed = store_->add(k::packed_view(
+        {.dtype = src.dtype, .rows = src.rows, .cols = src.cols, .bits = bits, .group_size = gs},
+        nullptr));
+    const std::int64_t passes = (src.rows + kRowsPerPass - 1) / kRowsPerPass;
+    const std::int64_t shares =
+        opts_.pool == nullptr ? 1 : std::min<std::int64_t>(opts_.pool->n_threads(), passes);
+    // Share i: passes [passes·i / shares, passes·(i + 1) / shares).
+    auto quantize_share = [&](std::int64_t i) {
+      const std::int64_t groups = src.cols / gs;
+      std::vector<float> rows(static_cast<std::size_t>(kRowsPerPass * src.cols));
+      std::vector<std::uint32_t> codes(
+          static_cast<std::size_t>(kRowsPerPass * src.cols * bits / 32));
+      std::vector<std::uint8_t> scales(
+          static_cast<std::size_t>(kRowsPerPass * groups * k::dtype_bytes(src.dtype)));
+      std::vector<std::uint8_t> biases(scales.size());
+      const k::MlxQuantized mlx{.codes = codes.data(),
+                                .scales = scales.data(),
+                                .biases = biases.data(),
+                                .dtype = src.dtype,
+                                .rows = src.rows,
+                                .cols = src.cols,
+                                .bits = bits,
+                                .group_size = gs};
+      for (std::int64_t p = passes * i / shares; p < passes * (i + 1) / shares; ++p) {
+        const std::int64_t r0 = p * kRowsPerPass, n = std::min(kRowsPerPass, src.rows - r0);
+        const k::WeightView part = src.slice_rows(r0, n);
+        for (std::int64_t e = 0; e < n * src.cols; ++e) {
+          rows[static_cast<std::size_t>(e)] = k::load_as_f32(part.data, src.dtype, e);
+        }
+        k::quantize_rows(rows.data(), n, src.cols, bits, gs, src.dtype, codes.data(), scales.data(),
+                         biases.data());
+        k::pack_quantized_rows(mlx, r0, n, packed);
+        advance(static_cast<std::size_t>(n * part.row_bytes()));
+        // Released as it goes, so loading never holds a whole floating matrix (the embedding is
+        // the largest: 0.5 GB at Qwen3.5-0.8B's vocabulary) beside the quantized copy.
+        drop_mapped_pages(part.data, static_cast<std::size_t>(n * part.row_bytes()));
       }
-      k::quantize_rows(rows.data(), n, w->cols, bits, gs, w->dtype, codes.data(), scales.data(),
-                       biases.data());
-      k::pack_quantized_rows(mlx, r0, n, packed);
-      advance(static_cast<std::size_t>(n * part.row_bytes()));
-      // Released as it goes, so loading never holds a whole floating matrix (the embedding is
-      // the largest: 0.5 GB at Qwen3.5-0.8B's vocabulary) beside the quantized copy.
-      drop_mapped_pages(part.data, static_cast<std::size_t>(n * part.row_bytes()));
+    };
+    if (shares == 1) {
+      quantize_share(0);
+    } else {
+      opts_.pool->run(static_cast<std::size_t>(shares),
+                      [&](std::size_t i) { quantize_share(static_cast<std::int64_t>(i)); });
     }
     *w = packed;
   }

@@ -1,7 +1,7 @@
 // MLX-layout quantized checkpoints (the generator's --bits output, as mlx-lm / mlx-vlm write them:
 // packed codes, folded norms, channels-last conv, mlx-vlm names) load to exactly the model that
-// --quantize makes of the same f32 weights: the logits are the same bytes, the MLX one repacked on
-// a pool. And what the loader refuses, it names.
+// --quantize makes of the same f32 weights: the logits are the same bytes, repacking or quantizing
+// on a pool or not. And what the loader refuses, it names.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -85,6 +85,13 @@ TEST_P(QuantizedLoad, MlxCheckpointEqualsQuantizeOnLoadByteForByte) {
     const std::vector<float> b = all_logits(**from_hf, tokens);
     ASSERT_EQ(a.size(), b.size());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    // Quantizing on load with the pool's threads each taking a share of the rows: the same.
+    on_load.pool = &three;
+    auto pooled = Model::load(hf, on_load);
+    ASSERT_TRUE(pooled.is_ok()) << pooled.status().to_string();
+    const std::vector<float> c = all_logits(**pooled, tokens);
+    ASSERT_EQ(c.size(), b.size());
+    EXPECT_EQ(std::memcmp(c.data(), b.data(), b.size() * sizeof(float)), 0);
   }
 }
 
