@@ -9,6 +9,7 @@
 
 #include "modelgen/families.h"
 #include "modelgen/mlx_layout.h"
+#include "modelgen/mlx_plan.h"
 #include "modelgen/mlx_writer.h"
 #include "modelgen/output_dir.h"
 #include "modelgen/rng.h"
@@ -157,67 +158,27 @@ void read_generated(const GenTensor& t, std::uint64_t seed, std::int64_t begin,
   }
 }
 
-// The same tensors as an MLX quantized checkpoint. Granite 4.0-H's stacked experts become
-// switch_mlp tensors as mlx-lm's granitemoehybrid.py sanitize splits them: input_linear
-// [E, 2 * ff, d] into gate_proj and up_proj [E, ff, d] (gate rows first), output_linear into
-// down_proj.
-struct MlxPlan {
-  struct Source {
-    std::size_t table = 0;
-    std::int64_t parts = 1, part = 0;  // a slab of each expert's rows
-  };
-  std::vector<MlxTensor> tensors;
-  std::vector<Source> sources;
-};
-
-MlxPlan plan_mlx(const std::vector<GenTensor>& table, const MlxRules& rules) {
-  MlxPlan plan;
-  constexpr std::string_view kGateUp = "block_sparse_moe.input_linear.weight";
-  constexpr std::string_view kDown = "block_sparse_moe.output_linear.weight";
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    const TensorEntry& e = table[i].entry;
-    const std::string& name = e.name;
-    if (e.shape.size() == 3 && name.ends_with(kGateUp)) {
-      const std::string p = name.substr(0, name.size() - kGateUp.size()) + "block_sparse_moe.";
-      const std::vector<std::int64_t> half = {e.shape[0], e.shape[1] / 2, e.shape[2]};
-      plan.tensors.push_back(mlx_tensor(rules, p + "switch_mlp.gate_proj.weight", half, e.dtype));
-      plan.sources.push_back({i, 2, 0});
-      plan.tensors.push_back(mlx_tensor(rules, p + "switch_mlp.up_proj.weight", half, e.dtype));
-      plan.sources.push_back({i, 2, 1});
-      continue;
-    }
-    if (e.shape.size() == 3 && name.ends_with(kDown)) {
-      const std::string p = name.substr(0, name.size() - kDown.size()) + "block_sparse_moe.";
-      plan.tensors.push_back(
-          mlx_tensor(rules, p + "switch_mlp.down_proj.weight", e.shape, e.dtype));
-      plan.sources.push_back({i, 1, 0});
-      continue;
-    }
-    plan.tensors.push_back(mlx_tensor(rules, name, e.shape, e.dtype));
-    plan.sources.push_back({i, 1, 0});
+// The same tensors as an MLX quantized checkpoint, planned by the rules quantize_checkpoint
+// follows (mlx_plan.h): experts stacked or split into switch_mlp as mlx-lm's sanitize does.
+MlxPlan plan_generated(const std::vector<GenTensor>& table, const MlxRules& rules) {
+  std::vector<HfTensor> inputs;
+  inputs.reserve(table.size());
+  for (const GenTensor& t : table) {
+    inputs.push_back({.name = t.entry.name, .shape = t.entry.shape, .dtype = t.entry.dtype});
   }
-  return plan;
+  return plan_mlx(rules, inputs);
 }
 
 Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const MlxPlan& plan,
                  const GenSpec& spec, GenSummary& summary) {
-  const std::vector<MlxTensor>& tensors = plan.tensors;
+  const InputReadFn read_input = [&](std::size_t i, std::int64_t begin, std::span<float> out) {
+    read_generated(table[i], spec.seed, begin, out);
+  };
   const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> out) {
-    const MlxPlan::Source& s = plan.sources[t];
-    if (s.parts == 1) return read_generated(table[s.table], spec.seed, begin, out);
-    const std::int64_t per_expert = tensors[t].shape[1] * tensors[t].shape[2];
-    for (std::size_t done = 0; done < out.size();) {
-      const std::int64_t i = begin + static_cast<std::int64_t>(done);
-      const std::int64_t e = i / per_expert, at = i % per_expert;
-      const auto n =
-          std::min<std::size_t>(out.size() - done, static_cast<std::size_t>(per_expert - at));
-      read_generated(table[s.table], spec.seed, (e * s.parts + s.part) * per_expert + at,
-                     out.subspan(done, n));
-      done += n;
-    }
+    read_planned(plan, t, begin, out, read_input);
   };
   MlxWriteSummary written;
-  RECUR_RETURN_IF_ERROR(write_mlx_weights(dir.string(), tensors, read, spec.shards, &written));
+  RECUR_RETURN_IF_ERROR(write_mlx_weights(dir.string(), plan.tensors, read, spec.shards, &written));
   summary.n_params = written.n_params;
   summary.n_bytes += written.n_bytes;
   summary.n_files += written.n_files;
@@ -248,7 +209,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     const MlxRules rules{.family = spec.family,
                          .tied = g.tied,
                          .format = {.bits = spec.bits, .group_size = spec.group_size}};
-    mlx = plan_mlx(table, rules);
+    mlx = plan_generated(table, rules);
     RECUR_ASSIGN_OR_RETURN(
         config, add_quantization_config(config, rules.format, mlx_overrides(mlx.tensors)));
   }

@@ -32,6 +32,19 @@ bool contains(std::string_view s, std::string_view part) {
 
 // The MLX name of a tensor, or "" when MLX checkpoints leave it out (mtp.*, the vision tower).
 std::string mlx_name(Family family, std::string_view hf) {
+  if (family == Family::kLfm2Moe) {
+    // lfm2_moe.py sanitize: the feed-forward's w1 / w3 / w2 are named gate_proj / up_proj /
+    // down_proj (the experts' too, which plan_mlx stacks).
+    constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kRenames = {
+        {{".w1.weight", ".gate_proj.weight"},
+         {".w3.weight", ".up_proj.weight"},
+         {".w2.weight", ".down_proj.weight"}}};
+    for (const auto& [from, to] : kRenames) {
+      if (hf.ends_with(from))
+        return std::string(hf.substr(0, hf.size() - from.size())) + std::string(to);
+    }
+    return std::string(hf);
+  }
   if (family != Family::kQwen3_5 && family != Family::kQwen3_5Moe) return std::string(hf);
   // qwen3_5.py Model.sanitize: vision weights and the multi-token-prediction head are dropped;
   // every other name moves under language_model.

@@ -74,7 +74,9 @@ std::optional<QuantFormat> mlx_module_override(Family family, std::string_view p
 // The fate of the Hugging Face tensor hf_name [shape] of `dtype`:
 // - names: qwen3 and mamba2 keep theirs (model.*, backbone.*, lm_head.weight); qwen3_5
 //   (Qwen3_5ForConditionalGeneration, as mlx-vlm / mlx-lm write it) moves model.language_model.*
-//   to language_model.model.* and lm_head.weight to language_model.lm_head.weight;
+//   to language_model.model.* and lm_head.weight to language_model.lm_head.weight; lfm2_moe's
+//   `<p>.w1.weight` / `.w3.weight` / `.w2.weight` become `.gate_proj` / `.up_proj` / `.down_proj`
+//   (lfm2_moe.py sanitize; stacking experts is mlx_plan.h's);
 // - dropped: mtp.*, model.visual.* / vision_tower.*, and lm_head.weight when tied;
 // - quantized: every 2-D `.weight` (all are Linear or Embedding weights in these families) whose
 //   cols divide by the group size, and stacked experts `<p>switch_mlp.<proj>.weight`

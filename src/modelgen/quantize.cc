@@ -1,4 +1,4 @@
-// quantize_checkpoint: checks the input, plans every tensor by the MLX rules (mlx_layout.h),
+// quantize_checkpoint: checks the input, plans every tensor by the MLX rules (mlx_plan.h),
 // streams the weights from the input's mappings through write_mlx_weights, then writes the config
 // and copies the other files.
 #include "modelgen/quantize.h"
@@ -14,6 +14,7 @@
 
 #include "model/checkpoint.h"
 #include "modelgen/mlx_layout.h"
+#include "modelgen/mlx_plan.h"
 #include "modelgen/mlx_writer.h"
 #include "modelgen/output_dir.h"
 #include "util/mmap_file.h"
@@ -137,12 +138,6 @@ void release_pages(const std::uint8_t* p, std::size_t n) {
 }
 
 // Row-major elements [begin, begin + out.size()) of a mapped tensor as f32 (exact).
-// A planned tensor's place in its source: the whole of it, or part `part` of `parts` equal slabs
-// in each expert's rows (a fused gate_up_proj's gate or up).
-struct Slab {
-  std::int64_t parts = 1, part = 0;
-};
-
 void read_as_f32(const model::TensorInfo& t, std::int64_t begin, std::span<float> out) {
   const DType dtype = *t.dtype;
   const std::uint8_t* p = t.data + begin * dtype_bytes(dtype);
@@ -178,80 +173,40 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
 
   QuantizeSummary done;
   std::vector<const model::TensorInfo*> sources;
-  std::vector<Slab> slabs;  // per planned tensor: which part of its source it is
-  std::vector<MlxTensor> tensors;
-  const auto plan = [&](const std::string& hf_name, const model::TensorInfo& t,
-                        std::vector<std::int64_t> shape, Slab slab) {
+  std::vector<HfTensor> inputs;
+  for (const std::string& name : ck.names()) {
+    const model::TensorInfo& t = *ck.find(name);
     sources.push_back(&t);
-    slabs.push_back(slab);
-    tensors.push_back(mlx_tensor(rules, hf_name, shape, *t.dtype));
-    const MlxTensor& m = tensors.back();
+    inputs.push_back({.name = name, .shape = t.shape, .dtype = *t.dtype});
+  }
+  const MlxPlan plan = plan_mlx(rules, inputs);
+  for (const MlxTensor& m : plan.tensors) {
     done.n_quantized += m.action == MlxAction::kQuantize;
     done.n_dropped += m.action == MlxAction::kDrop;
     done.n_kept += m.action == MlxAction::kCopy || m.action == MlxAction::kFoldOne;
     if (m.not_divisible) done.not_divisible.push_back(m.name);
-  };
-  for (const std::string& name : ck.names()) {
-    const model::TensorInfo& t = *ck.find(name);
-    // transformers 5's fused experts (Qwen3.5-MoE) become MLX's stacked switch_mlp weights, as
-    // mlx-lm's qwen3_5_moe.py sanitize splits them: gate_up_proj [E, 2 * ff, d] (gate rows first
-    // in each expert) into gate_proj and up_proj [E, ff, d], down_proj [E, d, ff] renamed.
-    // Granite 4.0-H's block_sparse_moe.input_linear / output_linear alike (granitemoehybrid.py).
-    constexpr std::string_view kGateUp = "experts.gate_up_proj", kDown = "experts.down_proj";
-    constexpr std::string_view kGraniteGateUp = "block_sparse_moe.input_linear.weight";
-    constexpr std::string_view kGraniteDown = "block_sparse_moe.output_linear.weight";
-    const bool granite = name.ends_with(kGraniteGateUp) || name.ends_with(kGraniteDown);
-    const std::string_view gate_up = granite ? kGraniteGateUp : kGateUp;
-    const std::string_view down = granite ? kGraniteDown : kDown;
-    if (t.shape.size() == 3 && name.ends_with(gate_up) && t.shape[1] % 2 == 0) {
-      const std::string p = name.substr(0, name.size() - gate_up.size()) +
-                            (granite ? "block_sparse_moe.switch_mlp." : "switch_mlp.");
-      const std::vector<std::int64_t> half = {t.shape[0], t.shape[1] / 2, t.shape[2]};
-      plan(p + "gate_proj.weight", t, half, {.parts = 2, .part = 0});
-      plan(p + "up_proj.weight", t, half, {.parts = 2, .part = 1});
-      continue;
-    }
-    if (t.shape.size() == 3 && name.ends_with(down)) {
-      const std::string p = name.substr(0, name.size() - down.size()) +
-                            (granite ? "block_sparse_moe.switch_mlp." : "switch_mlp.");
-      plan(p + "down_proj.weight", t, t.shape, {});
-      continue;
-    }
-    plan(name, t, t.shape, {});
   }
   done.in_bytes = static_cast<std::int64_t>(ck.n_weight_bytes());
   RECUR_ASSIGN_OR_RETURN(
       const std::string config,
-      add_quantization_config(config_text, rules.format, mlx_overrides(tensors)));
+      add_quantization_config(config_text, rules.format, mlx_overrides(plan.tensors)));
 
   RECUR_ASSIGN_OR_RETURN(OutputDir out, OutputDir::begin(out_dir));
   // The pace in bytes of the input read (reads run on the writer's pool: Progress is thread-safe).
   Progress progress("quantizing " + in_dir, done.in_bytes, ProgressUnit::kBytes);
-  const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> values) {
-    const Slab& slab = slabs[t];
-    if (slab.parts == 1) {
-      read_as_f32(*sources[t], begin, values);
-    } else {  // element i of the slab tensor: part `part` of expert i / per_expert in the source
-      const std::vector<std::int64_t>& shape = tensors[t].shape;
-      const std::int64_t per_expert = shape[1] * shape[2];
-      for (std::size_t done_n = 0; done_n < values.size();) {
-        const std::int64_t i = begin + static_cast<std::int64_t>(done_n);
-        const std::int64_t e = i / per_expert, at = i % per_expert;
-        const auto n = std::min<std::size_t>(values.size() - done_n,
-                                             static_cast<std::size_t>(per_expert - at));
-        read_as_f32(*sources[t], (e * slab.parts + slab.part) * per_expert + at,
-                    values.subspan(done_n, n));
-        done_n += n;
-      }
-    }
+  const InputReadFn read_input = [&](std::size_t i, std::int64_t begin, std::span<float> values) {
+    read_as_f32(*sources[i], begin, values);
     std::int64_t n_elems = 1;
-    for (std::int64_t d : sources[t]->shape) n_elems *= d;
+    for (std::int64_t d : sources[i]->shape) n_elems *= d;
     const auto elem_bytes =
-        static_cast<std::int64_t>(sources[t]->n_bytes) / std::max<std::int64_t>(1, n_elems);
+        static_cast<std::int64_t>(sources[i]->n_bytes) / std::max<std::int64_t>(1, n_elems);
     progress.add(static_cast<std::int64_t>(values.size()) * elem_bytes);
   };
+  const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> values) {
+    read_planned(plan, t, begin, values, read_input);
+  };
   MlxWriteSummary written;
-  const Status wrote = write_mlx_weights(out.tmp().string(), tensors, read, 0, &written);
+  const Status wrote = write_mlx_weights(out.tmp().string(), plan.tensors, read, 0, &written);
   progress.finish(wrote.is_ok() ? "done" : "failed");
   RECUR_RETURN_IF_ERROR(wrote);
   RECUR_RETURN_IF_ERROR(write_file_atomic((out.tmp() / "config.json").string(), config));

@@ -1,7 +1,8 @@
 // MLX's stacked experts (mlx-lm qwen3_moe.py sanitize: `mlp.switch_mlp.{gate,up,down}_proj.*`
 // [experts, ...]) load to the same model as the per-expert tensors: the test restacks a generated
-// checkpoint's experts into one safetensors file and compares the logits byte for byte, for an
-// MLX-quantized checkpoint (codes, scales and biases stacked) and a plain bf16 one.
+// checkpoint's experts into one safetensors file (or cuts the generator's stacked MLX output back
+// into per-expert tensors) and compares the logits byte for byte, for an MLX-quantized checkpoint
+// (codes, scales and biases stacked) and a plain bf16 one.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -68,9 +69,17 @@ std::pair<std::string, int> stacked_name(const std::string& name, bool fused, bo
   return {fused_name + "gate_up_proj", 2 * e + (name.ends_with(".up_proj.weight") ? 1 : 0)};
 }
 
-// Copies the checkpoint at `src` to `dst` with every expert tensor folded into its stacked one.
-void restack(const std::string& src, const std::string& dst, bool fused = false,
-             bool lfm2 = false) {
+// One tensor of a rewritten checkpoint: its pieces' bytes one after the other.
+struct Piece {
+  std::string name, dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<std::pair<const std::uint8_t*, std::size_t>> bytes;
+};
+
+// Copies the checkpoint directory at `src` to `dst` with its weights replaced by `tensors` (one
+// safetensors file).
+void write_checkpoint_as(const std::string& src, const std::string& dst, const Checkpoint& ck,
+                         const std::vector<Piece>& tensors) {
   fs::create_directories(dst);
   for (const auto& e : fs::directory_iterator(src)) {
     if (e.path().extension() != ".safetensors" &&
@@ -78,6 +87,26 @@ void restack(const std::string& src, const std::string& dst, bool fused = false,
       fs::copy_file(e.path(), fs::path(dst) / e.path().filename());
     }
   }
+  nlohmann::json header;
+  if (ck.mlx_format()) header["__metadata__"] = {{"format", "mlx"}};
+  std::string data;
+  for (const Piece& t : tensors) {
+    const std::size_t begin = data.size();
+    for (const auto& [p, n] : t.bytes) data.append(reinterpret_cast<const char*>(p), n);
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data block aligned
+  std::ofstream f(dst + "/model.safetensors", std::ios::binary);
+  const std::uint64_t n = text.size();
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f << text << data;
+}
+
+// Copies the checkpoint at `src` to `dst` with every expert tensor folded into its stacked one.
+void restack(const std::string& src, const std::string& dst, bool fused = false,
+             bool lfm2 = false) {
   auto ck = Checkpoint::open(src);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   std::map<std::string, std::vector<const TensorInfo*>> stacks;  // by stacked name, expert order
@@ -93,30 +122,64 @@ void restack(const std::string& src, const std::string& dst, bool fused = false,
     v[static_cast<std::size_t>(e)] = ck->find(name);
   }
   for (auto& [name, parts] : stacks) out.push_back({name, parts});
-  nlohmann::json header;
-  if (ck->mlx_format()) header["__metadata__"] = {{"format", "mlx"}};
-  std::string data;
+  std::vector<Piece> tensors;
   for (const auto& [name, parts] : out) {
     std::vector<std::int64_t> shape = parts.front()->shape;
     if (name.ends_with(".gate_up_proj")) {
       shape = {static_cast<std::int64_t>(parts.size()) / 2, 2 * shape[0], shape[1]};
-    } else if (name.find(".switch_mlp.") != std::string::npos || name.ends_with(".down_proj")) {
+    } else if (parts.size() > 1 || name.ends_with(".down_proj")) {
       shape.insert(shape.begin(), static_cast<std::int64_t>(parts.size()));
     }
-    const std::size_t begin = data.size();
-    for (const TensorInfo* t : parts) {
-      data.append(reinterpret_cast<const char*>(t->data), t->n_bytes);
-    }
-    header[name] = {{"dtype", parts.front()->dtype_text},
-                    {"shape", shape},
-                    {"data_offsets", {begin, data.size()}}};
+    Piece t{.name = name, .dtype = parts.front()->dtype_text, .shape = shape};
+    for (const TensorInfo* p : parts) t.bytes.push_back({p->data, p->n_bytes});
+    tensors.push_back(std::move(t));
   }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data block aligned
-  std::ofstream f(dst + "/model.safetensors", std::ios::binary);
-  const std::uint64_t n = text.size();
-  f.write(reinterpret_cast<const char*>(&n), 8);
-  f << text << data;
+  write_checkpoint_as(src, dst, *ck, tensors);
+}
+
+// The other way: copies the MLX checkpoint at `src` (stacked `<p>switch_mlp.<proj>.*`
+// [experts, ...]) to `dst` with every stack cut into per-expert tensors `<p>experts.<e>.<proj>.*`
+// (LFM2: Hugging Face's w1 / w3 / w2 names, the dense layers' too), each expert's slab of codes,
+// scales and biases as it lies.
+void unstack(const std::string& src, const std::string& dst, bool lfm2 = false) {
+  auto ck = Checkpoint::open(src);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+  static const std::pair<std::string, std::string> kLfm2[] = {
+      {"gate_proj.", "w1."}, {"up_proj.", "w3."}, {"down_proj.", "w2."}};
+  const auto hf_proj = [&](std::string tail) {
+    if (!lfm2) return tail;
+    for (const auto& [mlx, hf] : kLfm2) {
+      if (tail.starts_with(mlx)) return hf + tail.substr(mlx.size());
+    }
+    return tail;
+  };
+  std::vector<Piece> tensors;
+  const std::string key = "switch_mlp.", dense = ".feed_forward.";
+  for (const std::string& name : ck->names()) {
+    const TensorInfo* t = ck->find(name);
+    const std::size_t at = name.find(key);
+    if (at == std::string::npos) {
+      std::string out = name;
+      const std::size_t d = name.find(dense);
+      if (d != std::string::npos) {
+        out = name.substr(0, d + dense.size()) + hf_proj(name.substr(d + dense.size()));
+      }
+      tensors.push_back({.name = out, .dtype = t->dtype_text, .shape = t->shape});
+      tensors.back().bytes.push_back({t->data, t->n_bytes});
+      continue;
+    }
+    const std::int64_t n = t->shape[0];
+    const std::size_t slab = t->n_bytes / static_cast<std::size_t>(n);
+    for (std::int64_t e = 0; e < n; ++e) {
+      Piece p{.name = name.substr(0, at) + "experts." + std::to_string(e) + "." +
+                      hf_proj(name.substr(at + key.size())),
+              .dtype = t->dtype_text,
+              .shape = {t->shape.begin() + 1, t->shape.end()}};
+      p.bytes.push_back({t->data + e * slab, slab});
+      tensors.push_back(std::move(p));
+    }
+  }
+  write_checkpoint_as(src, dst, *ck, tensors);
 }
 
 std::vector<float> logits(const std::string& dir, int quantize_bits, int group_size = 32) {
@@ -140,7 +203,9 @@ std::vector<float> logits(const std::string& dir, int quantize_bits, int group_s
 
 TEST(MoeStackedExperts, SwitchMlpLoadsAsThePerExpertTensors) {
   // Qwen3-MoE, and Qwen3-Next / Qwen3.5-MoE (mlx-lm's qwen3_next.py and qwen3_5_moe.py stack
-  // theirs the same way; the shared expert stays as it is).
+  // theirs the same way; the shared expert stays as it is). Unquantized: the generated per-expert
+  // checkpoint against its restacked copy; MLX-quantized: the generator's stacked switch_mlp (as
+  // mlx-lm writes it) against its copy cut back into per-expert tensors.
   for (auto [family, layer0] :
        {std::pair{modelgen::Family::kQwen3Moe, "model.layers.0."},
         {modelgen::Family::kQwen3Next, "model.layers.0."},
@@ -150,18 +215,27 @@ TEST(MoeStackedExperts, SwitchMlpLoadsAsThePerExpertTensors) {
       TempDir tmp(std::string("moe_stacked") + modelgen::family_name(family) +
                   std::to_string(bits));
       modelgen::GenSpec spec{.family = family, .seed = 4, .bits = bits, .group_size = 32};
-      const std::string per_expert = tmp.file("per_expert");
-      ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
-      const std::string stacked = tmp.file("stacked");
-      restack(per_expert, stacked);
-      auto ck = Checkpoint::open(stacked);
-      ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+      const std::string generated = tmp.file("generated"), copy = tmp.file("copy");
+      ASSERT_TRUE(modelgen::write_checkpoint(spec, generated).is_ok());
+      if (bits == 0) {
+        restack(generated, copy);
+      } else {
+        unstack(generated, copy);
+      }
+      const std::string& per_expert = bits == 0 ? generated : copy;
+      const std::string& stacked = bits == 0 ? copy : generated;
       // mlx-vlm's names for Qwen3.5-MoE's MLX checkpoints.
       const std::string p = bits != 0 && family == modelgen::Family::kQwen3_5Moe
                                 ? "language_model.model.layers.0."
                                 : std::string(layer0);
+      auto ck = Checkpoint::open(stacked);
+      ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
       ASSERT_NE(ck->find(p + "mlp.switch_mlp.down_proj.weight"), nullptr);
       ASSERT_EQ(ck->find(p + "mlp.experts.0.down_proj.weight"), nullptr);
+      auto pe = Checkpoint::open(per_expert);
+      ASSERT_TRUE(pe.is_ok()) << pe.status().to_string();
+      ASSERT_NE(pe->find(p + "mlp.experts.7.down_proj.weight"), nullptr);
+      ASSERT_EQ(pe->find(p + "mlp.switch_mlp.down_proj.weight"), nullptr);
       const std::vector<float> want = logits(per_expert, 0);
       const std::vector<float> got = logits(stacked, 0);
       ASSERT_FALSE(want.empty());
@@ -178,23 +252,33 @@ TEST(MoeStackedExperts, SwitchMlpLoadsAsThePerExpertTensors) {
 
 // LFM2-MoE in mlx-lm's layout (stacked feed_forward.switch_mlp, the dense layers' w1 / w3 / w2
 // renamed gate_proj / up_proj / down_proj) loads to the released per-expert layout's logits, byte
-// for byte, plain bf16 and MLX 4-bit, and the plain one quantized on load too.
+// for byte: plain bf16 (restacked) and the plain one quantized on load too, and MLX 4-bit as the
+// generator writes it (against its copy cut back into per-expert w1 / w3 / w2).
 TEST(MoeStackedExperts, Lfm2MoeMlxLayoutLoadsAsThePerExpertTensors) {
   for (int bits : {0, 4}) {
     SCOPED_TRACE(bits);
     TempDir tmp("lfm2_moe_stacked" + std::to_string(bits));
     modelgen::GenSpec spec{
         .family = modelgen::Family::kLfm2Moe, .seed = 4, .bits = bits, .group_size = 32};
-    const std::string per_expert = tmp.file("per_expert");
-    ASSERT_TRUE(modelgen::write_checkpoint(spec, per_expert).is_ok());
-    const std::string mlx = tmp.file("mlx");
-    restack(per_expert, mlx, false, /*lfm2=*/true);
+    const std::string generated = tmp.file("generated"), copy = tmp.file("copy");
+    ASSERT_TRUE(modelgen::write_checkpoint(spec, generated).is_ok());
+    if (bits == 0) {
+      restack(generated, copy, false, /*lfm2=*/true);
+    } else {
+      unstack(generated, copy, /*lfm2=*/true);
+    }
+    const std::string& per_expert = bits == 0 ? generated : copy;
+    const std::string& mlx = bits == 0 ? copy : generated;
     auto ck = Checkpoint::open(mlx);
     ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
     ASSERT_NE(ck->find("model.layers.1.feed_forward.switch_mlp.gate_proj.weight"), nullptr);
     ASSERT_NE(ck->find("model.layers.0.feed_forward.gate_proj.weight"), nullptr);
     ASSERT_EQ(ck->find("model.layers.1.feed_forward.experts.0.w1.weight"), nullptr);
     ASSERT_EQ(ck->find("model.layers.0.feed_forward.w1.weight"), nullptr);
+    auto pe = Checkpoint::open(per_expert);
+    ASSERT_TRUE(pe.is_ok()) << pe.status().to_string();
+    ASSERT_NE(pe->find("model.layers.1.feed_forward.experts.7.w1.weight"), nullptr);
+    ASSERT_NE(pe->find("model.layers.0.feed_forward.w1.weight"), nullptr);
     for (int q : {0, 4}) {
       if (bits != 0 && q != 0) continue;
       const std::vector<float> want = logits(per_expert, q), got = logits(mlx, q);

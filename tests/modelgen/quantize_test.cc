@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <regex>
 
 #include "kernels/quant.h"
 #include "mlx_testing.h"
 #include "modelgen/mlx_layout.h"
+#include "modelgen/mlx_plan.h"
 
 namespace recur::modelgen {
 namespace {
@@ -31,6 +34,29 @@ fs::path make_hf(const fs::path& dir, Family family, int shards = 1) {
   write_text(dir / "README.md", "# model card");
   write_text(dir / "pytorch_model.bin", "old weights");
   return dir;
+}
+
+// "<p>experts.<e>.<proj>.weight" -> "<p>switch_mlp.<proj>.weight" (LFM2's w1 / w3 / w2 as
+// gate_proj / up_proj / down_proj, as mlx-lm's lfm2_moe.py names them); "" for other names.
+std::string switch_mlp_name(const std::string& name) {
+  static const std::regex kExpert(R"((.*\.)experts\.(\d+)\.(\w+)\.weight)");
+  std::smatch m;
+  if (!std::regex_match(name, m, kExpert)) return "";
+  std::string proj = m[3];
+  if (proj == "w1") proj = "gate_proj";
+  if (proj == "w3") proj = "up_proj";
+  if (proj == "w2") proj = "down_proj";
+  return m[1].str() + "switch_mlp." + proj + ".weight";
+}
+
+// The stacks the per-expert tensors of a Hugging Face checkpoint make, with their expert counts.
+std::map<std::string, int> expert_stacks(const StFile& hf) {
+  std::map<std::string, int> stacks;
+  for (const auto& [name, t] : hf.tensors) {
+    const std::string stacked = switch_mlp_name(name);
+    if (!stacked.empty()) ++stacks[stacked];
+  }
+  return stacks;
 }
 
 using Params = std::tuple<Family, int>;  // family, bits
@@ -111,11 +137,15 @@ TEST_P(Quantize, MatchesTheGeneratorsQuantizedCheckpoint) {
     n_weights += !name.ends_with(".scales") && !name.ends_with(".biases");
   }
   EXPECT_EQ(summary.n_quantized + summary.n_kept, n_weights);
-  // Stacked experts (Granite 4.0-H's input_linear) split into two outputs; elsewhere every
-  // source tensor is one output or dropped.
+  // Stacked experts (Granite 4.0-H's input_linear) split into two outputs; per-expert ones
+  // become one stack per projection; elsewhere every source tensor is one output or dropped.
   if (family() != Family::kGraniteMoe) {
-    EXPECT_EQ(summary.n_quantized + summary.n_kept + summary.n_dropped,
-              static_cast<int>(src.tensors.size()));
+    const std::map<std::string, int> stacks = expert_stacks(src);
+    int n_expert_tensors = 0;
+    for (const auto& [name, n] : stacks) n_expert_tensors += n;
+    EXPECT_EQ(
+        summary.n_quantized + summary.n_kept + summary.n_dropped,
+        static_cast<int>(src.tensors.size()) - n_expert_tensors + static_cast<int>(stacks.size()));
   }
   // Tiny geometries have matrices narrower than a group (routers, small projections): they are
   // written floating, as mlx-lm leaves them.
@@ -240,6 +270,72 @@ INSTANTIATE_TEST_SUITE_P(Families, MoeRouters,
                                            Family::kLfm2Moe),
                          [](const auto& p) { return std::string(family_name(p.param)); });
 
+// mlx-lm's sanitize stacks per-expert tensors into switch_mlp (qwen3_moe.py, qwen3_next.py,
+// qwen3_5_moe via qwen3_next.py / qwen3_5.py, lfm2_moe.py, which also renames the dense layers'
+// w1 / w3 / w2): both writers do, each expert a slab of the stack with the source's rows.
+class StackedExperts : public ::testing::TestWithParam<Family> {};
+
+TEST_P(StackedExperts, PerExpertTensorsBecomeSwitchMlp) {
+  TempDir tmp;
+  const fs::path hf = make_hf(tmp.path() / "hf", GetParam());
+  const StFile src = read_safetensors(hf / "model.safetensors");
+  const std::map<std::string, int> stacks = expert_stacks(src);
+  ASSERT_FALSE(stacks.empty());
+  const fs::path out = tmp.path() / "q", gen = tmp.path() / "g";
+  // Groups of 64: the experts' gate and up (64 inputs) are quantized, down (32) stays floating.
+  ASSERT_TRUE(quantize_checkpoint(hf.string(), out.string(), 4, 64).is_ok());
+  ASSERT_TRUE(
+      write_checkpoint({.family = GetParam(), .seed = 11, .bits = 4}, gen.string()).is_ok());
+  int n_floating = 0;
+  for (const fs::path& dir : {out, gen}) {
+    SCOPED_TRACE(dir.filename().string());
+    const StFile got = read_safetensors(dir / "model.safetensors");
+    for (const auto& [name, t] : got.tensors) {
+      EXPECT_EQ(name.find(".experts."), std::string::npos) << name;
+      EXPECT_EQ(name.find(".w1."), std::string::npos) << name;
+    }
+    for (const auto& [stacked, n] : stacks) {
+      const std::string mlx = GetParam() == Family::kQwen3_5Moe
+                                  ? "language_model.model." + stacked.substr(21)
+                                  : stacked;
+      ASSERT_TRUE(got.tensors.contains(mlx)) << mlx;
+      const testing::StTensor& t = got.tensors.at(mlx);
+      ASSERT_EQ(t.shape.size(), 3u) << mlx;
+      EXPECT_EQ(t.shape[0], n) << mlx;
+      const std::string path = mlx.substr(0, mlx.size() - 7);
+      if (got.tensors.contains(path + ".scales")) {
+        EXPECT_EQ(t.dtype, "U32");
+        EXPECT_EQ(got.tensors.at(path + ".scales").shape[0], n) << mlx;
+        continue;
+      }
+      // Floating (cols narrower than a group): expert e's slab holds the source expert's bytes.
+      if (dir != out) continue;
+      ++n_floating;
+      const std::int64_t slab = (t.end - t.begin) / n;
+      for (int e = 0; e < n; ++e) {
+        std::string hf_name;
+        for (const auto& [name, st] : src.tensors) {
+          if (switch_mlp_name(name) == stacked &&
+              name.find(fmt::format(".experts.{}.", e)) != std::string::npos) {
+            hf_name = name;
+          }
+        }
+        ASSERT_FALSE(hf_name.empty()) << stacked << " " << e;
+        const testing::StTensor& s = src.tensors.at(hf_name);
+        EXPECT_EQ(got.bytes.substr(got.data_start() + t.begin + e * slab, slab),
+                  src.bytes.substr(src.data_start() + s.begin, s.end - s.begin))
+            << hf_name;
+      }
+    }
+  }
+  EXPECT_GT(n_floating, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, StackedExperts,
+                         ::testing::Values(Family::kQwen3Moe, Family::kQwen3Next,
+                                           Family::kQwen3_5Moe, Family::kLfm2Moe),
+                         [](const auto& p) { return std::string(family_name(p.param)); });
+
 // The dense families' predicates (none, or none without experts: qwen3_5.py) list nothing.
 TEST(QuantizeCheckpoint, DenseFamiliesHaveNoOverrides) {
   TempDir tmp;
@@ -278,6 +374,37 @@ TEST(MlxOverrides, InTheOrderOfTheModelsLayers) {
   EXPECT_EQ(paths, (std::vector<std::string>{"model.layers.2.mlp.gate",
                                              "model.layers.2.mlp.shared_expert_gate",
                                              "model.layers.10.mlp.gate"}));
+}
+
+// A stack takes its first-listed expert's place and reads expert e from that expert's tensor;
+// experts that are not all there (mlx-lm's sanitize would fail on them) stay as they are.
+TEST(PlanMlx, StacksCompleteExpertSetsOnly) {
+  const MlxRules rules{.family = Family::kQwen3Moe, .tied = false, .format = {4, 32}};
+  const std::vector<HfTensor> inputs = {
+      {"model.layers.0.mlp.experts.1.up_proj.weight", {2, 3}, DType::kF32},
+      {"model.norm.weight", {64}, DType::kF32},
+      {"model.layers.0.mlp.experts.0.up_proj.weight", {2, 3}, DType::kF32},
+      {"model.layers.1.mlp.experts.0.up_proj.weight", {2, 3}, DType::kF32},
+      {"model.layers.1.mlp.experts.2.up_proj.weight", {2, 3}, DType::kF32},
+  };
+  const MlxPlan plan = plan_mlx(rules, inputs);
+  std::vector<std::string> names;
+  for (const MlxTensor& t : plan.tensors) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"model.layers.0.mlp.switch_mlp.up_proj.weight",
+                                             "model.norm.weight",
+                                             "model.layers.1.mlp.experts.0.up_proj.weight",
+                                             "model.layers.1.mlp.experts.2.up_proj.weight"}));
+  EXPECT_EQ(plan.tensors[0].shape, (std::vector<std::int64_t>{2, 2, 3}));
+  EXPECT_EQ(plan.sources[0].inputs, (std::vector<std::size_t>{2, 0}));
+  // Element i of input k is 100 k + i: the stack's expert 0 is input 2, expert 1 input 0.
+  std::vector<float> got(12);
+  read_planned(plan, 0, 0, got, [](std::size_t k, std::int64_t begin, std::span<float> out) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 100.0f * k + begin + i;
+  });
+  EXPECT_EQ(got, (std::vector<float>{200, 201, 202, 203, 204, 205, 0, 1, 2, 3, 4, 5}));
+  // Other families keep their per-expert tensors (granitemoehybrid stores them stacked).
+  const MlxPlan dense = plan_mlx({.family = Family::kQwen3, .format = {4, 32}}, inputs);
+  EXPECT_EQ(dense.tensors.size(), inputs.size());
 }
 
 TEST(QuantizeCheckpoint, ShardedInputGivesTheSameWeights) {
