@@ -149,12 +149,19 @@ struct FamilyInfo {
   std::vector<std::string_view> model_types;      // accepted model_type values (name first)
   std::vector<std::string_view> tensor_prefixes;  // tried in order with probe_tensor
   std::string_view probe_tensor;                  // a tensor every checkpoint of the family has
+  // Module paths (by suffix) that mlx-lm's quant_predicate keeps at 8 bits in groups of 64 when it
+  // quantizes the family at any format: the MoE routers (docs/checkpoints.md). --quantize follows
+  // it, and the MLX writers (modelgen) do too.
+  std::vector<std::string_view> mlx_8bit_modules;
   // Typed config from config.json; `prefix` is the resolved tensor-name prefix.
   std::function<Result<std::unique_ptr<FamilyModel>>(const ConfigJson&, const std::string& prefix)>
       create;
 };
 
 std::span<const FamilyInfo> families();
+// Whether mlx-lm quantizes `module` (a weight's name without ".weight") of the family named
+// `family` (FamilyInfo::name) at 8 bits in groups of 64 whatever the checkpoint's format.
+bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module);
 // The family for config.json's model_type, or an error listing the supported ones.
 Result<const FamilyInfo*> find_family(const ConfigJson& config);
 

@@ -62,8 +62,9 @@ struct Stacked {
 class BindingVisitor final : public TensorVisitor {
  public:
   BindingVisitor(const Checkpoint& ck, const std::optional<QuantizationConfig>& quant,
-                 const LoadOptions& opts, QuantizedStore* store, std::vector<TensorEntry>* list)
-      : ck_(ck), quant_(quant), opts_(opts), store_(store), list_(list) {}
+                 const LoadOptions& opts, std::string_view family, QuantizedStore* store,
+                 std::vector<TensorEntry>* list)
+      : ck_(ck), quant_(quant), opts_(opts), family_(family), store_(store), list_(list) {}
   Status status() const { return status_; }
   bool norms_hold_one() const override { return ck_.mlx_format(); }
   bool has_tensor(const std::string& name) const override { return ck_.find(name) != nullptr; }
@@ -80,9 +81,9 @@ class BindingVisitor final : public TensorVisitor {
     if (t == nullptr) return;
     list_->back().n_bytes = static_cast<std::int64_t>(t->n_bytes);
     *slot = {.data = t->data, .dtype = *t->dtype, .rows = rows, .cols = cols};
-    if (opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0) {
+    if (const OnLoadFormat f = on_load_format(module, cols); f.bits != 0) {
       const std::size_t before = store_->bytes;
-      quantize_in_memory(slot);
+      quantize_in_memory(slot, f.bits, f.group_size);
       list_->back().n_bytes = static_cast<std::int64_t>(store_->bytes - before);
       drop_mapped_pages(t->data, t->n_bytes);  // the pages the row passes shared at their edges
     } else {
@@ -142,7 +143,7 @@ class BindingVisitor final : public TensorVisitor {
                .rows = rows,
                .cols = cols};
       if (opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0) {
-        quantize_in_memory(slot);
+        quantize_in_memory(slot, opts_.quantize_bits, opts_.quantize_group_size);
       } else {
         advance(static_cast<std::size_t>(expert_bytes));
       }
@@ -332,8 +333,22 @@ class BindingVisitor final : public TensorVisitor {
   // and biases in the weight's own dtype as MLX keeps them. Each pool thread quantizes one
   // contiguous share of the rows, kRowsPerPass at a time (a 30B-class bf16 checkpoint is minutes
   // of quantizer arithmetic on one thread).
-  void quantize_in_memory(k::WeightView* w) {
-    const int bits = opts_.quantize_bits, gs = opts_.quantize_group_size;
+  // --quantize's format for a floating matrix (bits 0: it stays floating), by mlx-lm's rule:
+  // the family's routers at 8 bits in groups of 64 (mlx_keeps_at_8_bits), the rest at the asked
+  // format; a matrix whose width its group does not divide stays floating.
+  struct OnLoadFormat {
+    int bits = 0, group_size = 0;
+  };
+  OnLoadFormat on_load_format(std::string_view module, std::int64_t cols) const {
+    if (opts_.quantize_bits == 0) return {};
+    const OnLoadFormat f =
+        mlx_keeps_at_8_bits(family_, module)
+            ? OnLoadFormat{.bits = 8, .group_size = 64}
+            : OnLoadFormat{.bits = opts_.quantize_bits, .group_size = opts_.quantize_group_size};
+    return cols % f.group_size == 0 ? f : OnLoadFormat{};
+  }
+
+  void quantize_in_memory(k::WeightView* w, int bits, int gs) {
     constexpr std::int64_t kRowsPerPass = 4 * k::kQuantBlockRows;
     const k::WeightView src = *w;
     const k::WeightView packed = store_->add(k::packed_view(
@@ -410,6 +425,7 @@ class BindingVisitor final : public TensorVisitor {
   const Checkpoint& ck_;
   const std::optional<QuantizationConfig>& quant_;
   const LoadOptions& opts_;
+  std::string_view family_;
   QuantizedStore* store_;
   std::vector<TensorEntry>* list_;
   Status status_;
@@ -467,7 +483,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     opts.progress->set_total(static_cast<std::int64_t>(m->checkpoint_->n_weight_bytes()));
   }
   m->quantized_ = std::make_unique<QuantizedStore>();
-  BindingVisitor binder(*m->checkpoint_, quant, opts, m->quantized_.get(), &m->tensors_);
+  BindingVisitor binder(*m->checkpoint_, quant, opts, family->name, m->quantized_.get(),
+                        &m->tensors_);
   m->impl_->visit_tensors(binder);
   RECUR_RETURN_IF_ERROR(binder.status());
   m->layout_ = m->impl_->state_layout();

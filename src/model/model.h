@@ -33,7 +33,8 @@ struct LoadOptions {
   // Most logit rows one forward call may return (vocab floats each).
   std::int64_t max_logit_rows = 16;
   // Quantize on load (--quantize): 4 or 8 bits in groups of quantize_group_size, by the rule MLX's
-  // converter applies (every matrix whose input width divides by the group size); 0: as stored.
+  // converter applies (every matrix whose input width divides by the group size; the family's
+  // FamilyInfo::mlx_8bit_modules at 8 bits in groups of 64); 0: as stored.
   // Matrices the checkpoint already holds quantized stay as they are.
   int quantize_bits = 0;
   int quantize_group_size = 64;

@@ -44,11 +44,13 @@ std::span<const FamilyInfo> families() {
        .model_types = {"qwen3_moe"},
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
+       .mlx_8bit_modules = {"mlp.gate"},
        .create = create_qwen3_moe},
       {.name = "granitemoehybrid",
        .model_types = {"granitemoehybrid"},
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
+       .mlx_8bit_modules = {"router.layer"},
        .create = create_granite_hybrid},
       {.name = "lfm2",
        .model_types = {"lfm2"},
@@ -60,6 +62,7 @@ std::span<const FamilyInfo> families() {
        .model_types = {"lfm2_moe"},
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
+       .mlx_8bit_modules = {"feed_forward.gate"},
        .create = create_lfm2},
       // Released checkpoints name the model backbone.*; transformers 5 may save model.*.
       {.name = "nemotron_h",
@@ -73,11 +76,13 @@ std::span<const FamilyInfo> families() {
        .model_types = {"qwen3_5_moe", "qwen3_5_moe_text"},
        .tensor_prefixes = {"model.language_model.", "model.", "language_model.model."},
        .probe_tensor = "embed_tokens.weight",
+       .mlx_8bit_modules = {"mlp.gate", "shared_expert_gate"},
        .create = create_qwen3_5_moe},
       {.name = "qwen3_next",
        .model_types = {"qwen3_next"},
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
+       .mlx_8bit_modules = {"mlp.gate", "shared_expert_gate"},
        .create = create_qwen3_next},
       {.name = "falcon_h1",
        .model_types = {"falcon_h1"},
@@ -86,6 +91,16 @@ std::span<const FamilyInfo> families() {
        .create = create_falcon_h1},
   };
   return kFamilies;
+}
+
+bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module) {
+  for (const FamilyInfo& f : families()) {
+    if (f.name != family) continue;
+    for (std::string_view m : f.mlx_8bit_modules) {
+      if (module.ends_with(m)) return true;
+    }
+  }
+  return false;
 }
 
 Result<const FamilyInfo*> find_family(const ConfigJson& config) {

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "model/family.h"
 #include "util/check.h"
 
 namespace recur::modelgen {
@@ -93,26 +94,30 @@ bool module_order(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+// The rule itself is the model's (model::mlx_keeps_at_8_bits), so the writers and --quantize keep
+// the same modules at 8 bits.
 std::optional<QuantFormat> mlx_module_override(Family family, std::string_view path) {
-  bool eight = false;
+  std::string_view name;
   switch (family) {
     case Family::kQwen3Moe:
-      eight = path.ends_with("mlp.gate");
+      name = "qwen3_moe";
       break;
     case Family::kQwen3Next:
+      name = "qwen3_next";
+      break;
     case Family::kQwen3_5Moe:
-      eight = path.ends_with("mlp.gate") || path.ends_with("shared_expert_gate");
+      name = "qwen3_5_moe";
       break;
     case Family::kGraniteMoe:
-      eight = path.ends_with("router.layer");
+      name = "granitemoehybrid";
       break;
     case Family::kLfm2Moe:
-      eight = path.ends_with("feed_forward.gate");
+      name = "lfm2_moe";
       break;
     default:
-      break;
+      return std::nullopt;
   }
-  if (!eight) return std::nullopt;
+  if (!model::mlx_keeps_at_8_bits(name, path)) return std::nullopt;
   return QuantFormat{.bits = 8, .group_size = 64};
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -30,8 +31,9 @@ struct Tensor {
 // Reads `name` (RECUR_CHECK that it exists).
 Tensor load(const Checkpoint& ck, const std::string& name);
 // From now on load() returns every 2-D "*.weight" whose width divides by group_size quantized as
-// --quantize does (MLX's quantizer, then dequantized); bits 0 turns it off. Tests only.
-void set_quantization(int bits, int group_size);
+// --quantize does (MLX's quantizer, then dequantized; the modules model::mlx_keeps_at_8_bits names
+// for `family`, a FamilyInfo::name, at 8 bits in groups of 64); bits 0 turns it off. Tests only.
+void set_quantization(int bits, int group_size, std::string_view family = {});
 
 // y = W x for W [rows, cols]; for a bf16 W, x is first rounded to bf16 as the engine's matmul
 // does by design (architecture section 6), so bf16 checkpoints can be checked tightly too.

@@ -5,6 +5,7 @@
 
 #include "kernels/dtype.h"
 #include "kernels/quant.h"
+#include "model/family.h"
 #include "reference.h"
 #include "util/check.h"
 
@@ -12,6 +13,7 @@ namespace recur::model::reference {
 
 namespace {
 int g_quant_bits = 0, g_quant_group = 0;
+std::string g_quant_family;
 const std::vector<std::int32_t>* g_routes = nullptr;
 double g_margin = 0.0;
 std::size_t g_routed = 0;  // decisions taken from g_routes
@@ -54,9 +56,10 @@ std::vector<std::size_t> route_next(const Vec& keys, std::size_t k) {
   return theirs;
 }
 
-void set_quantization(int bits, int group_size) {
+void set_quantization(int bits, int group_size, std::string_view family) {
   g_quant_bits = bits;
   g_quant_group = group_size;
+  g_quant_family = family;
 }
 
 Tensor load(const Checkpoint& ck, const std::string& name) {
@@ -79,28 +82,35 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
       out.v[i] = t->dtype == DType::kBF16 ? kernels::bf16_to_f32(h) : kernels::f16_to_f32(h);
     }
   }
-  // Stacked experts [E, rows, cols] quantize row by row as each expert's matrix does.
-  if (g_quant_bits != 0 && (out.shape.size() == 2 || out.shape.size() == 3) &&
-      name.ends_with(".weight") && out.shape.back() % g_quant_group == 0) {
+  // Stacked experts [E, rows, cols] quantize row by row as each expert's matrix does; the
+  // family's routers at 8 bits in groups of 64, as the loader quantizes them.
+  int bits = g_quant_bits, group = g_quant_group;
+  if (bits != 0 && name.ends_with(".weight") &&
+      model::mlx_keeps_at_8_bits(g_quant_family, name.substr(0, name.size() - 7))) {
+    bits = 8;
+    group = 64;
+  }
+  if (bits != 0 && (out.shape.size() == 2 || out.shape.size() == 3) && name.ends_with(".weight") &&
+      out.shape.back() % group == 0) {
     const std::int64_t cols = out.shape.back();
     const auto rows = static_cast<std::int64_t>(out.v.size()) / cols;
     std::vector<float> w(out.v.begin(), out.v.end());
-    std::vector<std::uint32_t> codes(static_cast<std::size_t>(rows * cols * g_quant_bits / 32));
-    std::vector<float> scales(static_cast<std::size_t>(rows * (cols / g_quant_group)));
+    std::vector<std::uint32_t> codes(static_cast<std::size_t>(rows * cols * bits / 32));
+    std::vector<float> scales(static_cast<std::size_t>(rows * (cols / group)));
     std::vector<float> biases(scales.size());
     // Scales and biases are kept in the weight's dtype, as the loader keeps them.
     const kernels::DType sd = *t->dtype;
     std::vector<std::uint8_t> s_bytes(scales.size() * 4), b_bytes(scales.size() * 4);
-    kernels::quantize_rows(w.data(), rows, cols, g_quant_bits, g_quant_group, sd, codes.data(),
-                           s_bytes.data(), b_bytes.data());
+    kernels::quantize_rows(w.data(), rows, cols, bits, group, sd, codes.data(), s_bytes.data(),
+                           b_bytes.data());
     const kernels::MlxQuantized view{.codes = codes.data(),
                                      .scales = s_bytes.data(),
                                      .biases = b_bytes.data(),
                                      .dtype = sd,
                                      .rows = rows,
                                      .cols = cols,
-                                     .bits = g_quant_bits,
-                                     .group_size = g_quant_group};
+                                     .bits = bits,
+                                     .group_size = group};
     std::vector<float> row(static_cast<std::size_t>(cols));
     for (std::int64_t r = 0; r < rows; ++r) {
       kernels::dequantize_row(view, r, row.data());
@@ -109,7 +119,7 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
       }
     }
     out.bf16 = false;
-    out.quant_group = g_quant_group;
+    out.quant_group = group;
   }
   return out;
 }

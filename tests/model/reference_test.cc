@@ -116,7 +116,7 @@ void check_against_reference(modelgen::Family family, modelgen::DType dtype, dou
   reference::RoutingStats routing;
   // The reference's logits, following `engine_routes` at near-ties when given.
   auto compute_reference = [&](const std::vector<std::int32_t>* engine_routes) {
-    reference::set_quantization(quantize_bits, kGroup);
+    reference::set_quantization(quantize_bits, kGroup, (*m)->family());
     reference::set_engine_routes(engine_routes, near_tie_margin(dtype, quantize_bits));
     want = reference_logits(family, *ck, tokens);
     routing = reference::routing_stats();
