@@ -183,7 +183,14 @@ describe('Anthropic Messages API', () => {
       { signal: controller.signal });
     let events = 0;
     try {
-      for await (const _ of stream) { if (++events === 4) controller.abort(); }
+      // Leaves the loop itself too: once, under load, the loop was seen waiting forever after the
+      // abort (no connection left, a 900 s timeout in ctest).
+      for await (const _ of stream) {
+        if (++events === 4) {
+          controller.abort();
+          break;
+        }
+      }
     } catch { /* the abort */ }
     for (let i = 0; i < 200; i++) {
       const text = await (await fetch(`${server.base}/metrics`)).text();

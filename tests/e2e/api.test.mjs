@@ -106,7 +106,13 @@ describe('chat API', () => {
       chatBody({ max_tokens: 4000, stream: true }), { signal: controller.signal });
     let chunks = 0;
     try {
-      for await (const _ of stream) { if (++chunks === 3) controller.abort(); }
+      // Breaks out as well as aborting: see anthropic.test.mjs.
+      for await (const _ of stream) {
+        if (++chunks === 3) {
+          controller.abort();
+          break;
+        }
+      }
     } catch { /* the abort */ }
     for (let i = 0; i < 200; i++) {
       const text = await (await fetch(`${server.base}/metrics`)).text();
