@@ -5,18 +5,11 @@
 #include <algorithm>
 
 #include "kernels/amx_kernel.h"
+#include "kernels/amx_tiles.h"
 #include "kernels/pack_avx512.h"
 
 namespace recur::kernels::detail {
 namespace {
-
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
 
 // Eight 16x64-byte tiles; set per task because tile configuration is per thread.
 void configure_tiles() {
@@ -28,45 +21,7 @@ void configure_tiles() {
   _tile_loadconfig(&cfg);
 }
 
-// GCC's tile intrinsics paste the register number into the assembly text, so each register is
-// spelled out as a literal.
-#define RECUR_TILE_SWITCH(T, OP) \
-  if constexpr (T == 0)          \
-    OP(0);                       \
-  else if constexpr (T == 1)     \
-    OP(1);                       \
-  else if constexpr (T == 2)     \
-    OP(2);                       \
-  else if constexpr (T == 3)     \
-    OP(3);                       \
-  else if constexpr (T == 4)     \
-    OP(4);                       \
-  else if constexpr (T == 5)     \
-    OP(5);                       \
-  else if constexpr (T == 6)     \
-    OP(6);                       \
-  else                           \
-    OP(7)
-
-struct TileOps {
-  template <int T>
-  static void zero() {
-#define RECUR_OP(t) _tile_zero(t)
-    RECUR_TILE_SWITCH(T, RECUR_OP);
-#undef RECUR_OP
-  }
-  template <int T>
-  static void load(const void* p, std::int64_t stride) {
-#define RECUR_OP(t) _tile_loadd(t, p, stride)
-    RECUR_TILE_SWITCH(T, RECUR_OP);
-#undef RECUR_OP
-  }
-  template <int T>
-  static void store(void* p, std::int64_t stride) {
-#define RECUR_OP(t) _tile_stored(t, p, stride)
-    RECUR_TILE_SWITCH(T, RECUR_OP);
-#undef RECUR_OP
-  }
+struct TileOps : TileMoves {
   // The C tile is [weight rows][activation rows]; y wants activation rows: a 16 x 16 transpose in
   // registers (scalar stores of the 1,024 elements of a 2 x 2 micro-tile took about as long as
   // its K loop at K 1024).
@@ -102,8 +57,6 @@ struct TileOps {
       static_assert(C < 0, "a tile product amx_kernel.h does not issue");
   }
 };
-
-#undef RECUR_TILE_SWITCH
 
 }  // namespace
 

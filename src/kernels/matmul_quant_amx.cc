@@ -7,38 +7,13 @@
 #include <cstring>
 
 #include "kernels/amx_quant_kernel.h"
+#include "kernels/amx_tiles.h"
 #include "kernels/quant_pick.h"
 
 namespace recur::kernels::detail {
 namespace {
 
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
-
-#define RECUR_TILE_SWITCH(T, OP) \
-  if constexpr (T == 0)          \
-    OP(0);                       \
-  else if constexpr (T == 1)     \
-    OP(1);                       \
-  else if constexpr (T == 2)     \
-    OP(2);                       \
-  else if constexpr (T == 3)     \
-    OP(3);                       \
-  else if constexpr (T == 4)     \
-    OP(4);                       \
-  else if constexpr (T == 5)     \
-    OP(5);                       \
-  else if constexpr (T == 6)     \
-    OP(6);                       \
-  else                           \
-    OP(7)
-
-struct Int8TileOps {
+struct Int8TileOps : TileMoves {
   static void configure(int chunk) {
     TileConfig cfg;
     for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;  // C
@@ -48,24 +23,6 @@ struct Int8TileOps {
     _tile_loadconfig(&cfg);
   }
   static void release() { _tile_release(); }
-  template <int T>
-  static void zero() {
-#define RECUR_OP(t) _tile_zero(t)
-    RECUR_TILE_SWITCH(T, RECUR_OP);
-#undef RECUR_OP
-  }
-  template <int T>
-  static void load(const void* p, std::int64_t stride) {
-#define RECUR_OP(t) _tile_loadd(t, p, stride)
-    RECUR_TILE_SWITCH(T, RECUR_OP);
-#undef RECUR_OP
-  }
-  template <int T>
-  static void store(void* p, std::int64_t stride) {
-#define RECUR_OP(t) _tile_stored(t, p, stride)
-    RECUR_TILE_SWITCH(T, RECUR_OP);
-#undef RECUR_OP
-  }
   // The products amx_quant_kernel.h issues: C[mt][nt] = mt + 2·nt from A = 4 + mt, B = 6 + nt.
   template <int C, int A, int B>
   static void dot() {
@@ -122,8 +79,6 @@ struct Int8TileOps {
     }
   }
 };
-
-#undef RECUR_TILE_SWITCH
 
 struct AmxQuant {
   template <int kBits, int kGroup, DType kDType>

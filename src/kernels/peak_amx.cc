@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/peak_loops.h"
 
 namespace recur::kernels::detail {
@@ -10,11 +11,7 @@ namespace recur::kernels::detail {
 namespace {
 
 void configure_and_fill() {
-  struct alignas(64) {
-    std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-    std::uint16_t colsb[16] = {};
-    std::uint8_t rows[16] = {};
-  } cfg;
+  TileConfig cfg;
   for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   _tile_loadconfig(&cfg);
   alignas(64) static const std::uint16_t kZeros[16 * 32] = {};
