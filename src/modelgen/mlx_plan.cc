@@ -136,6 +136,24 @@ MlxPlan plan_mlx(const MlxRules& rules, std::span<const HfTensor> inputs) {
       add(p + "down_proj.weight", t.shape, t.dtype, {.inputs = {i}});
       continue;
     }
+    // Dense Granite 4.0-H (granitemoehybrid.py sanitize without experts): the fused
+    // shared_mlp.input_linear [2 * ff, d] becomes mlp.gate_proj and mlp.up_proj.
+    constexpr std::string_view kSharedIn = "shared_mlp.input_linear.weight";
+    constexpr std::string_view kSharedOut = "shared_mlp.output_linear.weight";
+    if (rules.family == Family::kGraniteHybrid && t.shape.size() == 2) {
+      if (name.ends_with(kSharedIn) && t.shape[0] % 2 == 0) {
+        const std::string p = name.substr(0, name.size() - kSharedIn.size()) + "mlp.";
+        const std::vector<std::int64_t> half = {t.shape[0] / 2, t.shape[1]};
+        add(p + "gate_proj.weight", half, t.dtype, {.inputs = {i}, .parts = 2, .part = 0});
+        add(p + "up_proj.weight", half, t.dtype, {.inputs = {i}, .parts = 2, .part = 1});
+        continue;
+      }
+      if (name.ends_with(kSharedOut)) {
+        add(name.substr(0, name.size() - kSharedOut.size()) + "mlp.down_proj.weight", t.shape,
+            t.dtype, {.inputs = {i}});
+        continue;
+      }
+    }
     add(name, t.shape, t.dtype, {.inputs = {i}});
   }
   return plan;
@@ -145,8 +163,9 @@ void read_planned(const MlxPlan& plan, std::size_t t, std::int64_t begin, std::s
                   const InputReadFn& read_input) {
   const MlxSource& s = plan.sources[t];
   if (s.inputs.size() == 1 && s.parts == 1) return read_input(s.inputs[0], begin, out);
+  // A 2-D split tensor is one "expert" of the whole tensor's rows.
   const std::vector<std::int64_t>& shape = plan.tensors[t].shape;
-  const std::int64_t per_expert = shape[1] * shape[2];
+  const std::int64_t per_expert = shape.size() == 3 ? shape[1] * shape[2] : shape[0] * shape[1];
   for (std::size_t done = 0; done < out.size();) {
     const std::int64_t i = begin + static_cast<std::int64_t>(done);
     const std::int64_t e = i / per_expert, at = i % per_expert;

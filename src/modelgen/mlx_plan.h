@@ -2,8 +2,8 @@
 // (mlx_layout.h's rules for one tensor) and where its values come from, after the reshaping that
 // mlx-lm's sanitize does to experts: per-expert tensors stacked into switch_mlp (qwen3_moe,
 // qwen3_next, qwen3_5_moe, lfm2_moe), fused ones split (transformers 5's experts.gate_up_proj,
-// Granite 4.0-H's input_linear). Both writers (the generator, quantize_checkpoint) plan with it,
-// so they write the same layout. Pure functions, no I/O.
+// Granite 4.0-H's input_linear, dense Granite's shared_mlp). Both writers (the generator,
+// quantize_checkpoint) plan with it, so they write the same layout. Pure functions, no I/O.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +46,9 @@ struct MlxPlan {
 //   "<p>switch_mlp.gate_proj.weight" and "<p>switch_mlp.up_proj.weight" [E, ff, d],
 //   "<p>experts.down_proj" "<p>switch_mlp.down_proj.weight" (qwen3_5_moe.py); Granite's
 //   "<p>block_sparse_moe.input_linear.weight" / "output_linear.weight" alike
-//   (granitemoehybrid.py);
+//   (granitemoehybrid.py); dense Granite's (no experts) "<p>shared_mlp.input_linear.weight"
+//   [2 * ff, d] becomes "<p>mlp.gate_proj.weight" and "<p>mlp.up_proj.weight" [ff, d] and
+//   "<p>shared_mlp.output_linear.weight" "<p>mlp.down_proj.weight";
 // - everything else is mlx_tensor(rules, name, shape, dtype).
 MlxPlan plan_mlx(const MlxRules& rules, std::span<const HfTensor> inputs);
 

@@ -138,14 +138,22 @@ TEST_P(Quantize, MatchesTheGeneratorsQuantizedCheckpoint) {
   }
   EXPECT_EQ(summary.n_quantized + summary.n_kept, n_weights);
   // Stacked experts (Granite 4.0-H's input_linear) split into two outputs; per-expert ones
-  // become one stack per projection; elsewhere every source tensor is one output or dropped.
+  // become one stack per projection; dense Granite's shared_mlp.input_linear splits into
+  // mlp.gate_proj and mlp.up_proj; elsewhere every source tensor is one output or dropped.
   if (family() != Family::kGraniteMoe) {
     const std::map<std::string, int> stacks = expert_stacks(src);
-    int n_expert_tensors = 0;
+    int n_expert_tensors = 0, n_split = 0;
     for (const auto& [name, n] : stacks) n_expert_tensors += n;
-    EXPECT_EQ(
-        summary.n_quantized + summary.n_kept + summary.n_dropped,
-        static_cast<int>(src.tensors.size()) - n_expert_tensors + static_cast<int>(stacks.size()));
+    for (const auto& [name, t] : src.tensors) {
+      n_split +=
+          family() == Family::kGraniteHybrid && name.ends_with("shared_mlp.input_linear.weight");
+    }
+    if (family() == Family::kGraniteHybrid) {
+      EXPECT_GT(n_split, 0);
+    }
+    EXPECT_EQ(summary.n_quantized + summary.n_kept + summary.n_dropped,
+              static_cast<int>(src.tensors.size()) - n_expert_tensors +
+                  static_cast<int>(stacks.size()) + n_split);
   }
   // Tiny geometries have matrices narrower than a group (routers, small projections): they are
   // written floating, as mlx-lm leaves them.
@@ -405,6 +413,37 @@ TEST(PlanMlx, StacksCompleteExpertSetsOnly) {
   // Other families keep their per-expert tensors (granitemoehybrid stores them stacked).
   const MlxPlan dense = plan_mlx({.family = Family::kQwen3, .format = {4, 32}}, inputs);
   EXPECT_EQ(dense.tensors.size(), inputs.size());
+}
+
+// Dense Granite 4.0-H's MLX copy has mlx-lm's GraniteMoeHybridMLP: the fused shared_mlp's gate
+// rows become mlp.gate_proj, its up rows mlp.up_proj, output_linear mlp.down_proj. With experts,
+// shared_mlp stays as it is (GraniteMoeHybridSharedMLP).
+TEST(PlanMlx, DenseGraniteSplitsTheSharedMlp) {
+  const std::vector<HfTensor> inputs = {
+      {"model.layers.0.shared_mlp.input_linear.weight", {4, 3}, DType::kF32},
+      {"model.layers.0.shared_mlp.output_linear.weight", {3, 2}, DType::kF32},
+      {"model.norm.weight", {3}, DType::kF32},
+  };
+  const MlxPlan plan = plan_mlx({.family = Family::kGraniteHybrid, .format = {4, 32}}, inputs);
+  std::vector<std::string> names;
+  for (const MlxTensor& t : plan.tensors) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight",
+                       "model.layers.0.mlp.down_proj.weight", "model.norm.weight"}));
+  EXPECT_EQ(plan.tensors[0].shape, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(plan.tensors[1].shape, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(plan.tensors[2].shape, (std::vector<std::int64_t>{3, 2}));
+  const auto read = [](std::size_t k, std::int64_t begin, std::span<float> out) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 100.0f * k + begin + i;
+  };
+  std::vector<float> gate(6), up(4);
+  read_planned(plan, 0, 0, gate, read);
+  read_planned(plan, 1, 2, up, read);  // from element 2 of the up rows
+  EXPECT_EQ(gate, (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(up, (std::vector<float>{8, 9, 10, 11}));
+  const MlxPlan moe = plan_mlx({.family = Family::kGraniteMoe, .format = {4, 32}}, inputs);
+  ASSERT_EQ(moe.tensors.size(), inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(moe.tensors[i].name, inputs[i].name);
 }
 
 TEST(QuantizeCheckpoint, ShardedInputGivesTheSameWeights) {
