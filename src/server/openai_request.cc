@@ -81,6 +81,7 @@ std::optional<ApiError> parse_generation(const json& body, const RequestLimits& 
   std::optional<std::int64_t> n;
   RECUR_TRY_FIELD(read_int(body, "n", n, 1, 1));
   RECUR_TRY_FIELD(parse_stop(body, limits, g.stop));
+  RECUR_TRY_FIELD(read_bool(body, "ignore_eos", g.ignore_eos));
   RECUR_TRY_FIELD(read_bool(body, "stream", g.stream));
   if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("stream_options", "an object", *it);

@@ -32,6 +32,9 @@ struct GenerationFields {
   bool seed_given = false;
   std::optional<std::int64_t> max_tokens;  // max_completion_tokens or max_tokens
   std::vector<std::string> stop;
+  // vLLM's extension: generation runs to max_tokens through end-of-generation tokens (benchmarks
+  // and tests that need an exact output length).
+  bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int n = 1;

@@ -117,7 +117,7 @@ engine::GenerationRequest Service::engine_request(const GenerationFields& gen,
   r.max_tokens = gen.max_tokens.value_or(std::max<std::int64_t>(1, options_.ctx_size - n_prompt));
   r.prompt = std::move(prompt);
   r.stop_strings = gen.stop;
-  r.stop_token_ids = backend_.stop_token_ids;
+  if (!gen.ignore_eos) r.stop_token_ids = backend_.stop_token_ids;
   return r;
 }
 

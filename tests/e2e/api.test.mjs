@@ -2,7 +2,10 @@
 // limits, disconnects, isolation between tenants, steady-state cache memory.
 import { test, describe, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeModel, startServer } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeModel, startServer, tempDir, RECUR } from './harness.mjs';
 import { converse } from './conversation.mjs';
 
 const chatBody = (extra = {}) => ({
@@ -103,7 +106,7 @@ describe('chat API', () => {
     const controller = new AbortController();
     const client = server.client();
     const stream = await client.chat.completions.create(
-      chatBody({ max_tokens: 4000, stream: true }), { signal: controller.signal });
+      chatBody({ max_tokens: 4000, stream: true, ignore_eos: true }), { signal: controller.signal });
     let chunks = 0;
     try {
       // Breaks out as well as aborting: see anthropic.test.mjs.
@@ -189,3 +192,78 @@ for (const family of ['qwen3_5', 'qwen3']) {
     });
   });
 }
+
+describe('ignore_eos (vLLM extension)', () => {
+  // The id of a token the model writes, made an end-of-generation token of a copy of the
+  // checkpoint (generation_config.json eos_token_id): without ignore_eos the answer stops there; with it the
+  // same tokens go on to max_tokens. A token first written after the first step is preferred
+  // (the stopped answer is then not empty); which one depends on this CPU's kernels.
+  const PROMPTS = ['Tell me a story about a cat.', 'List three colors.', 'Say something.', 'Hello'];
+  let server, stopAt;
+  const body = (content, extra) => ({ model: 'qwen3_5', messages: [{ role: 'user', content }],
+                                      max_tokens: 24, temperature: 0, logprobs: true, ...extra });
+  const idOf = (dir, text) => {
+    const ids = execFileSync(RECUR, ['tokenize', '-m', dir], { input: text }).toString().trim();
+    return /^\d+$/.test(ids) ? Number(ids) : null;  // the text is one token
+  };
+  before(async () => {
+    const source = makeModel('qwen3_5');
+    const plain = await startServer(source);
+    const answers = [];
+    for (const content of PROMPTS) {
+      const r = await plain.client().chat.completions.create(body(content));
+      answers.push({ content, tokens: r.choices[0].logprobs.content.map((t) => t.token) });
+    }
+    await plain.stop();
+    for (const { content, tokens } of answers) {
+      for (let i = 1; i < tokens.length && !stopAt; i++) {
+        const id = tokens.indexOf(tokens[i]) === i ? idOf(source, tokens[i]) : null;
+        if (id !== null) stopAt = { content, index: i, id, tokens };
+      }
+    }
+    if (!stopAt) {
+      const { content, tokens } = answers.find((a) => idOf(source, a.tokens[0]) !== null);
+      stopAt = { content, index: 0, id: idOf(source, tokens[0]), tokens };
+    }
+    const dir = join(tempDir('eos'), 'qwen3_5');
+    cpSync(source, dir, { recursive: true });
+    const config = JSON.parse(readFileSync(join(dir, 'generation_config.json'), 'utf8'));
+    config.eos_token_id = [config.eos_token_id, stopAt.id].flat();
+    writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(config, null, 2));
+    server = await startServer(dir);
+  });
+  after(async () => { await server?.stop(); });
+
+  test('without it the answer ends at the end-of-generation token; with it, at max_tokens', async () => {
+    const client = server.client();
+    const stopped = await client.chat.completions.create(body(stopAt.content));
+    assert.equal(stopped.choices[0].finish_reason, 'stop');
+    assert.deepEqual((stopped.choices[0].logprobs?.content ?? []).map((t) => t.token),
+                     stopAt.tokens.slice(0, stopAt.index));
+    for (const stream of [false, true]) {
+      const req = body(stopAt.content,
+                       { ignore_eos: true, stream, ...(stream && { stream_options: { include_usage: true } }) });
+      let finish, usage, tokens = [];
+      if (stream) {
+        for await (const chunk of await client.chat.completions.create(req)) {
+          if (chunk.usage) usage = chunk.usage;
+          for (const c of chunk.choices) {
+            tokens.push(...(c.logprobs?.content ?? []).map((t) => t.token));
+            finish = c.finish_reason ?? finish;
+          }
+        }
+      } else {
+        const r = await client.chat.completions.create(req);
+        [finish, usage] = [r.choices[0].finish_reason, r.usage];
+        tokens = r.choices[0].logprobs.content.map((t) => t.token);
+      }
+      assert.equal(finish, 'length', `stream: ${stream}`);
+      assert.equal(usage.completion_tokens, 24);
+      assert.deepEqual(tokens, stopAt.tokens, `stream: ${stream}`);
+    }
+    const wrong = await server.json('/v1/chat/completions', {
+      method: 'POST', body: JSON.stringify(body('Hi', { ignore_eos: 'yes' })) });
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.body.error.param, 'ignore_eos');
+  });
+});

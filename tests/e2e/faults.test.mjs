@@ -34,12 +34,15 @@ async function until(server, pred, what) {
 // Opens a chat request. A stream returns once its response has started (the role chunk is
 // written right after submission); a non-streaming response is held until it is complete, so its
 // `response` is a promise and callers wait on /metrics to know the request was submitted.
-async function open(server, { content, maxTokens, stream }) {
+// Requests meant to outlast a check set `long`: they run to maxTokens whatever the model
+// answers (ignore_eos), since which greedy token comes first differs between CPUs' kernels and
+// a request that met its end-of-turn token early once left a check with nothing running.
+async function open(server, { content, maxTokens, stream, long = false }) {
   const controller = new AbortController();
   const response = fetch(`${server.base}/v1/chat/completions`, {
     method: 'POST', signal: controller.signal, headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ model: 'qwen3_5', max_tokens: maxTokens, temperature: 0, stream,
-                           messages: [{ role: 'user', content }] }),
+                           ignore_eos: long, messages: [{ role: 'user', content }] }),
   });
   if (!stream) {
     response.catch(() => {});  // an abort rejects it
@@ -94,7 +97,7 @@ describe('disconnects free the request within one engine step', () => {
 
   test('mid-stream', async () => {
     const before0 = await scrape(server);
-    const r = await open(server, { content: 'Hi', maxTokens: 4000, stream: true });
+    const r = await open(server, { content: 'Hi', maxTokens: 4000, stream: true, long: true });
     await until(server, (m) => m.steps > before0.steps + 30, 'decoding runs');
     r.abort();
     await assertFreedWithinOneStep(server, before0.disconnects);
@@ -102,7 +105,7 @@ describe('disconnects free the request within one engine step', () => {
 
   test('mid-queue: the place is given back while the running request goes on', async () => {
     const before0 = await scrape(server);
-    const running = await open(server, { content: 'Hi', maxTokens: 60000, stream: true });
+    const running = await open(server, { content: 'Hi', maxTokens: 60000, stream: true, long: true });
     await until(server, (m) => m.active === 1 && m.steps > before0.steps + 3, 'the first one runs');
     const waiting = await open(server, { content: LONG_PROMPT, maxTokens: 8, stream: true });
     const queued = await until(server, (m) => m.queued === 1, 'the second one waits');
@@ -175,7 +178,7 @@ describe('SIGTERM with requests in flight', () => {
   }
   // Starts a server, runs `body` with it, and makes sure it is gone afterwards whatever happened.
   async function withServer(args, body) {
-    const server = await startServer(makeModel('qwen3_5'), ['--ctx-size', '8192', ...args]);
+    const server = await startServer(makeModel('qwen3_5'), ['--ctx-size', '32768', ...args]);
     const exited = new Promise((res) => server.proc.on('exit', (code) => res(code)));
     try {
       await body(server, exited);
@@ -185,9 +188,11 @@ describe('SIGTERM with requests in flight', () => {
   }
 
   test('new requests get 503 while running ones finish; then exit 0', async () => {
-    await withServer(['--shutdown-grace', '60s'], async (server, exited) => {
-      // Long enough to outlast the checks below, short enough to end within the grace period.
-      const running = await open(server, { content: 'Hello', maxTokens: 2000, stream: true });
+    await withServer(['--shutdown-grace', '600s'], async (server, exited) => {
+      // Long enough to outlast the checks below (30000 tokens: seconds, where the checks take
+      // milliseconds), short enough to end within the grace period.
+      const running = await open(server, { content: 'Hello', maxTokens: 30000, stream: true,
+                                           long: true });
       server.proc.kill('SIGTERM');
       await until(server, () => true, 'a scrape');  // still answering during the drain
       const health = await fetch(`${server.base}/health`);
@@ -207,7 +212,7 @@ describe('SIGTERM with requests in flight', () => {
   test('what is still running at the end of --shutdown-grace is cancelled with an error event',
        async () => {
     await withServer(['--shutdown-grace', '0s'], async (server, exited) => {
-      const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+      const running = await open(server, { content: 'Hi', maxTokens: 30000, stream: true, long: true });
       // The role chunk is written at submission, before the engine admits the request.
       await until(server, (m) => m.active === 1, 'the request is running');
       server.proc.kill('SIGTERM');
@@ -221,7 +226,7 @@ describe('SIGTERM with requests in flight', () => {
   // body, because keep-alive spaces had committed the status before the outcome was known.
   test('a non-streaming request cancelled by the shutdown answers 503, not 200', async () => {
     await withServer(['--shutdown-grace', '0s'], async (server, exited) => {
-      const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: false });
+      const running = await open(server, { content: 'Hi', maxTokens: 30000, stream: false, long: true });
       await until(server, (m) => m.active === 1 && m.steps > 3, 'the request is running');
       server.proc.kill('SIGTERM');
       const res = await running.response;
@@ -234,7 +239,7 @@ describe('SIGTERM with requests in flight', () => {
 
   test('a second signal cancels at once', async () => {
     await withServer(['--shutdown-grace', '600s'], async (server, exited) => {
-      const running = await open(server, { content: 'Hi', maxTokens: 8000, stream: true });
+      const running = await open(server, { content: 'Hi', maxTokens: 30000, stream: true, long: true });
       await until(server, (m) => m.active === 1, 'the request is running');
       server.proc.kill('SIGTERM');
       for (let i = 0; i < 500; i++) {

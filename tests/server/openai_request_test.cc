@@ -29,7 +29,7 @@ TEST(ChatRequest, FullRequest) {
   auto r = ok_chat(R"({
     "model": "m", "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 12,
     "presence_penalty": 0.5, "frequency_penalty": 0.25, "max_completion_tokens": 64,
-    "stop": ["\n\n", "END"], "stream": true, "stream_options": {"include_usage": true},
+    "stop": ["\n\n", "END"], "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true},
     "logprobs": true, "top_logprobs": 3, "prompt_cache_key": "conv-1", "user": "u", "cache_salt": "s",
     "chat_template_kwargs": {"enable_thinking": false},
     "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
@@ -49,6 +49,7 @@ TEST(ChatRequest, FullRequest) {
   EXPECT_TRUE(r.gen.seed_given);
   EXPECT_EQ(r.gen.max_tokens, 64);
   EXPECT_EQ(r.gen.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_TRUE(r.gen.ignore_eos);
   EXPECT_TRUE(r.gen.stream);
   EXPECT_TRUE(r.gen.include_usage);
   EXPECT_TRUE(r.gen.sampling.logprobs);
@@ -74,6 +75,7 @@ TEST(ChatRequest, MaxTokensFallsBackToLegacyField) {
   auto d = ok_chat(R"({"messages":[{"role":"user","content":"x"}]})");
   EXPECT_FALSE(d.gen.max_tokens.has_value());
   EXPECT_FALSE(d.gen.seed_given);
+  EXPECT_FALSE(d.gen.ignore_eos);
 }
 
 TEST(ChatRequest, ErrorsNameTheField) {
@@ -108,6 +110,8 @@ TEST(ChatRequest, ErrorsNameTheField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 2.5})", "max_tokens",
        "an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "n", "between 1 and 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "ignore_eos": 1})", "ignore_eos",
+       "a boolean"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": [1]})", "stop[0]", "a string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ""})", "stop", "empty"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})",
