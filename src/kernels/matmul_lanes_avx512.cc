@@ -8,7 +8,8 @@
 // activation rows instead: the activations are packed per call as [row group][l][c][16 rows][2]
 // (pack_x_lanes_avx512) and every weight pair is broadcast straight from the mapped checkpoint,
 // so the weights are never repacked. A micro-tile is 64 rows x 6 weight rows: 24 accumulators, 4
-// vector loads and 6 broadcasts per 24 vdpbf16ps, run once per lane l; the 16 partials of an
+// vector loads and 6 broadcasts per 24 vdpbf16ps (fewer rows: more weight rows, tile_cols), run
+// once per lane l; the 16 partials of an
 // output then meet in the hsum tree as 15 vertical adds per 16 outputs instead of 16 horizontal
 // sums (the 4x4 tiles' cost: loads 8 per 16 vdpbf16ps and a horizontal sum per output).
 #include <immintrin.h>
@@ -25,8 +26,23 @@ namespace recur::kernels::detail {
 namespace {
 
 constexpr int kLanes = 16;
-constexpr int kGroups = 4;  // 16-row groups per micro-tile
-constexpr int kCols = 6;    // weight rows (output columns) per micro-tile
+constexpr int kGroups = 4;    // 16-row groups per micro-tile
+constexpr int kMaxCols = 12;  // weight rows (output columns) per micro-tile, at most
+
+// A micro-tile's weight rows for `groups` row groups and reduction length k_dim. Up to 24
+// accumulators (12 for one group) keep both vdpbf16ps pipes fed past the instruction's latency:
+// with 6 columns, the 32-row tiles of a mixture-of-experts layer (16-47 rows per expert) ran 12
+// and the down stage 41% of the peak on the Zen 5 VM. But every lane pass re-reads the tile's
+// weight rows, which must stay in L1: more than 6 columns only while they take at most 24 KiB
+// (K <= 1024 at 12 columns: Qwen3.5's projections, an expert's down; 48 KiB L1 on Zen 5 and
+// Sapphire Rapids, 32 KiB on Zen 4).
+int tile_cols(int groups, std::int64_t k_dim) {
+  constexpr int kByGroups[kGroups] = {12, 12, 8, 6};
+  constexpr std::int64_t kL1Budget = 24 * 1024;
+  const auto fit = static_cast<int>(
+      std::min<std::int64_t>(kMaxCols, kL1Budget / (2 * std::max<std::int64_t>(1, k_dim))));
+  return std::min(kByGroups[groups - 1], std::max(6, fit));
+}
 
 // The lanes in the order hsum's tree combines them: its first adds pair lane l with l + 8, then
 // (l, l + 8) with (l + 4, l + 12), then those with the ones 2 apart, then the odd with the even
@@ -84,7 +100,7 @@ void lanes_tile(const std::uint16_t* xp, std::int64_t chunks, const std::uint16_
     // The next tile's weight rows, one per lane pass, a line per chunk: its first pass would
     // otherwise wait on memory for every line (a matrix larger than the caches, like lm_head).
     const char* ahead =
-        next != nullptr && s < kCols ? reinterpret_cast<const char*>(next + s * ldw) : nullptr;
+        next != nullptr && s < NC ? reinterpret_cast<const char*>(next + s * ldw) : nullptr;
     for (std::int64_t c = 0; c < full; ++c) {
       if (ahead != nullptr) _mm_prefetch(ahead + c * 64, _MM_HINT_T0);
       __m512i xv[G];
@@ -118,13 +134,13 @@ void lanes_tile(const std::uint16_t* xp, std::int64_t chunks, const std::uint16_
 
 template <int I>
 constexpr auto tile_entry() {
-  return &lanes_tile<I / kCols + 1, I % kCols + 1>;
+  return &lanes_tile<I / kMaxCols + 1, I % kMaxCols + 1>;
 }
 template <int... I>
 constexpr auto make_table(std::integer_sequence<int, I...>) {
   return std::array{tile_entry<I>()...};
 }
-constexpr auto kTiles = make_table(std::make_integer_sequence<int, kGroups * kCols>{});
+constexpr auto kTiles = make_table(std::make_integer_sequence<int, kGroups * kMaxCols>{});
 
 }  // namespace
 
@@ -159,14 +175,15 @@ void matmul_block_lanes_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   for (std::int64_t m = b.m0; m < b.m1; m += kGroups * kLanes) {
     const std::int64_t rows = std::min<std::int64_t>(kGroups * kLanes, b.m1 - m);
     const int groups = static_cast<int>((rows + kLanes - 1) / kLanes);
-    for (std::int64_t n = b.n0; n < b.n1; n += kCols) {
-      const int cols = static_cast<int>(std::min<std::int64_t>(kCols, b.n1 - n));
-      const std::int64_t n_next = n + kCols < b.n1 ? n + kCols : b.n0;  // then the next rows
+    const int nc = tile_cols(groups, k_dim);
+    for (std::int64_t n = b.n0; n < b.n1; n += nc) {
+      const int cols = static_cast<int>(std::min<std::int64_t>(nc, b.n1 - n));
+      const std::int64_t n_next = n + nc < b.n1 ? n + nc : b.n0;  // then the next rows
       const std::uint16_t* next =
-          n_next + kCols <= op.w.rows && (n + kCols < b.n1 || m + kGroups * kLanes < b.m1)
+          n_next + nc <= op.w.rows && (n + nc < b.n1 || m + kGroups * kLanes < b.m1)
               ? w + n_next * k_dim
               : nullptr;
-      kTiles[static_cast<std::size_t>((groups - 1) * kCols + cols - 1)](
+      kTiles[static_cast<std::size_t>((groups - 1) * kMaxCols + cols - 1)](
           static_cast<const std::uint16_t*>(op.xp) + m / kLanes * group_elems, chunks,
           w + n * k_dim, k_dim, k_dim, rows, op.y + m * ldy + n, ldy, next);
     }

@@ -138,8 +138,9 @@ TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
 
 // Large calls on avx512 run the lanes kernel (16 rows per vector, weight pairs broadcast): every
 // row must equal the same row computed alone by the streaming tiles, byte for byte, across edge
-// shapes of its 64 x 6 micro-tile, K tails (odd K reads half a pair), several 64-row blocks,
-// thread counts and misaligned operands. Zeros of both signs in x exercise the padding lanes.
+// shapes of its micro-tiles (1-4 row groups x 6-12 columns, by the row groups and K), K tails (odd
+// K reads half a pair), several 64-row blocks, thread counts and misaligned operands. Zeros of
+// both signs in x exercise the padding lanes.
 TEST(Matmul, LargeBatchesEqualRowByRow) {
   struct Shape {
     std::int64_t n_out, k_dim;
@@ -148,10 +149,11 @@ TEST(Matmul, LargeBatchesEqualRowByRow) {
   int case_id = 0;
   for (Isa isa : runnable_isas()) {
     ScopedIsa scoped(isa);
-    // Columns: 64+ (the lanes kernel's threshold, kLanesMinCols), last tiles of 1-5 columns.
+    // Columns: 64+ (the lanes kernel's threshold, kLanesMinCols), last tiles of 1-11 columns;
+    // K 1030 gives 11-column tiles, 2100 the 6 of long rows.
     for (Shape s : {Shape{65, 1}, Shape{98, 31}, Shape{99, 33}, Shape{100, 257}, Shape{97, 64},
-                    Shape{193, 96}, Shape{70, 40}}) {
-      for (std::int64_t n_rows : {16, 17, 49, 64, 65, 130, 200}) {
+                    Shape{193, 96}, Shape{70, 40}, Shape{75, 1030}, Shape{71, 2100}}) {
+      for (std::int64_t n_rows : {16, 17, 40, 49, 64, 65, 100, 130, 200}) {
         ++case_id;
         const std::int64_t pad = case_id % 3;
         auto w =
