@@ -199,10 +199,19 @@ test('the system prompt and sampling settings go into every request; a new chat 
 test('stop ends a long answer: the partial text stays and the server frees the sequence', async (t) => {
   const page = await openPage(t);
   if (!page) return;
-  // Greedy decoding of this checkpoint repeats itself and never ends the turn on its own. The
-  // tiny model writes 8000 tokens in about 2 s: a long context keeps the answer streaming well
-  // past the moment the test presses stop, however slow the browser is.
+  // The tiny model writes 8000 tokens in about 2 s: a long context keeps the answer streaming
+  // well past the moment the test presses stop, however slow the browser is. Whether greedy
+  // decoding meets the end-of-turn token depends on the CPU's kernels, so the page's request
+  // gets ignore_eos on its way out (the page itself has no such setting).
   const server = await startServer(makeModel('qwen3_5'), ['--ctx-size', '200000']);
+  await page.setRequestInterception(true);
+  page.on('request', (req) => {
+    if (req.method() !== 'POST' || !req.url().endsWith('/v1/chat/completions')) {
+      req.continue();
+      return;
+    }
+    req.continue({ postData: JSON.stringify({ ...JSON.parse(req.postData()), ignore_eos: true }) });
+  });
   try {
     await page.goto(`${server.base}/`);
     await page.waitForFunction(() => document.querySelector('#model-name').textContent === 'qwen3_5');
