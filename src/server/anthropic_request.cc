@@ -315,6 +315,7 @@ std::optional<ApiError> parse_generation(const json& body, const RequestLimits& 
   RECUR_TRY_FIELD(
       read_int(body, "max_tokens", g.max_tokens, 1, limits.max_tokens_cap, "max_tokens_limit"));
   RECUR_TRY_FIELD(parse_stop_sequences(body, limits, g.stop));
+  RECUR_TRY_FIELD(read_bool(body, "ignore_eos", g.ignore_eos));
   RECUR_TRY_FIELD(read_bool(body, "stream", g.stream));
   if (auto md = body.find("metadata"); md != body.end() && !md->is_null()) {
     if (!md->is_object()) return wrong_type("metadata", "an object", *md);

@@ -30,7 +30,7 @@ ApiError bad(const std::string& body) {
 TEST(MessagesRequest, BlocksBecomeChatMessages) {
   auto r = ok(R"({
     "model": "m", "max_tokens": 64, "temperature": 0.5, "top_k": 40, "stream": true,
-    "stop_sequences": ["END"], "metadata": {"user_id": "session-7"},
+    "stop_sequences": ["END"], "metadata": {"user_id": "session-7"}, "ignore_eos": true,
     "system": [{"type": "text", "text": "be brief"}, {"type": "text", "text": "and kind"}],
     "thinking": {"type": "enabled", "budget_tokens": 2048},
     "tools": [{"name": "get_weather", "description": "d",
@@ -47,6 +47,7 @@ TEST(MessagesRequest, BlocksBecomeChatMessages) {
         {"type": "text", "text": "thanks", "cache_control": {"type": "ephemeral"}}]}
     ]})");
   EXPECT_EQ(r.gen.max_tokens, 64);
+  EXPECT_TRUE(r.gen.ignore_eos);
   EXPECT_EQ(r.gen.sampling.top_k, 40);
   EXPECT_TRUE(r.gen.stream);
   EXPECT_EQ(r.gen.stop, std::vector<std::string>{"END"});
