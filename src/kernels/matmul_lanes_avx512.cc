@@ -9,9 +9,9 @@
 // (pack_x_lanes_avx512) and every weight pair is broadcast straight from the mapped checkpoint,
 // so the weights are never repacked. A micro-tile is 64 rows x 6 weight rows: 24 accumulators, 4
 // vector loads and 6 broadcasts per 24 vdpbf16ps (fewer rows: more weight rows, tile_cols), run
-// once per lane l; the 16 partials of an
-// output then meet in the hsum tree as 15 vertical adds per 16 outputs instead of 16 horizontal
-// sums (the 4x4 tiles' cost: loads 8 per 16 vdpbf16ps and a horizontal sum per output).
+// once per lane l; the 16 partials of an output then meet in the hsum tree as 15 vertical adds
+// per 16 outputs instead of 16 horizontal sums (the 4x4 tiles' cost: loads 8 per 16 vdpbf16ps
+// and a horizontal sum per output).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,17 +31,16 @@ constexpr int kMaxCols = 12;  // weight rows (output columns) per micro-tile, at
 
 // A micro-tile's weight rows for `groups` row groups and reduction length k_dim. Up to 24
 // accumulators (12 for one group) keep both vdpbf16ps pipes fed past the instruction's latency:
-// with 6 columns, the 32-row tiles of a mixture-of-experts layer (16-47 rows per expert) ran 12
-// and the down stage 41% of the peak on the Zen 5 VM. But every lane pass re-reads the tile's
-// weight rows, which must stay in L1: more than 6 columns only while they take at most 24 KiB
-// (K <= 1024 at 12 columns: Qwen3.5's projections, an expert's down; 48 KiB L1 on Zen 5 and
-// Sapphire Rapids, 32 KiB on Zen 4).
+// with 6 columns a 32-row tile has 12, and qwen3-30b-a3b's expert down stage (16-47 rows per
+// expert) ran at 41% of the peak on the Zen 5 VM. But every lane pass reads the tile's weight
+// rows again, so they must stay in L1: more than 6 columns only while they take at most 24 KiB
+// (12 columns up to K 1024: Qwen3.5's projections, an expert's down; 48 KiB of L1 on Zen 5 and
+// Sapphire Rapids, 32 KiB on Zen 4). 6, 8 and 12 divide kLanesBlockN: no part-empty tiles.
 int tile_cols(int groups, std::int64_t k_dim) {
   constexpr int kByGroups[kGroups] = {12, 12, 8, 6};
   constexpr std::int64_t kL1Budget = 24 * 1024;
-  const auto fit = static_cast<int>(
-      std::min<std::int64_t>(kMaxCols, kL1Budget / (2 * std::max<std::int64_t>(1, k_dim))));
-  return std::min(kByGroups[groups - 1], std::max(6, fit));
+  const std::int64_t fit = kL1Budget / (2 * std::max<std::int64_t>(1, k_dim));
+  return std::min(kByGroups[groups - 1], fit >= 12 ? 12 : fit >= 8 ? 8 : 6);
 }
 
 // The lanes in the order hsum's tree combines them: its first adds pair lane l with l + 8, then

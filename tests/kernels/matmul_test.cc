@@ -138,8 +138,8 @@ TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
 
 // Large calls on avx512 run the lanes kernel (16 rows per vector, weight pairs broadcast): every
 // row must equal the same row computed alone by the streaming tiles, byte for byte, across edge
-// shapes of its micro-tiles (1-4 row groups x 6-12 columns, by the row groups and K), K tails (odd
-// K reads half a pair), several 64-row blocks, thread counts and misaligned operands. Zeros of
+// shapes of its micro-tiles (1-4 row groups x 6, 8 or 12 columns, by the row groups and K), K tails
+// (odd K reads half a pair), several 64-row blocks, thread counts and misaligned operands. Zeros of
 // both signs in x exercise the padding lanes.
 TEST(Matmul, LargeBatchesEqualRowByRow) {
   struct Shape {
@@ -150,7 +150,7 @@ TEST(Matmul, LargeBatchesEqualRowByRow) {
   for (Isa isa : runnable_isas()) {
     ScopedIsa scoped(isa);
     // Columns: 64+ (the lanes kernel's threshold, kLanesMinCols), last tiles of 1-11 columns;
-    // K 1030 gives 11-column tiles, 2100 the 6 of long rows.
+    // K 1030 gives 8-column tiles, 2100 the 6 of long rows.
     for (Shape s : {Shape{65, 1}, Shape{98, 31}, Shape{99, 33}, Shape{100, 257}, Shape{97, 64},
                     Shape{193, 96}, Shape{70, 40}, Shape{75, 1030}, Shape{71, 2100}}) {
       for (std::int64_t n_rows : {16, 17, 40, 49, 64, 65, 100, 130, 200}) {
