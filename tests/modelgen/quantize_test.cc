@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
-#include <regex>
 
 #include "kernels/quant.h"
 #include "mlx_testing.h"
@@ -39,14 +39,25 @@ fs::path make_hf(const fs::path& dir, Family family, int shards = 1) {
 // "<p>experts.<e>.<proj>.weight" -> "<p>switch_mlp.<proj>.weight" (LFM2's w1 / w3 / w2 as
 // gate_proj / up_proj / down_proj, as mlx-lm's lfm2_moe.py names them); "" for other names.
 std::string switch_mlp_name(const std::string& name) {
-  static const std::regex kExpert(R"((.*\.)experts\.(\d+)\.(\w+)\.weight)");
-  std::smatch m;
-  if (!std::regex_match(name, m, kExpert)) return "";
-  std::string proj = m[3];
+  // Plain string parsing: GCC 12 with the sanitizers warns (-Werror) inside std::regex.
+  constexpr std::string_view kExperts = ".experts.", kWeight = ".weight";
+  const std::size_t at = name.rfind(kExperts);
+  if (at == std::string::npos || !name.ends_with(kWeight)) return "";
+  const std::size_t num = at + kExperts.size(), dot = name.find('.', num);
+  if (dot == std::string::npos || dot == num ||
+      !std::all_of(name.begin() + static_cast<std::ptrdiff_t>(num),
+                   name.begin() + static_cast<std::ptrdiff_t>(dot),
+                   [](char c) { return c >= '0' && c <= '9'; })) {
+    return "";
+  }
+  const std::size_t end = name.size() - kWeight.size();  // where ".weight" starts
+  if (dot + 1 >= end) return "";
+  std::string proj = name.substr(dot + 1, end - dot - 1);
+  if (proj.find('.') != std::string::npos) return "";
   if (proj == "w1") proj = "gate_proj";
   if (proj == "w3") proj = "up_proj";
   if (proj == "w2") proj = "down_proj";
-  return m[1].str() + "switch_mlp." + proj + ".weight";
+  return name.substr(0, at + 1) + "switch_mlp." + proj + ".weight";
 }
 
 // The stacks the per-expert tensors of a Hugging Face checkpoint make, with their expert counts.
