@@ -198,9 +198,9 @@ for (const family of ['qwen3_5', 'qwen3']) {
 
 describe('ignore_eos (vLLM extension)', () => {
   // The id of a token the model writes, made an end-of-generation token of a copy of the
-  // checkpoint (generation_config.json eos_token_id): without ignore_eos the answer stops there; with it the
-  // same tokens go on to max_tokens. A token first written after the first step is preferred
-  // (the stopped answer is then not empty); which one depends on this CPU's kernels.
+  // checkpoint (generation_config.json eos_token_id): without ignore_eos the answer stops there;
+  // with it the same tokens go on to max_tokens. A token first written after the first step is
+  // preferred (the stopped answer is then not empty); which one depends on this CPU's kernels.
   const PROMPTS = ['Tell me a story about a cat.', 'List three colors.', 'Say something.', 'Hello'];
   let server, stopAt;
   const body = (content, extra) => ({ model: 'qwen3_5', messages: [{ role: 'user', content }],
@@ -224,10 +224,11 @@ describe('ignore_eos (vLLM extension)', () => {
         if (id !== null) stopAt = { content, index: i, id, tokens };
       }
     }
-    if (!stopAt) {
-      const { content, tokens } = answers.find((a) => idOf(source, a.tokens[0]) !== null);
-      stopAt = { content, index: 0, id: idOf(source, tokens[0]), tokens };
+    for (const { content, tokens } of answers) {
+      const id = stopAt ? null : idOf(source, tokens[0]);
+      if (id !== null) stopAt = { content, index: 0, id, tokens };
     }
+    assert.ok(stopAt, `no answer's token is one token alone: ${JSON.stringify(answers)}`);
     const dir = join(tempDir('eos'), 'qwen3_5');
     cpSync(source, dir, { recursive: true });
     const config = JSON.parse(readFileSync(join(dir, 'generation_config.json'), 'utf8'));
