@@ -3,7 +3,10 @@
 // markdown (docs/performance.md quotes it).
 //   kernels_bench [--threads N] [--seconds S] [--rows 1,4,128,512] [--isa NAME] [--only TEXT]
 //                 [--no-onednn] [--keys 128,1024,4096] [--seqs 1,4] [--no-matmul]
-//                 [--no-attention] [--quant 8,4] [--group-size 64]
+//                 [--no-attention] [--quant 8,4] [--group-size 64] [--decode-order BITS]
+// --decode-order forces the 1-8-row calls' read order (matmul_isa.h DecodeOrder: 1 one row
+// sequential, 2 rows sequential, 4 L1 prefetch; any sum) instead of the CPU vendor's, to measure
+// the orders against each other on a new CPU.
 // --quant adds rows for weights quantized to those bit widths (quant.h), each with its speed
 // against bf16's on the same shape and rows, timed in the same rounds.
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 
 #include "kernels/bench.h"
 #include "kernels/isa.h"
+#include "kernels/matmul_isa.h"
 #ifdef RECUR_HAVE_DNNL
 #include "onednn_matmul.h"
 #endif
@@ -39,6 +43,7 @@ struct Args {
   std::vector<std::int64_t> seqs = {1, 4};
   std::vector<std::int64_t> quant_bits;
   int group_size = 64;
+  int decode_order = -1;  // the vendor's
 };
 
 std::vector<std::int64_t> parse_list(const char* s) {
@@ -78,6 +83,8 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.quant_bits = parse_list(argv[++i]);
     } else if (k == "--group-size" && has_value) {
       a.group_size = std::atoi(argv[++i]);
+    } else if (k == "--decode-order" && has_value) {
+      a.decode_order = std::atoi(argv[++i]);
     } else if (k == "--seqs" && has_value) {
       a.seqs = parse_list(argv[++i]);
     } else {
@@ -193,6 +200,12 @@ int main(int argc, char** argv) {
   if (!isa.is_ok()) {
     fmt::print(stderr, "kernels_bench: {}\n", isa.status().to_string());
     return 2;
+  }
+  if (args.decode_order >= 0) {
+    const kernels::detail::DecodeOrder order{.one_row_sequential = (args.decode_order & 1) != 0,
+                                             .rows_sequential = (args.decode_order & 2) != 0,
+                                             .l1_prefetch = (args.decode_order & 4) != 0};
+    kernels::detail::override_decode_order(&order);
   }
   ThreadPool pool(args.threads > 0 ? args.threads : available_cores());
   const kernels::Ceilings c = kernels::measure_ceilings(pool, args.seconds);

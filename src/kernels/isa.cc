@@ -196,5 +196,13 @@ DecodeOrder decode_order() {
   return vendor;
 }
 
+std::int64_t lanes_weight_l1_bytes() {
+  static const std::int64_t bytes = [] {
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return std::int64_t{l1 >= 48 * 1024 ? 32 : 24} * 1024;
+  }();
+  return bytes;
+}
+
 }  // namespace detail
 }  // namespace recur::kernels

@@ -108,6 +108,13 @@ inline constexpr std::int64_t kLanesMinCols = 64;
 // The lanes kernels' output columns per task: 16 of their 6-column micro-tiles.
 inline constexpr std::int64_t kLanesBlockN = 96;
 
+// The bytes of weight rows one AVX-512 lanes micro-tile may hold: its 16 lane passes each read
+// them again, so they must stay in L1 beside the packed activations streaming through. 32 KiB
+// where L1 is 48 KiB (Zen 5: qwen3-30b-a3b's expert gate+up stage, K 2048, takes 8 weight rows
+// instead of 6, 1.04-1.05x in moe_bench), else 24 KiB (32 KiB L1 of Zen 4; the figure the 12- and
+// 8-row tiles were first measured with).
+std::int64_t lanes_weight_l1_bytes();
+
 // matmul_lanes_avx512.cc: x rounded (as f32_to_bf16) and packed per 16-row group; rows past
 // n_rows and K past k_dim are zeros. Blocks must start on a multiple of 64 rows (the micro-tile).
 std::int64_t lanes_x_bytes_avx512(const ActivationRows& a);

@@ -33,13 +33,12 @@ constexpr int kMaxCols = 12;  // weight rows (output columns) per micro-tile, at
 // accumulators (12 for one group) keep both vdpbf16ps pipes fed past the instruction's latency:
 // with 6 columns a 32-row tile has 12, and qwen3-30b-a3b's expert down stage (16-47 rows per
 // expert) ran at 41% of the peak on the Zen 5 VM. But every lane pass reads the tile's weight
-// rows again, so they must stay in L1: more than 6 columns only while they take at most 24 KiB
-// (12 columns up to K 1024: Qwen3.5's projections, an expert's down; 48 KiB of L1 on Zen 5 and
-// Sapphire Rapids, 32 KiB on Zen 4). 6, 8 and 12 divide kLanesBlockN: no part-empty tiles.
+// rows again, so they must fit lanes_weight_l1_bytes (matmul_isa.h): 12 columns up to K 1024
+// (Qwen3.5's projections, an expert's down), 8 up to K 2048 on a 48 KiB L1 (an expert's gate and
+// up). 6, 8 and 12 divide kLanesBlockN: no part-empty tiles.
 int tile_cols(int groups, std::int64_t k_dim) {
   constexpr int kByGroups[kGroups] = {12, 12, 8, 6};
-  constexpr std::int64_t kL1Budget = 24 * 1024;
-  const std::int64_t fit = kL1Budget / (2 * std::max<std::int64_t>(1, k_dim));
+  const std::int64_t fit = lanes_weight_l1_bytes() / (2 * std::max<std::int64_t>(1, k_dim));
   return std::min(kByGroups[groups - 1], fit >= 12 ? 12 : fit >= 8 ? 8 : 6);
 }
 
