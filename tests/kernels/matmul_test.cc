@@ -152,9 +152,9 @@ TEST(Matmul, LargeBatchesEqualRowByRow) {
     // Columns: 64+ (the lanes kernel's threshold, kLanesMinCols), last tiles of 1-11 columns;
     // K 1030 gives 8- or 12-column tiles, 1600 6 or 8 (by the L1 budget), 2100 the 6 of long
     // rows.
-    for (Shape s : {Shape{65, 1}, Shape{98, 31}, Shape{99, 33}, Shape{100, 257}, Shape{97, 64},
-                    Shape{193, 96}, Shape{70, 40}, Shape{75, 1030}, Shape{66, 1600},
-                    Shape{71, 2100}}) {
+    for (Shape s :
+         {Shape{65, 1}, Shape{98, 31}, Shape{99, 33}, Shape{100, 257}, Shape{97, 64},
+          Shape{193, 96}, Shape{70, 40}, Shape{75, 1030}, Shape{66, 1600}, Shape{71, 2100}}) {
       for (std::int64_t n_rows : {16, 17, 40, 49, 64, 65, 100, 130, 200}) {
         ++case_id;
         const std::int64_t pad = case_id % 3;
