@@ -302,7 +302,7 @@ TEST(Quant, EveryIsaEqualsTheReferenceBitForBit) {
       {
         const OwnedQuant q = quantize(random_floats(static_cast<std::size_t>(rows * cols), 31),
                                       rows, cols, bits, gs, dtype);
-        for (std::int64_t n_x : {1, 2, 3, 4, 5, 8, 9, 17, 33, 70}) {
+        for (std::int64_t n_x : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 70}) {
           const auto x = random_floats(static_cast<std::size_t>(n_x * cols), 32, -2, 2);
           std::vector<float> want(static_cast<std::size_t>(n_x * rows));
           {
