@@ -8,6 +8,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "kernels/matmul_isa.h"
 #include "kernels/quant.h"
@@ -101,8 +103,16 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
   }
 }
 
+// block_tile for 1 to kStreamRows rows, indexed by rows - 1.
+template <int kBits, int kGroup, DType kDType, int... I>
+constexpr auto make_tiles(std::integer_sequence<int, I...>) {
+  return std::array{&block_tile<kBits, kGroup, kDType, I + 1>...};
+}
+
 template <int kBits, int kGroup, DType kDType>
 void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
+  static constexpr auto kTiles =
+      make_tiles<kBits, kGroup, kDType>(std::make_integer_sequence<int, kStreamRows>{});
   const WeightView& w = op.w;
   const QuantizedActivations a =
       quantized_rows_view(const_cast<void*>(op.xp), op.n_rows, w.cols, kGroup);
@@ -112,40 +122,13 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
     const auto mask = static_cast<__mmask16>((1u << lanes) - 1u);
     float* y = op.y + n;
     std::int64_t r = b.m0;
-    if (op.n_rows <= kStreamRows) {
-      switch (b.m1 - r) {
-        case 8:
-          block_tile<kBits, kGroup, kDType, 8>(a, r, block, w.cols, y, w.rows, mask);
-          continue;
-        case 7:
-          block_tile<kBits, kGroup, kDType, 7>(a, r, block, w.cols, y, w.rows, mask);
-          continue;
-        case 6:
-          block_tile<kBits, kGroup, kDType, 6>(a, r, block, w.cols, y, w.rows, mask);
-          continue;
-        case 5:
-          block_tile<kBits, kGroup, kDType, 5>(a, r, block, w.cols, y, w.rows, mask);
-          continue;
-        default:
-          break;
-      }
+    // A decode step's rows all in one tile; larger calls kTileRows at a time, then the rest.
+    const std::int64_t step = op.n_rows <= kStreamRows ? b.m1 - b.m0 : kTileRows;
+    for (; r + step <= b.m1; r += step) {
+      kTiles[static_cast<std::size_t>(step - 1)](a, r, block, w.cols, y, w.rows, mask);
     }
-    for (; r + kTileRows <= b.m1; r += kTileRows) {
-      block_tile<kBits, kGroup, kDType, kTileRows>(a, r, block, w.cols, y, w.rows, mask);
-    }
-    switch (b.m1 - r) {
-      case 3:
-        block_tile<kBits, kGroup, kDType, 3>(a, r, block, w.cols, y, w.rows, mask);
-        break;
-      case 2:
-        block_tile<kBits, kGroup, kDType, 2>(a, r, block, w.cols, y, w.rows, mask);
-        break;
-      case 1:
-        block_tile<kBits, kGroup, kDType, 1>(a, r, block, w.cols, y, w.rows, mask);
-        break;
-      default:
-        break;
-    }
+    if (r < b.m1)
+      kTiles[static_cast<std::size_t>(b.m1 - r - 1)](a, r, block, w.cols, y, w.rows, mask);
   }
 }
 
