@@ -47,9 +47,11 @@ inline __m512i broadcast4(const std::int8_t* p) {
 // Rows [r0, r0 + kRows) of the activations against the 16 weight rows of one block; `mask` says
 // which of the block's rows exist. A row with few partners keeps several independent integer
 // chains (vpdpbusd's latency would otherwise bound it); they are summed exactly at the group end.
+// `next` (or null): a block whose records to prefetch, group by group, as this one's are walked.
 template <int kBits, int kGroup, DType kDType, int kRows>
 void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_t* block,
-                std::int64_t cols, float* y, std::int64_t ldy, __mmask16 mask) {
+                std::int64_t cols, float* y, std::int64_t ldy, __mmask16 mask,
+                const std::uint8_t* next) {
   constexpr int kChains = kRows >= 4 ? 1 : 4 / kRows;
   constexpr std::int64_t kCodeBytes = kQuantBlockRows * kGroup * kBits / 8;
   constexpr std::int64_t kParamBytes = kQuantBlockRows * (kDType == DType::kF32 ? 4 : 2);
@@ -60,6 +62,10 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::uint8_t* rec = block + g * kRecordBytes;
+    if (next != nullptr) {
+      const auto* p = reinterpret_cast<const char*>(next + g * kRecordBytes);
+      for (std::int64_t off = 0; off < kRecordBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+    }
     const std::int8_t* x[kRows];
     for (int r = 0; r < kRows; ++r) x[r] = a.q + (r0 + r) * cols + g * kGroup;
     __m512i dot[kRows][kChains];
@@ -123,12 +129,24 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
     float* y = op.y + n;
     std::int64_t r = b.m0;
     // A decode step's rows all in one tile; larger calls kTileRows at a time, then the rest.
-    const std::int64_t step = op.n_rows <= kStreamRows ? b.m1 - b.m0 : kTileRows;
+    const bool stream = op.n_rows <= kStreamRows;
+    const std::int64_t step = stream ? b.m1 - b.m0 : kTileRows;
+    // A prefill block's first tile requests the next block's records as it walks its own: the
+    // hardware prefetchers see no stream to follow while the block's other tiles re-read it from
+    // L1 (Zen 5 VM: MoE expert stages 1.06-1.12x, 16-128-row calls 1.07-1.26x, 512 rows alike).
+    // Decode leaves the stream to the hardware.
+    const std::uint8_t* next =
+        !stream && n + kQuantBlockRows < b.n1
+            ? static_cast<const std::uint8_t*>(w.slice_rows(n + kQuantBlockRows, 0).data)
+            : nullptr;
     for (; r + step <= b.m1; r += step) {
-      kTiles[static_cast<std::size_t>(step - 1)](a, r, block, w.cols, y, w.rows, mask);
+      kTiles[static_cast<std::size_t>(step - 1)](a, r, block, w.cols, y, w.rows, mask,
+                                                 r == b.m0 ? next : nullptr);
     }
-    if (r < b.m1)
-      kTiles[static_cast<std::size_t>(b.m1 - r - 1)](a, r, block, w.cols, y, w.rows, mask);
+    if (r < b.m1) {
+      kTiles[static_cast<std::size_t>(b.m1 - r - 1)](a, r, block, w.cols, y, w.rows, mask,
+                                                     r == b.m0 ? next : nullptr);
+    }
   }
 }
 
