@@ -20,8 +20,8 @@ namespace {
 
 // Activation rows computed together against one block: they share each loaded code vector. Decode
 // steps of 5-8 sequences take all their rows in one tile, so each block's codes are loaded and
-// unpacked once: 8 rows on the Zen 5 VM, kernels_bench 3584 x 1024 from memory, q8 1.32-1.37x
-// and q4 1.10-1.16x against two passes of 4. Larger calls keep 4 rows: an 8-row tile's 24
+// unpacked once: 5-8 rows on the Zen 5 VM, kernels_bench 3584 x 1024 from memory, q8 1.28-1.43x
+// and q4 1.08-1.24x against passes of 4 and the rest. Larger calls keep 4 rows: an 8-row tile's 24
 // accumulators leave GCC too few registers, and 128-512-row calls ran 0.75-0.87x with it.
 constexpr int kTileRows = 4;
 
@@ -122,7 +122,10 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   const WeightView& w = op.w;
   const QuantizedActivations a =
       quantized_rows_view(const_cast<void*>(op.xp), op.n_rows, w.cols, kGroup);
-  if (op.n_rows > kStreamRows && b.m0 == 0 && b.n0 < b.n1) {
+  // A decode step's rows all in one tile; larger calls kTileRows at a time, then the rest.
+  const bool stream = op.n_rows <= kStreamRows;
+  const std::int64_t step = stream ? b.m1 - b.m0 : kTileRows;
+  if (!stream && b.m0 == 0 && b.n0 < b.n1) {
     // The task's first block has no tile before it to request it: all its lines at once (moe_bench
     // q4 expert stages 1.03-1.05x more). Tasks of later row blocks find it in cache already.
     const auto* p = static_cast<const char*>(w.slice_rows(b.n0, 0).data);
@@ -135,9 +138,6 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
     const auto mask = static_cast<__mmask16>((1u << lanes) - 1u);
     float* y = op.y + n;
     std::int64_t r = b.m0;
-    // A decode step's rows all in one tile; larger calls kTileRows at a time, then the rest.
-    const bool stream = op.n_rows <= kStreamRows;
-    const std::int64_t step = stream ? b.m1 - b.m0 : kTileRows;
     // A prefill block's first tile requests the next block's records as it walks its own: the
     // hardware prefetchers see no stream to follow while the block's other tiles re-read it from
     // L1 (Zen 5 VM: MoE expert stages 1.06-1.12x, 16-128-row calls 1.07-1.26x, 512 rows alike).

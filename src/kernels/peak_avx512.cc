@@ -26,7 +26,7 @@ double peak_loop_avx512_bf16(std::int64_t iterations) {
 // The loop is written in assembly: GCC 12 keeps a copy of every accumulator it passes to the
 // vpdpbusd intrinsic and, short of registers at 24 of them, spilled to the stack inside the loop,
 // which measured 2.8 instead of 6.9 G instructions/s per core on the Zen 5 VM (the int8 peak
-// 0.8x the bf16 one instead of 1.9x, every "of the int8 peak" figure inflated 2.3x).
+// 0.8x the bf16 one instead of 2x, every "of the int8 peak" figure inflated 2.4x).
 double peak_loop_avx512_int8(std::int64_t iterations) {
   constexpr int kAcc = 24;
   if (iterations < 1) return 0;

@@ -30,7 +30,7 @@ double instructions_per_s(double (*loop)(std::int64_t), double ops_per_instructi
 // vpdpbusd and vdpbf16ps issue at the same rate on Zen 4 and Zen 5 (2 per cycle) and vpdpbusd
 // faster on Sapphire Rapids, so the int8 loop cannot run at well under the bf16 loop's rate
 // unless its accumulators leave the registers: GCC 12 spilled the intrinsic form to the stack,
-// 0.39 of the bf16 loop's rate on the Zen 5 VM (its int8 peak read 753 GOP/s instead of 1838).
+// 0.37 of the bf16 loop's rate on the Zen 5 VM (its int8 peak read 753 GOP/s instead of 1838).
 TEST(PeakProbe, Int8LoopIssuesAsFastAsTheBf16Loop) {
   if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 BF16 / VNNI on this CPU";
   constexpr std::int64_t kIters = 1 << 16;  // 1.5 M instructions: ~0.4 ms on Zen 5
