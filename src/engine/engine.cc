@@ -113,6 +113,8 @@ void Engine::continue_turn(const std::shared_ptr<const TurnEnd>& turn,
 }
 
 EngineStats Engine::stats() const {
+  // Queued before active (a braced list is read in order): admit() raises active before it
+  // lowers queued, so a request moving between them is always in one of the two.
   return {.queued = n_queued_.load(),
           .active = n_active_.load(),
           .warmups_pending = n_warmups_pending_.load(),

@@ -38,6 +38,9 @@ void Engine::admit() {
       warmups.push_back(std::move(warmups_pending_.back()));  // newest first
       warmups_pending_.pop_back();
     }
+    // Counted as active before they leave the queued count: stats() reads queued first, so a
+    // draining server never sees an admitted request in neither.
+    n_active_.store(static_cast<std::int64_t>(active_.size() + admitted.size()));
     n_queued_.store(static_cast<std::int64_t>(queue_.size()));
     n_warmups_pending_.store(static_cast<std::int64_t>(warmups_pending_.size() + warmups.size() +
                                                        warmups_running_.size()));

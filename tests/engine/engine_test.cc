@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -558,6 +559,43 @@ TEST_P(EngineTest, CancelledQueuedRequestLeavesTheQueueAtOnce) {
   (*running)->cancel();
   drain(**running);
   if (next.is_ok()) drain(**next);
+}
+
+// Regression: a request being admitted was briefly in neither count, so a draining server that
+// polled the counts in that moment saw nothing to wait for and cancelled it. A watcher records
+// every change of (queued, active) while requests pass one at a time: none may read (0, 0)
+// between its queued and its running state.
+TEST_P(EngineTest, AnAdmittedRequestIsAlwaysCounted) {
+  if (GetParam() != modelgen::Family::kQwen3_5) GTEST_SKIP() << "engine bookkeeping: one family";
+  ThreadPool pool(1);
+  Engine engine(EngineOptions{.parallel = 2, .ctx_size = 512}, *model_, *tok_, nullptr, pool);
+  engine.start();
+  std::atomic<bool> stop{false};
+  std::vector<std::pair<std::int64_t, std::int64_t>> seen{{0, 0}};
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      const EngineStats s = engine.stats();
+      if (std::pair(s.queued, s.active) != seen.back()) seen.emplace_back(s.queued, s.active);
+    }
+  });
+  for (int i = 0; i < 300; ++i) {
+    auto ch = engine.submit(request({1, 2, 3}, static_cast<std::uint64_t>(i), 1));
+    ASSERT_TRUE(ch.is_ok());
+    drain(**ch);
+    while (engine.stats().active != 0) std::this_thread::yield();
+  }
+  stop.store(true);
+  watcher.join();
+  int uncounted = 0;
+  for (std::size_t k = 1; k + 1 < seen.size(); ++k) {
+    const bool was_queued = seen[k - 1].first > 0;
+    const bool runs_next = seen[k + 1].second > 0;
+    if (was_queued && seen[k] == std::pair<std::int64_t, std::int64_t>(0, 0) && runs_next) {
+      ++uncounted;
+    }
+  }
+  EXPECT_EQ(uncounted, 0) << "of " << seen.size() << " observed changes";
+  EXPECT_GT(seen.size(), 300u) << "the watcher saw the requests pass";
 }
 
 TEST_P(EngineTest, SubmissionsBeyondLimitsAreRefusedNamingThem) {
