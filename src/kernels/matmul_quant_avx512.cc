@@ -44,115 +44,175 @@ inline __m512i broadcast4(const std::int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Rows [r0, r0 + kRows) of the activations against the 16 weight rows of one block; `mask` says
-// which of the block's rows exist. A row with few partners keeps several independent integer
-// chains (vpdpbusd's latency would otherwise bound it); they are summed exactly at the group end.
-// `next` (or null): a block whose records to prefetch, group by group, as this one's are walked.
-template <int kBits, int kGroup, DType kDType, int kRows>
+// Rows [r0, r0 + kRows) of the activations against kBlocks consecutive 16-row blocks of
+// weights (`block`, the next `block_bytes` further on), y's columns 16 per block; `mask` says
+// which rows of the last block exist. Each broadcast activation word feeds one `vpdpbusd` per
+// block: the broadcasts, not the products, bound the one-block tile on Zen 5 (a register-only
+// tile of it runs 1.3x faster without them), and two blocks per tile halve them. A tile with few
+// products per group keeps several independent integer chains (vpdpbusd's latency would
+// otherwise bound it); they are summed exactly at the group end. The bias sums run in a second
+// pass over the groups, in the reference's order, so the first pass holds only the dot products
+// and the scaled sums in registers. `next` (or null): blocks whose records to prefetch, group by
+// group, as these are walked.
+template <int kBits, int kGroup, DType kDType, int kRows, int kBlocks>
 void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_t* block,
-                std::int64_t cols, float* y, std::int64_t ldy, __mmask16 mask,
-                const std::uint8_t* next) {
-  constexpr int kChains = kRows >= 4 ? 1 : 4 / kRows;
+                std::int64_t block_bytes, std::int64_t cols, float* y, std::int64_t ldy,
+                __mmask16 mask, const std::uint8_t* next) {
+  constexpr int kChains = kRows * kBlocks >= 4 ? 1 : 4 / (kRows * kBlocks);
   constexpr std::int64_t kCodeBytes = kQuantBlockRows * kGroup * kBits / 8;
   constexpr std::int64_t kParamBytes = kQuantBlockRows * (kDType == DType::kF32 ? 4 : 2);
   constexpr std::int64_t kRecordBytes = kCodeBytes + 2 * kParamBytes;
   const std::int64_t groups = cols / kGroup;
-  __m512 acc[kRows], bias[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = bias[r] = _mm512_setzero_ps();
+  __m512 acc[kRows][kBlocks];
+  for (int r = 0; r < kRows; ++r) {
+    for (int j = 0; j < kBlocks; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (std::int64_t g = 0; g < groups; ++g) {
-    const std::uint8_t* rec = block + g * kRecordBytes;
+    const std::uint8_t* rec[kBlocks];
+    for (int j = 0; j < kBlocks; ++j) rec[j] = block + j * block_bytes + g * kRecordBytes;
     if (next != nullptr) {
-      const auto* p = reinterpret_cast<const char*>(next + g * kRecordBytes);
-      for (std::int64_t off = 0; off < kRecordBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+      for (int j = 0; j < kBlocks; ++j) {
+        const auto* p = reinterpret_cast<const char*>(next + j * block_bytes + g * kRecordBytes);
+        for (std::int64_t off = 0; off < kRecordBytes; off += 64) {
+          _mm_prefetch(p + off, _MM_HINT_T0);
+        }
+      }
     }
     const std::int8_t* x[kRows];
     for (int r = 0; r < kRows; ++r) x[r] = a.q + (r0 + r) * cols + g * kGroup;
-    __m512i dot[kRows][kChains];
+    __m512i dot[kRows][kBlocks][kChains];
     for (int r = 0; r < kRows; ++r) {
-      for (int c = 0; c < kChains; ++c) dot[r][c] = _mm512_setzero_si512();
+      for (int j = 0; j < kBlocks; ++j) {
+        for (int c = 0; c < kChains; ++c) dot[r][j][c] = _mm512_setzero_si512();
+      }
     }
     if constexpr (kBits == 8) {
       for (int k = 0; k < kGroup / 4; ++k) {
-        const __m512i w = _mm512_loadu_si512(rec + 64 * k);
+        __m512i w[kBlocks];
+        for (int j = 0; j < kBlocks; ++j) w[j] = _mm512_loadu_si512(rec[j] + 64 * k);
         for (int r = 0; r < kRows; ++r) {
-          __m512i& d = dot[r][k % kChains];
-          d = _mm512_dpbusd_epi32(d, w, broadcast4(x[r] + 4 * k));
+          const __m512i xb = broadcast4(x[r] + 4 * k);
+          for (int j = 0; j < kBlocks; ++j) {
+            __m512i& d = dot[r][j][k % kChains];
+            d = _mm512_dpbusd_epi32(d, w[j], xb);
+          }
         }
       }
     } else {
       for (int k = 0; k < kGroup / 8; ++k) {
-        const __m512i v = _mm512_loadu_si512(rec + 64 * k);
-        const __m512i lo = _mm512_and_si512(v, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        __m512i lo[kBlocks], hi[kBlocks];
+        for (int j = 0; j < kBlocks; ++j) {
+          const __m512i v = _mm512_loadu_si512(rec[j] + 64 * k);
+          lo[j] = _mm512_and_si512(v, low4);
+          hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
         for (int r = 0; r < kRows; ++r) {
-          __m512i& d = dot[r][(2 * k) % kChains];
-          d = _mm512_dpbusd_epi32(d, lo, broadcast4(x[r] + 8 * k));
-          __m512i& e = dot[r][(2 * k + 1) % kChains];
-          e = _mm512_dpbusd_epi32(e, hi, broadcast4(x[r] + 8 * k + 4));
+          const __m512i xb = broadcast4(x[r] + 8 * k);
+          for (int j = 0; j < kBlocks; ++j) {
+            __m512i& d = dot[r][j][(2 * k) % kChains];
+            d = _mm512_dpbusd_epi32(d, lo[j], xb);
+          }
+        }
+        for (int r = 0; r < kRows; ++r) {
+          const __m512i xb = broadcast4(x[r] + 8 * k + 4);
+          for (int j = 0; j < kBlocks; ++j) {
+            __m512i& d = dot[r][j][(2 * k + 1) % kChains];
+            d = _mm512_dpbusd_epi32(d, hi[j], xb);
+          }
         }
       }
     }
-    const __m512 s = load_group_params(rec + kCodeBytes, kDType);
-    const __m512 b = load_group_params(rec + kCodeBytes + kParamBytes, kDType);
+    __m512 scale[kBlocks];
+    for (int j = 0; j < kBlocks; ++j) scale[j] = load_group_params(rec[j] + kCodeBytes, kDType);
     for (int r = 0; r < kRows; ++r) {
-      __m512i sum = dot[r][0];
-      for (int c = 1; c < kChains; ++c) sum = _mm512_add_epi32(sum, dot[r][c]);
-      const std::int64_t at = (r0 + r) * groups + g;
-      const __m512 sd = _mm512_mul_ps(s, _mm512_set1_ps(a.d[at]));
-      acc[r] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(sum), acc[r]);
-      bias[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(a.xsum[at]), bias[r]);
+      const __m512 d = _mm512_set1_ps(a.d[(r0 + r) * groups + g]);
+      for (int j = 0; j < kBlocks; ++j) {
+        __m512i sum = dot[r][j][0];
+        for (int c = 1; c < kChains; ++c) sum = _mm512_add_epi32(sum, dot[r][j][c]);
+        acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(scale[j], d), _mm512_cvtepi32_ps(sum), acc[r][j]);
+      }
+    }
+  }
+  __m512 bias[kRows][kBlocks];
+  for (int r = 0; r < kRows; ++r) {
+    for (int j = 0; j < kBlocks; ++j) bias[r][j] = _mm512_setzero_ps();
+  }
+  for (std::int64_t g = 0; g < groups; ++g) {
+    __m512 b[kBlocks];
+    for (int j = 0; j < kBlocks; ++j) {
+      b[j] = load_group_params(block + j * block_bytes + g * kRecordBytes + kCodeBytes + kParamBytes,
+                               kDType);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 xs = _mm512_set1_ps(a.xsum[(r0 + r) * groups + g]);
+      for (int j = 0; j < kBlocks; ++j) bias[r][j] = _mm512_fmadd_ps(b[j], xs, bias[r][j]);
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    _mm512_mask_storeu_ps(y + (r0 + r) * ldy, mask, _mm512_add_ps(acc[r], bias[r]));
+    for (int j = 0; j < kBlocks; ++j) {
+      _mm512_mask_storeu_ps(y + (r0 + r) * ldy + 16 * j, j + 1 == kBlocks ? mask : 0xFFFF,
+                            _mm512_add_ps(acc[r][j], bias[r][j]));
+    }
   }
 }
 
-// block_tile for 1 to kStreamRows rows, indexed by rows - 1.
-template <int kBits, int kGroup, DType kDType, int... I>
+// block_tile for 1 to sizeof...(I) rows over kBlocks blocks, indexed by rows - 1.
+template <int kBits, int kGroup, DType kDType, int kBlocks, int... I>
 constexpr auto make_tiles(std::integer_sequence<int, I...>) {
-  return std::array{&block_tile<kBits, kGroup, kDType, I + 1>...};
+  return std::array{&block_tile<kBits, kGroup, kDType, I + 1, kBlocks>...};
 }
 
 template <int kBits, int kGroup, DType kDType>
 void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   static constexpr auto kTiles =
-      make_tiles<kBits, kGroup, kDType>(std::make_integer_sequence<int, kStreamRows>{});
+      make_tiles<kBits, kGroup, kDType, 1>(std::make_integer_sequence<int, kStreamRows>{});
+  static constexpr auto kPairTiles =
+      make_tiles<kBits, kGroup, kDType, 2>(std::make_integer_sequence<int, kTileRows>{});
   const WeightView& w = op.w;
   const QuantizedActivations a =
       quantized_rows_view(const_cast<void*>(op.xp), op.n_rows, w.cols, kGroup);
-  // A decode step's rows all in one tile; larger calls kTileRows at a time, then the rest.
+  const std::int64_t block_bytes = w.block_bytes();
+  // A decode step's rows all in one tile over one block; larger calls kTileRows rows at a time,
+  // then the rest, over two blocks.
   const bool stream = op.n_rows <= kStreamRows;
   const std::int64_t step = stream ? b.m1 - b.m0 : kTileRows;
+  const std::int64_t span = stream ? kQuantBlockRows : 2 * kQuantBlockRows;
   if (!stream && b.m0 == 0 && b.n0 < b.n1) {
-    // The task's first block has no tile before it to request it: all its lines at once (moe_bench
-    // q4 expert stages 1.03-1.05x more). Tasks of later row blocks find it in cache already.
+    // The task's first blocks have no tile before them to request them: all their lines at once
+    // (moe_bench q4 expert stages 1.03-1.05x more). Tasks of later row blocks find them in cache.
     const auto* p = static_cast<const char*>(w.slice_rows(b.n0, 0).data);
-    const std::int64_t bytes = w.group_record_bytes() * (w.cols / kGroup);
-    for (std::int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+    const std::int64_t n_blocks = (std::min(b.n1, b.n0 + span) - b.n0 + kQuantBlockRows - 1) /
+                                  kQuantBlockRows;
+    for (std::int64_t off = 0; off < n_blocks * block_bytes; off += 64) {
+      _mm_prefetch(p + off, _MM_HINT_T0);
+    }
   }
-  for (std::int64_t n = b.n0; n < b.n1; n += kQuantBlockRows) {
+  for (std::int64_t n = b.n0; n < b.n1; n += span) {
     const auto* block = static_cast<const std::uint8_t*>(w.slice_rows(n, 0).data);
-    const std::int64_t lanes = std::min<std::int64_t>(kQuantBlockRows, w.rows - n);
+    // A lone block at the end of the range runs the one-block tiles.
+    const bool pair = !stream && n + kQuantBlockRows < b.n1;
+    const std::int64_t last = pair ? n + kQuantBlockRows : n;
+    const std::int64_t lanes = std::min<std::int64_t>(kQuantBlockRows, w.rows - last);
     const auto mask = static_cast<__mmask16>((1u << lanes) - 1u);
     float* y = op.y + n;
-    std::int64_t r = b.m0;
-    // A prefill block's first tile requests the next block's records as it walks its own: the
-    // hardware prefetchers see no stream to follow while the block's other tiles re-read it from
-    // L1 (Zen 5 VM: MoE expert stages 1.06-1.12x, 16-128-row calls 1.07-1.26x, 512 rows alike).
-    // Decode leaves the stream to the hardware.
+    // A prefill tile's first row tile requests the next blocks' records as it walks its own:
+    // the hardware prefetchers see no stream to follow while the other row tiles re-read them
+    // from L1 (Zen 5 VM: MoE expert stages 1.06-1.12x, 16-128-row calls 1.07-1.26x, 512 rows
+    // alike). Decode leaves the stream to the hardware.
     const std::uint8_t* next =
-        !stream && n + kQuantBlockRows < b.n1
-            ? static_cast<const std::uint8_t*>(w.slice_rows(n + kQuantBlockRows, 0).data)
+        !stream && n + span < b.n1
+            ? static_cast<const std::uint8_t*>(w.slice_rows(n + span, 0).data)
             : nullptr;
+    const auto* const tiles = pair ? kPairTiles.data() : kTiles.data();
+    std::int64_t r = b.m0;
     for (; r + step <= b.m1; r += step) {
-      kTiles[static_cast<std::size_t>(step - 1)](a, r, block, w.cols, y, w.rows, mask,
-                                                 r == b.m0 ? next : nullptr);
+      tiles[static_cast<std::size_t>(step - 1)](a, r, block, block_bytes, w.cols, y, w.rows, mask,
+                                                r == b.m0 ? next : nullptr);
     }
     if (r < b.m1) {
-      kTiles[static_cast<std::size_t>(b.m1 - r - 1)](a, r, block, w.cols, y, w.rows, mask,
-                                                     r == b.m0 ? next : nullptr);
+      tiles[static_cast<std::size_t>(b.m1 - r - 1)](a, r, block, block_bytes, w.cols, y, w.rows,
+                                                    mask, r == b.m0 ? next : nullptr);
     }
   }
 }
