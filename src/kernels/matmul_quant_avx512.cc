@@ -63,9 +63,9 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
   constexpr std::int64_t kParamBytes = kQuantBlockRows * (kDType == DType::kF32 ? 4 : 2);
   constexpr std::int64_t kRecordBytes = kCodeBytes + 2 * kParamBytes;
   const std::int64_t groups = cols / kGroup;
-  __m512 acc[kRows][kBlocks];
+  __m512 acc[kRows][kBlocks], bias[kRows][kBlocks];
   for (int r = 0; r < kRows; ++r) {
-    for (int j = 0; j < kBlocks; ++j) acc[r][j] = _mm512_setzero_ps();
+    for (int j = 0; j < kBlocks; ++j) acc[r][j] = bias[r][j] = _mm512_setzero_ps();
   }
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (std::int64_t g = 0; g < groups; ++g) {
@@ -133,16 +133,19 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
         acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(scale[j], d), _mm512_cvtepi32_ps(sum), acc[r][j]);
       }
     }
+    if constexpr (kBlocks == 1) {
+      const __m512 b = load_group_params(rec[0] + kCodeBytes + kParamBytes, kDType);
+      for (int r = 0; r < kRows; ++r) {
+        const __m512 xs = _mm512_set1_ps(a.xsum[(r0 + r) * groups + g]);
+        bias[r][0] = _mm512_fmadd_ps(b, xs, bias[r][0]);
+      }
+    }
   }
-  __m512 bias[kRows][kBlocks];
-  for (int r = 0; r < kRows; ++r) {
-    for (int j = 0; j < kBlocks; ++j) bias[r][j] = _mm512_setzero_ps();
-  }
-  for (std::int64_t g = 0; g < groups; ++g) {
+  for (std::int64_t g = 0; kBlocks > 1 && g < groups; ++g) {
     __m512 b[kBlocks];
     for (int j = 0; j < kBlocks; ++j) {
-      b[j] = load_group_params(block + j * block_bytes + g * kRecordBytes + kCodeBytes + kParamBytes,
-                               kDType);
+      b[j] = load_group_params(
+          block + j * block_bytes + g * kRecordBytes + kCodeBytes + kParamBytes, kDType);
     }
     for (int r = 0; r < kRows; ++r) {
       const __m512 xs = _mm512_set1_ps(a.xsum[(r0 + r) * groups + g]);
@@ -177,13 +180,16 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   // then the rest, over two blocks.
   const bool stream = op.n_rows <= kStreamRows;
   const std::int64_t step = stream ? b.m1 - b.m0 : kTileRows;
-  const std::int64_t span = stream ? kQuantBlockRows : 2 * kQuantBlockRows;
+  // Two blocks per tile for 4-bit prefill only: 8-bit tiles over two blocks ran 0.7-0.9x at
+  // 16-512 rows (kernels_bench), and decode, which streams the weights from memory, 0.55-0.7x.
+  const bool pairs = kBits == 4 && !stream;
+  const std::int64_t span = pairs ? 2 * kQuantBlockRows : kQuantBlockRows;
   if (!stream && b.m0 == 0 && b.n0 < b.n1) {
     // The task's first blocks have no tile before them to request them: all their lines at once
     // (moe_bench q4 expert stages 1.03-1.05x more). Tasks of later row blocks find them in cache.
     const auto* p = static_cast<const char*>(w.slice_rows(b.n0, 0).data);
-    const std::int64_t n_blocks = (std::min(b.n1, b.n0 + span) - b.n0 + kQuantBlockRows - 1) /
-                                  kQuantBlockRows;
+    const std::int64_t n_blocks =
+        (std::min(b.n1, b.n0 + span) - b.n0 + kQuantBlockRows - 1) / kQuantBlockRows;
     for (std::int64_t off = 0; off < n_blocks * block_bytes; off += 64) {
       _mm_prefetch(p + off, _MM_HINT_T0);
     }
@@ -191,7 +197,7 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   for (std::int64_t n = b.n0; n < b.n1; n += span) {
     const auto* block = static_cast<const std::uint8_t*>(w.slice_rows(n, 0).data);
     // A lone block at the end of the range runs the one-block tiles.
-    const bool pair = !stream && n + kQuantBlockRows < b.n1;
+    const bool pair = pairs && n + kQuantBlockRows < b.n1;
     const std::int64_t last = pair ? n + kQuantBlockRows : n;
     const std::int64_t lanes = std::min<std::int64_t>(kQuantBlockRows, w.rows - last);
     const auto mask = static_cast<__mmask16>((1u << lanes) - 1u);
