@@ -295,6 +295,8 @@ TEST(Quant, EveryIsaEqualsTheReferenceBitForBit) {
         cases.push_back({bits, gs, cols, 70, DType::kBF16});
     }
     cases.push_back({bits, 64, 128, 300, DType::kF16});
+    cases.push_back(
+        {bits, 64, 128, 50, DType::kBF16});  // a two-block tile's second block part empty
     cases.push_back({bits, 32, 96, 37, DType::kF32});
   }
   for (const auto& [bits, gs, cols, rows, dtype] : cases) {
