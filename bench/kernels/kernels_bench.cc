@@ -4,6 +4,9 @@
 //   kernels_bench [--threads N] [--seconds S] [--rows 1,4,128,512] [--isa NAME] [--only TEXT]
 //                 [--no-onednn] [--keys 128,1024,4096] [--seqs 1,4] [--no-matmul]
 //                 [--no-attention] [--quant 8,4] [--group-size 64] [--decode-order BITS]
+//                 [--shape NxK]
+// --shape replaces the Qwen3.5-0.8B shapes with one N x K matrix (e.g. 151936x2048, the untied
+// head of Qwen3-30B-A3B).
 // --decode-order forces the 1-8-row calls' read order (matmul_isa.h DecodeOrder: 1 one row
 // sequential, 2 rows sequential, 4 L1 prefetch; any sum) instead of the CPU vendor's, to measure
 // the orders against each other on a new CPU.
@@ -44,6 +47,7 @@ struct Args {
   std::vector<std::int64_t> quant_bits;
   int group_size = 64;
   int decode_order = -1;  // the vendor's
+  std::vector<kernels::MatmulShape> shapes = kernels::qwen35_08b_shapes();
 };
 
 std::vector<std::int64_t> parse_list(const char* s) {
@@ -87,6 +91,16 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.decode_order = std::atoi(argv[++i]);
     } else if (k == "--seqs" && has_value) {
       a.seqs = parse_list(argv[++i]);
+    } else if (k == "--shape" && has_value) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const std::int64_t n = std::strtoll(v.c_str(), &end, 10);
+      const std::int64_t kdim = *end == 'x' ? std::strtoll(end + 1, &end, 10) : 0;
+      if (n <= 0 || kdim <= 0 || *end != '\0') {
+        fmt::print(stderr, "kernels_bench: --shape wants NxK (e.g. 151936x2048), not '{}'\n", v);
+        return false;
+      }
+      a.shapes = {{v, n, kdim}};
     } else {
       fmt::print(stderr, "kernels_bench: unknown or incomplete argument '{}'\n", k);
       return false;
@@ -97,7 +111,8 @@ bool parse_args(int argc, char** argv, Args& a) {
 
 void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c) {
   const double peak = c.peak_flops();
-  fmt::print("## bf16 matmul, Qwen3.5-0.8B shapes\n\n");
+  fmt::print("## bf16 matmul, {}\n\n",
+             args.shapes.size() == 1 ? "one shape" : "Qwen3.5-0.8B shapes");
   fmt::print(
       "Fractions: of the compute peak ({:.1f} GFLOP/s bf16; quantized rows: of the int8 peak, "
       "{:.1f} GOP/s) and of the read bandwidth ({:.1f} GB/s, weight bytes per call).\n\n",
@@ -108,7 +123,7 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
   fmt::print("|---|---|---|---|---|---|---|{}{}\n", args.quant_bits.empty() ? "" : "---|",
              args.onednn ? "---|---|---|" : "");
   std::string onednn_impl;
-  for (const auto& shape : kernels::qwen35_08b_shapes()) {
+  for (const auto& shape : args.shapes) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
     for (std::int64_t rows : args.rows) {
       // recur and oneDNN take turns, best call of each kept, so a period in which the host

@@ -180,9 +180,11 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   // then the rest, over two blocks.
   const bool stream = op.n_rows <= kStreamRows;
   const std::int64_t step = stream ? b.m1 - b.m0 : kTileRows;
-  // Two blocks per tile for 4-bit prefill only: 8-bit tiles over two blocks ran 0.7-0.9x at
-  // 16-512 rows (kernels_bench), and decode, which streams the weights from memory, 0.55-0.7x.
-  const bool pairs = kBits == 4 && !stream;
+  // Two blocks per tile for 4-bit calls past 2 rows: 8-bit tiles over two blocks ran 0.7-0.9x at
+  // 16-512 rows (kernels_bench). A 3-4-row decode tile over one block is bound by its broadcasts
+  // and its compute did not overlap the stream; over two, with the next pair prefetched (below),
+  // kernels_bench 151936 x 2048 q4 4 rows ran 818-906 against 551-774 GOP/s (Zen 5 VM).
+  const bool pairs = kBits == 4 && (!stream || (step >= 3 && step <= kTileRows));
   const std::int64_t span = pairs ? 2 * kQuantBlockRows : kQuantBlockRows;
   if (!stream && b.m0 == 0 && b.n0 < b.n1) {
     // The task's first blocks have no tile before them to request them: all their lines at once
@@ -202,14 +204,17 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
     const std::int64_t lanes = std::min<std::int64_t>(kQuantBlockRows, w.rows - last);
     const auto mask = static_cast<__mmask16>((1u << lanes) - 1u);
     float* y = op.y + n;
-    // A prefill tile's first row tile requests the next blocks' records as it walks its own:
+    // A tile's first row tile requests the next blocks' records as it walks its own: in prefill
     // the hardware prefetchers see no stream to follow while the other row tiles re-read them
     // from L1 (Zen 5 VM: MoE expert stages 1.06-1.12x, 16-128-row calls 1.07-1.26x, 512 rows
-    // alike). Decode tiles of 5-8 rows do the same: at K 2048 their compute and the stream did
-    // not overlap (kernels_bench 151936 x 2048 q4, 8 rows 38-40% -> 52-53% of the int8 peak, q8
-    // 28-31% -> 34-44%; K 1024 alike); 1-4 rows leave the stream to the hardware (0.9-1.0x).
+    // alike); in decode of 2-8 rows the compute and the stream do not overlap without it
+    // (kernels_bench 151936 x 2048 q4 8 rows 38-40% -> 52-53% of the int8 peak, q8 4 rows
+    // 1.15-1.3x). A decode task's range is one chunk of the thread's contiguous run
+    // (run_parts_streaming), so the request runs on past its end: stopping there left every
+    // chunk's first blocks unrequested (4-row q4 pairs 0.7x). One row leaves the stream to the
+    // hardware, which follows it (q8 0.85-1.0x with the request).
     const std::uint8_t* next =
-        (!stream || step > kTileRows) && n + span < b.n1
+        (!stream || step > 1) && n + span < (stream ? w.rows : b.n1)
             ? static_cast<const std::uint8_t*>(w.slice_rows(n + span, 0).data)
             : nullptr;
     const auto* const tiles = pair ? kPairTiles.data() : kTiles.data();
