@@ -564,21 +564,31 @@ TEST_P(EngineTest, CancelledQueuedRequestLeavesTheQueueAtOnce) {
 // Regression: a request being admitted was briefly in neither count, so a draining server that
 // polled the counts in that moment saw nothing to wait for and cancelled it. A watcher records
 // every change of (queued, active) while requests pass one at a time: none may read (0, 0)
-// between its queued and its running state.
+// between its queued and its running state. The step count tells that moment from a request that
+// ran and finished between two of the watcher's reads (a watcher starved of CPU under a loaded
+// ctest -j2 saw 13 changes in 300 requests, and that pattern, before the count was recorded).
 TEST_P(EngineTest, AnAdmittedRequestIsAlwaysCounted) {
   if (GetParam() != modelgen::Family::kQwen3_5) GTEST_SKIP() << "engine bookkeeping: one family";
   ThreadPool pool(1);
   Engine engine(EngineOptions{.parallel = 2, .ctx_size = 512}, *model_, *tok_, nullptr, pool);
   engine.start();
+  struct Seen {
+    std::int64_t queued = 0, active = 0, steps = 0;
+  };
   std::atomic<bool> stop{false};
-  std::vector<std::pair<std::int64_t, std::int64_t>> seen{{0, 0}};
+  std::atomic<std::size_t> n_seen{1};
+  std::vector<Seen> seen{{}};
   std::thread watcher([&] {
     while (!stop.load()) {
       const EngineStats s = engine.stats();
-      if (std::pair(s.queued, s.active) != seen.back()) seen.emplace_back(s.queued, s.active);
+      if (s.queued != seen.back().queued || s.active != seen.back().active) {
+        seen.push_back({.queued = s.queued, .active = s.active, .steps = s.steps});
+        n_seen.store(seen.size());
+      }
     }
   });
-  for (int i = 0; i < 300; ++i) {
+  // At least 300 requests, more while the watcher has seen few of them (a starved watcher).
+  for (int i = 0; i < 3000 && (i < 300 || n_seen.load() < 600); ++i) {
     auto ch = engine.submit(request({1, 2, 3}, static_cast<std::uint64_t>(i), 1));
     if (!ch.is_ok()) {  // not ASSERT: the watcher must be joined
       ADD_FAILURE() << ch.status().to_string();
@@ -593,11 +603,10 @@ TEST_P(EngineTest, AnAdmittedRequestIsAlwaysCounted) {
   watcher.join();
   int uncounted = 0;
   for (std::size_t k = 1; k + 1 < seen.size(); ++k) {
-    const bool was_queued = seen[k - 1].first > 0;
-    const bool runs_next = seen[k + 1].second > 0;
-    if (was_queued && seen[k] == std::pair<std::int64_t, std::int64_t>(0, 0) && runs_next) {
-      ++uncounted;
-    }
+    const bool was_queued = seen[k - 1].queued > 0;
+    const bool neither = seen[k].queued == 0 && seen[k].active == 0;
+    const bool no_step_between = seen[k].steps == seen[k - 1].steps;
+    if (was_queued && neither && no_step_between && seen[k + 1].active > 0) ++uncounted;
   }
   EXPECT_EQ(uncounted, 0) << "of " << seen.size() << " observed changes";
   EXPECT_GT(seen.size(), 300u) << "the watcher saw the requests pass";
