@@ -9,7 +9,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-60}
 [[ $# -gt 0 ]] && shift
 build=${RECUR_FUZZ_BUILD:-$root/build-fuzz}
-jobs=${RECUR_FUZZ_JOBS:-2}
+jobs=${RECUR_FUZZ_JOBS:-$(nproc)}
 all_targets=(fuzz_chat_request fuzz_safetensors fuzz_config_json fuzz_tokenizer_json fuzz_tokenize
              fuzz_detokenizer fuzz_jinja fuzz_options)
 targets=("$@")
@@ -99,8 +99,8 @@ make_seeds() {
 # "#123 DONE cov: 1 ft: 2 corp: 3/4b lim: 5 exec/s: 6 rss: 7Mb" -> the value after `key: `.
 stat_of() { { grep -o "$2: [0-9]*" <<<"$1" || true; } | head -1 | awk '{print $2}'; }
 
-failed=()
-declare -A rows
+# Each target runs in its own background job (RECUR_FUZZ_JOBS at a time), so its result row and
+# failure mark go through files.
 run_target() {
   local t=$1 bin=$build/fuzz/$1 log=$build/logs/$1.log
   local artifacts=$build/artifacts/$t/ dict_args=()
@@ -116,7 +116,7 @@ run_target() {
       echo "FAIL $t: a regression input fails again; log: $build/logs/$t.replay.log" >&2
       tail -30 "$build/logs/$t.replay.log" >&2
       echo "reproduce: $bin ${regressions[*]}" >&2
-      failed+=("$t")
+      touch "$build/logs/$t.failed"
       return
     fi
   fi
@@ -133,10 +133,11 @@ run_target() {
   local cov0 cov1
   cov0=$(stat_of "$inited" cov)
   cov1=$(stat_of "$done_line" cov)
-  rows[$t]=$(printf '%-20s %12s %8s %8s %10s' "$t" "${runs:-?}" \
+  printf '%-20s %12s %8s %8s %10s\n' "$t" "${runs:-?}" \
     "$([[ -n $runs && ${secs_run:-0} -gt 0 ]] && echo $((runs / secs_run)) || echo '?')" \
     "$(find "$build/corpus/$t" -type f | wc -l)" \
-    "$([[ -n $cov0 && -n $cov1 ]] && echo "+$((cov1 - cov0)) ($cov1)" || echo '?')")
+    "$([[ -n $cov0 && -n $cov1 ]] && echo "+$((cov1 - cov0)) ($cov1)" || echo '?')" \
+    >"$build/logs/$t.row"
   if [[ $rc -ne 0 ]]; then
     echo "FAIL $t (exit $rc); log: $log" >&2
     grep -iE 'ERROR|SUMMARY|runtime error|check failed|deadly signal|timeout|out-of-memory' "$log" |
@@ -144,7 +145,7 @@ run_target() {
     local crash
     crash=$({ grep -o "Test unit written to .*" "$log" || true; } | tail -1 | sed 's/Test unit written to //')
     echo "reproduce: $bin ${crash:-<see log>}" >&2
-    failed+=("$t")
+    touch "$build/logs/$t.failed"
   fi
 }
 
@@ -154,14 +155,25 @@ build_s=$SECONDS
 make_seeds
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:symbolize=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+mkdir -p "$build/logs"
 for t in "${targets[@]}"; do
-  echo "== $t (${secs}s)"
-  run_target "$t"
+  rm -f "$build/logs/$t.row" "$build/logs/$t.failed"
 done
+# The targets are independent single-threaded processes: on 2 cores two at a time halve the stage
+# without shortening any target's run.
+for t in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do wait -n || true; done
+  echo "== $t (${secs}s)"
+  run_target "$t" &
+done
+wait
 
+failed=()
 printf '\n%-20s %12s %8s %8s %10s\n' target executions exec/s corpus "new cov (total)"
 for t in "${targets[@]}"; do
-  [[ -n ${rows[$t]:-} ]] && echo "${rows[$t]}"
+  if [[ -f $build/logs/$t.row ]]; then cat "$build/logs/$t.row"; fi
+  # No row without a failure mark: the job died early (a failing command under set -e).
+  if [[ -f $build/logs/$t.failed || ! -f $build/logs/$t.row ]]; then failed+=("$t"); fi
 done
 echo "fuzz: ${SECONDS}s in all (build ${build_s}s)"
 if [[ ${#failed[@]} -gt 0 ]]; then
