@@ -5,7 +5,10 @@
 // layer so every stage reads its experts from memory, as a real prompt does.
 //
 //   moe_bench [--tokens 512] [--layers 2] [--bits 0|4|8] [--threads N] [--reps 5] [--isa NAME]
-//             [--hot 1] [--even 1]
+//             [--hot 1] [--even 1] [--decode-orders B1,B2,...]
+// --decode-orders alternates the 1-8-row calls' read order (kernels_bench --decode-order's bits; -1
+// the vendor's) from one repetition to the next and reports each: with --tokens 4 it compares
+// decode orders over the same experts in the same minutes (this host's bandwidth wanders).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +22,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_grouped.h"
+#include "kernels/matmul_isa.h"
 #include "kernels/quant.h"
 
 namespace {
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
   // even: every expert gets exactly tokens * top_k / experts rows.
   bool hot = false, even = false;
   std::string isa;
+  std::vector<int> orders{-1};
   if (argc % 2 == 0) {
     std::fprintf(stderr, "moe_bench: option %s has no value\n", argv[argc - 1]);
     return 2;
@@ -103,7 +108,18 @@ int main(int argc, char** argv) {
       hot = std::atoi(v) != 0;
     else if (a == "--even")
       even = std::atoi(v) != 0;
-    else {
+    else if (a == "--decode-orders") {
+      orders.clear();
+      for (const char* q = v; *q != 0;) {
+        char* end = nullptr;
+        orders.push_back(static_cast<int>(std::strtol(q, &end, 10)));
+        if (end == q || orders.back() < -1 || orders.back() > 7) {
+          std::fprintf(stderr, "moe_bench: --decode-orders wants bits -1..7, comma-separated\n");
+          return 2;
+        }
+        q = *end == ',' ? end + 1 : end;
+      }
+    } else {
       std::fprintf(stderr, "moe_bench: unknown option %s\n", argv[i]);
       return 2;
     }
@@ -180,8 +196,14 @@ int main(int argc, char** argv) {
   std::vector<MatmulGroup> up_groups, down_groups;
   std::vector<MatmulOut> down_outs;
   down_outs.reserve(kExperts);
-  double best1 = 1e30, best2 = 1e30, best_act = 1e30;
-  for (std::int64_t r = 0; r < reps; ++r) {
+  const std::size_t n_orders = orders.size();
+  std::vector<double> best1(n_orders, 1e30), best2(n_orders, 1e30), best_act(n_orders, 1e30);
+  for (std::int64_t r = 0; r < reps * static_cast<std::int64_t>(n_orders); ++r) {
+    const std::size_t o = static_cast<std::size_t>(r) % n_orders;
+    const kernels::detail::DecodeOrder order{.one_row_sequential = (orders[o] & 1) != 0,
+                                             .rows_sequential = (orders[o] & 2) != 0,
+                                             .l1_prefetch = (orders[o] & 4) != 0};
+    kernels::detail::override_decode_order(orders[o] < 0 ? nullptr : &order);
     double t1 = 0, t2 = 0, ta = 0;
     for (std::int64_t l = 0; l < layers; ++l) {
       outs.clear();
@@ -212,18 +234,35 @@ int main(int argc, char** argv) {
       matmul_grouped(pool, down_groups);
       t2 += seconds_since(t0);
     }
-    best1 = std::min(best1, t1);
-    best2 = std::min(best2, t2);
-    best_act = std::min(best_act, ta);
+    best1[o] = std::min(best1[o], t1);
+    best2[o] = std::min(best2[o], t2);
+    best_act[o] = std::min(best_act[o], ta);
   }
   const double f1 = 2.0 * static_cast<double>(slots) * 2 * kDff * kDModel * layers;
   const double f2 = 2.0 * static_cast<double>(slots) * kDff * kDModel * layers;
-  std::printf("gate+up: %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best1 / layers * 1e3,
-              f1 / best1 / 1e9, 100 * f1 / best1 / peak);
-  std::printf("down:    %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best2 / layers * 1e3,
-              f2 / best2 / 1e9, 100 * f2 / best2 / peak);
-  std::printf("swiglu:  %.2f ms/layer (one thread)\n", best_act / layers * 1e3);
-  std::printf("experts: %.1f%% of the %s peak over both stages\n",
-              100 * (f1 + f2) / (best1 + best2) / peak, bits == 0 ? "bf16" : "int8");
+  // Decode-sized calls (a few tokens) are bound by reading the chosen experts' weights once.
+  double bytes = 0;
+  for (std::int64_t e = 0; e < kExperts; ++e) {
+    if (count[e] == 0) continue;
+    const std::size_t me = hot ? 0 : static_cast<std::size_t>(e);
+    bytes += static_cast<double>(gate[0][me].view.total_bytes() + up[0][me].view.total_bytes() +
+                                 down[0][me].view.total_bytes());
+  }
+  for (std::size_t o = 0; o < n_orders; ++o) {
+    if (n_orders > 1) std::printf("decode order %d:\n", orders[o]);
+    std::printf("gate+up: %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best1[o] / layers * 1e3,
+                f1 / best1[o] / 1e9, 100 * f1 / best1[o] / peak);
+    std::printf("down:    %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best2[o] / layers * 1e3,
+                f2 / best2[o] / 1e9, 100 * f2 / best2[o] / peak);
+    std::printf("swiglu:  %.2f ms/layer (one thread)\n", best_act[o] / layers * 1e3);
+    std::printf("experts: %.1f%% of the %s peak over both stages\n",
+                100 * (f1 + f2) / (best1[o] + best2[o]) / peak, bits == 0 ? "bf16" : "int8");
+    std::printf("weights: %.1f MB/layer of %lld experts, %.1f GB/s, %.0f%% of the read probe\n",
+                bytes / 1e6,
+                static_cast<long long>(std::count_if(count.begin(), count.end(),
+                                                     [](std::int64_t n) { return n > 0; })),
+                bytes * layers / (best1[o] + best2[o]) / 1e9,
+                100 * bytes * layers / (best1[o] + best2[o]) / c.read_bytes_per_s);
+  }
   return 0;
 }
