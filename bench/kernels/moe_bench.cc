@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
       for (const char* q = v; *q != 0;) {
         char* end = nullptr;
         orders.push_back(static_cast<int>(std::strtol(q, &end, 10)));
-        if (end == q || orders.back() < -1 || orders.back() > 7) {
-          std::fprintf(stderr, "moe_bench: --decode-orders wants bits -1..7, comma-separated\n");
+        if (end == q || orders.back() < -1 || orders.back() > 15) {
+          std::fprintf(stderr, "moe_bench: --decode-orders wants bits -1..15, comma-separated\n");
           return 2;
         }
         q = *end == ',' ? end + 1 : end;
@@ -196,14 +196,29 @@ int main(int argc, char** argv) {
   std::vector<MatmulGroup> up_groups, down_groups;
   std::vector<MatmulOut> down_outs;
   down_outs.reserve(kExperts);
+  // Decode-sized calls (a few tokens) are bound by reading the chosen experts' weights once.
+  double bytes = 0;
+  for (std::int64_t e = 0; e < kExperts; ++e) {
+    if (count[e] == 0) continue;
+    const std::size_t me = hot ? 0 : static_cast<std::size_t>(e);
+    bytes += static_cast<double>(gate[0][me].view.total_bytes() + up[0][me].view.total_bytes() +
+                                 down[0][me].view.total_bytes());
+  }
+  // Each repetition is paired with a read-probe pass just before it: the ratio of the two is
+  // steadier than either figure on a host whose bandwidth wanders.
+  ReadProbe probe(std::int64_t{512} << 20);
+  probe.calibrate(pool);
   const std::size_t n_orders = orders.size();
+  std::vector<std::vector<double>> of_probe(orders.size());
   std::vector<double> best1(n_orders, 1e30), best2(n_orders, 1e30), best_act(n_orders, 1e30);
   for (std::int64_t r = 0; r < reps * static_cast<std::int64_t>(n_orders); ++r) {
     const std::size_t o = static_cast<std::size_t>(r) % n_orders;
     const kernels::detail::DecodeOrder order{.one_row_sequential = (orders[o] & 1) != 0,
                                              .rows_sequential = (orders[o] & 2) != 0,
-                                             .l1_prefetch = (orders[o] & 4) != 0};
+                                             .l1_prefetch = (orders[o] & 4) != 0,
+                                             .scattered_l1_prefetch = (orders[o] & 8) != 0};
     kernels::detail::override_decode_order(orders[o] < 0 ? nullptr : &order);
+    const double probe_bytes_per_s = probe.pass(pool);
     double t1 = 0, t2 = 0, ta = 0;
     for (std::int64_t l = 0; l < layers; ++l) {
       outs.clear();
@@ -234,20 +249,13 @@ int main(int argc, char** argv) {
       matmul_grouped(pool, down_groups);
       t2 += seconds_since(t0);
     }
+    of_probe[o].push_back(bytes * static_cast<double>(layers) / (t1 + t2) / probe_bytes_per_s);
     best1[o] = std::min(best1[o], t1);
     best2[o] = std::min(best2[o], t2);
     best_act[o] = std::min(best_act[o], ta);
   }
   const double f1 = 2.0 * static_cast<double>(slots) * 2 * kDff * kDModel * layers;
   const double f2 = 2.0 * static_cast<double>(slots) * kDff * kDModel * layers;
-  // Decode-sized calls (a few tokens) are bound by reading the chosen experts' weights once.
-  double bytes = 0;
-  for (std::int64_t e = 0; e < kExperts; ++e) {
-    if (count[e] == 0) continue;
-    const std::size_t me = hot ? 0 : static_cast<std::size_t>(e);
-    bytes += static_cast<double>(gate[0][me].view.total_bytes() + up[0][me].view.total_bytes() +
-                                 down[0][me].view.total_bytes());
-  }
   for (std::size_t o = 0; o < n_orders; ++o) {
     if (n_orders > 1) std::printf("decode order %d:\n", orders[o]);
     std::printf("gate+up: %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best1[o] / layers * 1e3,
@@ -263,6 +271,11 @@ int main(int argc, char** argv) {
                                                      [](std::int64_t n) { return n > 0; })),
                 bytes * layers / (best1[o] + best2[o]) / 1e9,
                 100 * bytes * layers / (best1[o] + best2[o]) / c.read_bytes_per_s);
+    std::vector<double>& r = of_probe[o];
+    std::sort(r.begin(), r.end());
+    std::printf(
+        "weights against the probe pass before each repetition: median %.0f%% (%.0f-%.0f%%)\n",
+        100 * r[r.size() / 2], 100 * r.front(), 100 * r.back());
   }
   return 0;
 }

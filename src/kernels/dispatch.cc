@@ -205,7 +205,12 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
       }
       FusedPart& p = parts.emplace_back();
       part_prep.push_back(prep);
-      p.op = {.x = g.x, .xp = nullptr, .w = o.w, .y = o.y, .n_rows = g.n_rows};
+      p.op = {.x = g.x,
+              .xp = nullptr,
+              .w = o.w,
+              .y = o.y,
+              .n_rows = g.n_rows,
+              .scattered = streaming && groups.size() > 1};
       p.fn = path.block;
       const bool small = g.n_rows <= kStreamRows;
       p.block_n = small ? kStreamChunk : path.block_n;

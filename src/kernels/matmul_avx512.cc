@@ -207,8 +207,8 @@ struct Bf16Tile {
 template <int RM, int RN>
 struct Bf16StreamTile {
   static void run(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
-                  std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy) {
-    const DecodeOrder order = decode_order();
+                  std::int64_t ldw, std::int64_t k_dim, float* y, std::int64_t ldy,
+                  DecodeOrder order) {
     if (RM == 1 && order.one_row_sequential) {
       seq_rows_bf16<1, RN, Ahead::kNone>(x, ldx, w, ldw, k_dim, y, ldy);
     } else if (RM > 1 && order.rows_sequential) {
@@ -244,16 +244,17 @@ struct F16Tile {
 // otherwise read from memory twice.
 constexpr std::int64_t kSliceN = 64;
 
-template <template <int, int> class Tile, typename X, typename W>
+template <template <int, int> class Tile, typename X, typename W, typename... Extra>
 void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, std::int64_t k_dim,
-               float* y, std::int64_t ldy) {
+               float* y, std::int64_t ldy, Extra... extra) {
   for (std::int64_t n0 = b.n0; n0 < b.n1; n0 += kSliceN) {
     const std::int64_t n1 = std::min(b.n1, n0 + kSliceN);
     for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
       const int rm = static_cast<int>(std::min<std::int64_t>(kMr, b.m1 - m));
       for (std::int64_t n = n0; n < n1; n += kNr) {
         const int rn = static_cast<int>(std::min<std::int64_t>(kNr, n1 - n));
-        tile_any<Tile>(rm, rn, x + m * ldx, ldx, w + n * k_dim, k_dim, k_dim, y + m * ldy + n, ldy);
+        tile_any<Tile>(rm, rn, x + m * ldx, ldx, w + n * k_dim, k_dim, k_dim, y + m * ldy + n, ldy,
+                       extra...);
       }
     }
   }
@@ -331,7 +332,7 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
     case DType::kBF16: {
       const auto* x = static_cast<const std::uint16_t*>(op.xp);
       if (op.n_rows <= kStreamRows) {
-        const DecodeOrder order = decode_order();
+        const DecodeOrder order = decode_order().for_part(op.scattered);
         if (!order.l1_prefetch && (op.n_rows > 1 || !order.one_row_sequential)) {
           prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         }
@@ -342,7 +343,7 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
           return;
         }
         run_block<Bf16StreamTile>(x, padded_k(w.cols), static_cast<const std::uint16_t*>(w.data), b,
-                                  w.cols, op.y, w.rows);
+                                  w.cols, op.y, w.rows, order);
       } else {
         run_block<Bf16Tile>(x, padded_k(w.cols), static_cast<const std::uint16_t*>(w.data), b,
                             w.cols, op.y, w.rows);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/matmul_isa.h"
 #include "kernels/quant.h"
 #include "test_util.h"
 
@@ -151,6 +152,59 @@ TEST(MatmulGrouped, GroupBytesDoNotDependOnTheOtherGroups) {
       matmul_grouped(pool, two);
       ASSERT_TRUE(testing::same_bytes(alone.data(), shared.data(), alone.size()))
           << isa_name(isa) << " rows " << rows;
+    }
+  }
+}
+
+// The parts of a grouped decode call (a step's experts) may read in another order than a single
+// matrix does (DecodeOrder::scattered_l1_prefetch): under every order each expert's rows are the
+// bytes they have inside a large batch of the same expert.
+TEST(MatmulGrouped, DecodePartsGiveTheSameBytesInEveryOrder) {
+  constexpr std::int64_t kBatch = 20;
+  std::vector<testing::OwnedWeight> experts;
+  for (const auto& [n_out, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {300, 2048}, {5, 97}, {131, 768}, {260, 33}}) {
+    experts.push_back(
+        make_weight(DType::kBF16, n_out, k, static_cast<std::uint32_t>(experts.size() + 40)));
+  }
+  ThreadPool pool(2);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsa scoped(isa);
+    std::vector<std::vector<float>> xs, batch;
+    for (std::size_t e = 0; e < experts.size(); ++e) {
+      const WeightView& w = experts[e].view;
+      xs.push_back(random_floats(static_cast<std::size_t>(kBatch * w.cols),
+                                 static_cast<std::uint32_t>(e + 70)));
+      batch.emplace_back(static_cast<std::size_t>(kBatch * w.rows));
+      matmul(pool, xs[e].data(), kBatch, w, batch[e].data());
+    }
+    for (int bits = 0; bits < 16; ++bits) {
+      const detail::DecodeOrder order{.one_row_sequential = (bits & 1) != 0,
+                                      .rows_sequential = (bits & 2) != 0,
+                                      .l1_prefetch = (bits & 4) != 0,
+                                      .scattered_l1_prefetch = (bits & 8) != 0};
+      detail::override_decode_order(&order);
+      // Each expert's first rows: 1, 2, 4, 5 and 8 (a 4-row tile and a 1-row edge).
+      for (std::int64_t rows : {1, 2, 4, 5, 8}) {
+        std::vector<std::vector<float>> got;
+        std::vector<std::vector<MatmulOut>> outs(experts.size());
+        std::vector<MatmulGroup> groups;
+        for (std::size_t e = 0; e < experts.size(); ++e) {
+          const WeightView& w = experts[e].view;
+          // Rows of the experts differ (1..rows), as a step's routing makes them.
+          const std::int64_t m = 1 + (rows - 1 + static_cast<std::int64_t>(e)) % rows;
+          got.emplace_back(static_cast<std::size_t>(m * w.rows));
+          outs[e].push_back({w, got.back().data()});
+          groups.push_back({.x = xs[e].data(), .n_rows = m, .outs = outs[e]});
+        }
+        matmul_grouped(pool, groups);
+        for (std::size_t e = 0; e < experts.size(); ++e) {
+          ASSERT_TRUE(testing::same_bytes(got[e].data(), batch[e].data(), got[e].size()))
+              << isa_name(isa) << " order " << bits << " expert " << e << " rows "
+              << groups[e].n_rows;
+        }
+      }
+      detail::override_decode_order(nullptr);
     }
   }
 }

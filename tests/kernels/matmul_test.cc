@@ -117,10 +117,11 @@ TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
         auto x = random_floats(static_cast<std::size_t>(kRows * k_dim), 9);
         std::vector<float> batch(static_cast<std::size_t>(kRows * n_out));
         matmul(pool, x.data(), kRows, w.view, batch.data());
-        for (int bits = 0; bits < 8; ++bits) {
+        for (int bits = 0; bits < 16; ++bits) {
           const detail::DecodeOrder order{.one_row_sequential = (bits & 1) != 0,
                                           .rows_sequential = (bits & 2) != 0,
-                                          .l1_prefetch = (bits & 4) != 0};
+                                          .l1_prefetch = (bits & 4) != 0,
+                                          .scattered_l1_prefetch = (bits & 8) != 0};
           detail::override_decode_order(&order);
           for (std::int64_t n : {1, 2, 4, 5, 8}) {
             std::vector<float> part(static_cast<std::size_t>(n * n_out));
