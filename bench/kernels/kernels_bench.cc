@@ -217,9 +217,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.decode_order >= 0) {
-    const kernels::detail::DecodeOrder order{.one_row_sequential = (args.decode_order & 1) != 0,
-                                             .rows_sequential = (args.decode_order & 2) != 0,
-                                             .l1_prefetch = (args.decode_order & 4) != 0};
+    const kernels::detail::DecodeOrder order =
+        kernels::detail::decode_order_from_bits(args.decode_order);
     kernels::detail::override_decode_order(&order);
   }
   ThreadPool pool(args.threads > 0 ? args.threads : available_cores());

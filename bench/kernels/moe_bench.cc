@@ -213,10 +213,7 @@ int main(int argc, char** argv) {
   std::vector<double> best1(n_orders, 1e30), best2(n_orders, 1e30), best_act(n_orders, 1e30);
   for (std::int64_t r = 0; r < reps * static_cast<std::int64_t>(n_orders); ++r) {
     const std::size_t o = static_cast<std::size_t>(r) % n_orders;
-    const kernels::detail::DecodeOrder order{.one_row_sequential = (orders[o] & 1) != 0,
-                                             .rows_sequential = (orders[o] & 2) != 0,
-                                             .l1_prefetch = (orders[o] & 4) != 0,
-                                             .scattered_l1_prefetch = (orders[o] & 8) != 0};
+    const kernels::detail::DecodeOrder order = kernels::detail::decode_order_from_bits(orders[o]);
     kernels::detail::override_decode_order(orders[o] < 0 ? nullptr : &order);
     const double probe_bytes_per_s = probe.pass(pool);
     double t1 = 0, t2 = 0, ta = 0;

@@ -164,8 +164,7 @@ const KernelTable& active_kernels() {
   return *table;
 }
 namespace {
-// -1: the vendor's choice; else bit 0 = one_row_sequential, bit 1 = rows_sequential, bit 2 =
-// l1_prefetch.
+// -1: the vendor's choice; else decode_order_from_bits's bits.
 std::atomic<int> g_decode_order_override{-1};
 }  // namespace
 
@@ -173,14 +172,20 @@ void override_decode_order(const DecodeOrder* order) {
   g_decode_order_override.store(order == nullptr ? -1
                                                  : (order->one_row_sequential ? 1 : 0) |
                                                        (order->rows_sequential ? 2 : 0) |
-                                                       (order->l1_prefetch ? 4 : 0));
+                                                       (order->l1_prefetch ? 4 : 0) |
+                                                       (order->scattered_l1_prefetch ? 8 : 0));
+}
+
+DecodeOrder decode_order_from_bits(int bits) {
+  return {.one_row_sequential = (bits & 1) != 0,
+          .rows_sequential = (bits & 2) != 0,
+          .l1_prefetch = (bits & 4) != 0,
+          .scattered_l1_prefetch = (bits & 8) != 0};
 }
 
 DecodeOrder decode_order() {
   if (const int bits = g_decode_order_override.load(std::memory_order_relaxed); bits >= 0) {
-    return {.one_row_sequential = (bits & 1) != 0,
-            .rows_sequential = (bits & 2) != 0,
-            .l1_prefetch = (bits & 4) != 0};
+    return decode_order_from_bits(bits);
   }
   static const DecodeOrder vendor = [] {
     unsigned a, b, c, d;
@@ -191,7 +196,10 @@ DecodeOrder decode_order() {
       std::memcpy(name + 8, &c, 4);
     }
     const bool amd = std::strcmp(name, "AuthenticAMD") == 0;
-    return DecodeOrder{.one_row_sequential = amd, .rows_sequential = !amd, .l1_prefetch = !amd};
+    return DecodeOrder{.one_row_sequential = amd,
+                       .rows_sequential = !amd,
+                       .l1_prefetch = !amd,
+                       .scattered_l1_prefetch = amd};
   }();
   return vendor;
 }

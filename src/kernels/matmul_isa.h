@@ -70,6 +70,9 @@ struct DecodeOrder {
 DecodeOrder decode_order();
 // Tests: forces `order`; nullptr returns to the vendor's.
 void override_decode_order(const DecodeOrder* order);
+// An order as the benchmarks' --decode-order bits name it: 1 one_row_sequential, 2
+// rows_sequential, 4 l1_prefetch, 8 scattered_l1_prefetch.
+DecodeOrder decode_order_from_bits(int bits);
 
 // Output rows [m0, m1) x columns [n0, n1).
 struct MatmulBlock {

@@ -179,11 +179,7 @@ TEST(MatmulGrouped, DecodePartsGiveTheSameBytesInEveryOrder) {
       matmul(pool, xs[e].data(), kBatch, w, batch[e].data());
     }
     for (int bits = 0; bits < 16; ++bits) {
-      const detail::DecodeOrder order{.one_row_sequential = (bits & 1) != 0,
-                                      .rows_sequential = (bits & 2) != 0,
-                                      .l1_prefetch = (bits & 4) != 0,
-                                      .scattered_l1_prefetch = (bits & 8) != 0};
-      detail::override_decode_order(&order);
+      const testing::ScopedDecodeOrder scoped_order(bits);
       // Each expert's first rows: 1, 2, 4, 5 and 8 (a 4-row tile and a 1-row edge).
       for (std::int64_t rows : {1, 2, 4, 5, 8}) {
         std::vector<std::vector<float>> got;
@@ -204,7 +200,6 @@ TEST(MatmulGrouped, DecodePartsGiveTheSameBytesInEveryOrder) {
               << groups[e].n_rows;
         }
       }
-      detail::override_decode_order(nullptr);
     }
   }
 }

@@ -118,11 +118,7 @@ TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
         std::vector<float> batch(static_cast<std::size_t>(kRows * n_out));
         matmul(pool, x.data(), kRows, w.view, batch.data());
         for (int bits = 0; bits < 16; ++bits) {
-          const detail::DecodeOrder order{.one_row_sequential = (bits & 1) != 0,
-                                          .rows_sequential = (bits & 2) != 0,
-                                          .l1_prefetch = (bits & 4) != 0,
-                                          .scattered_l1_prefetch = (bits & 8) != 0};
-          detail::override_decode_order(&order);
+          const testing::ScopedDecodeOrder scoped_order(bits);
           for (std::int64_t n : {1, 2, 4, 5, 8}) {
             std::vector<float> part(static_cast<std::size_t>(n * n_out));
             matmul(pool, x.data(), n, w.view, part.data());
@@ -130,7 +126,6 @@ TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
                 << isa_name(isa) << " N " << n_out << " K " << k_dim << " rows " << n << " order "
                 << bits;
           }
-          detail::override_decode_order(nullptr);
         }
       }
     }

@@ -11,6 +11,7 @@
 
 #include "kernels/dtype.h"
 #include "kernels/isa.h"
+#include "kernels/matmul_isa.h"
 
 namespace recur::kernels::testing {
 
@@ -42,6 +43,19 @@ class ScopedIsa {
 
  private:
   Isa saved_;
+};
+
+// Forces a decode read order (matmul_isa.h, the benchmarks' --decode-order bits) for a scope: the
+// vendor's returns even when an assertion leaves the scope early.
+class ScopedDecodeOrder {
+ public:
+  explicit ScopedDecodeOrder(int bits) {
+    const detail::DecodeOrder order = detail::decode_order_from_bits(bits);
+    detail::override_decode_order(&order);
+  }
+  ~ScopedDecodeOrder() { detail::override_decode_order(nullptr); }
+  ScopedDecodeOrder(const ScopedDecodeOrder&) = delete;
+  ScopedDecodeOrder& operator=(const ScopedDecodeOrder&) = delete;
 };
 
 inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -1.0f,
