@@ -53,9 +53,10 @@ inline constexpr std::int64_t kStreamRows = 8;
 // scattered_l1_prefetch: the parts of a grouped streaming call (MatmulOperands::scattered, a
 // decode step's experts: 1.5-3 MB matrices at unrelated addresses) read 4 weight rows interleaved
 // with l1_prefetch whatever the order above. AMD (Zen 5 VM, qwen3-30b-a3b with 8 layers, eight
-// alternating runs): one sequence 76-82% -> 80-85% of the paired bound, four 71-76% -> 74-77%,
-// while a dense model's calls stay faster in the vendor's order (qwen3.5-0.8b, one sequence:
-// 73-78% against 67-71% interleaved with l1_prefetch).
+// alternating runs): one sequence 76-82% -> 80-85% of the paired bound, four 71-76% -> 74-77%
+// (eight more: tokens/s 1.05x / 1.09x, ratios mixed as the probe wandered), while a dense
+// model's calls stay faster in the vendor's order (qwen3.5-0.8b, one sequence: 73-78% against
+// 67-71% interleaved with l1_prefetch).
 struct DecodeOrder {
   bool one_row_sequential = false;
   bool rows_sequential = false;
