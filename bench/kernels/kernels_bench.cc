@@ -8,8 +8,13 @@
 // --shape replaces the Qwen3.5-0.8B shapes with one N x K matrix (e.g. 151936x2048, the untied
 // head of Qwen3-30B-A3B).
 // --decode-order forces the 1-8-row calls' read order (matmul_isa.h DecodeOrder: 1 one row
-// sequential, 2 rows sequential, 4 L1 prefetch; any sum) instead of the CPU vendor's, to measure
-// the orders against each other on a new CPU.
+// sequential, 2 rows sequential, 4 L1 prefetch, 8 scattered L1 prefetch; any sum) instead of the
+// CPU vendor's, to measure the orders against each other on a new CPU.
+// --decode-orders B1,B2,... measures those orders (-1: the vendor's) against each other instead
+// of the tables: for each shape and row count, rounds that run every order in turn, each order's
+// calls paired with read-probe passes just before them; prints each order's median fraction of the
+// probe's mean over as long a window just before it, and its median GB/s (a host whose bandwidth
+// wanders falls on all orders alike).
 // --quant adds rows for weights quantized to those bit widths (quant.h), each with its speed
 // against bf16's on the same shape and rows, timed in the same rounds.
 #include <fmt/format.h>
@@ -46,7 +51,8 @@ struct Args {
   std::vector<std::int64_t> seqs = {1, 4};
   std::vector<std::int64_t> quant_bits;
   int group_size = 64;
-  int decode_order = -1;  // the vendor's
+  int decode_order = -1;                    // the vendor's
+  std::vector<std::int64_t> decode_orders;  // --decode-orders: compare these instead
   std::vector<kernels::MatmulShape> shapes = kernels::qwen35_08b_shapes();
 };
 
@@ -89,6 +95,8 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.group_size = std::atoi(argv[++i]);
     } else if (k == "--decode-order" && has_value) {
       a.decode_order = std::atoi(argv[++i]);
+    } else if (k == "--decode-orders" && has_value) {
+      a.decode_orders = parse_list(argv[++i]);
     } else if (k == "--seqs" && has_value) {
       a.seqs = parse_list(argv[++i]);
     } else if (k == "--shape" && has_value) {
@@ -174,6 +182,64 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
   fmt::print("\n");
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The probe's mean rate over passes filling `seconds`: a call's mean is paired with a mean over
+// as long a window (single passes just before each call read 0.3-1x as fast as the call).
+double probe_for(ThreadPool& pool, kernels::ReadProbe& probe, double seconds) {
+  double bytes = 0, elapsed = 0;
+  do {
+    const double rate = probe.pass(pool);
+    bytes += static_cast<double>(probe.bytes());
+    elapsed += static_cast<double>(probe.bytes()) / rate;
+  } while (elapsed < seconds);
+  return bytes / elapsed;
+}
+
+void print_decode_orders(ThreadPool& pool, const Args& args) {
+  constexpr int kOrderRounds = 8;
+  kernels::ReadProbe probe(std::int64_t{512} << 20);
+  probe.calibrate(pool);
+  fmt::print(
+      "## Decode orders, each order's calls against read-probe passes ({}) just before them\n\n",
+      kernels::read_mode_name(probe.mode()));
+  fmt::print("| shape | rows | order | of the paired probe (median, range) | GB/s (median) |\n");
+  fmt::print("|---|---|---|---|---|\n");
+  for (const auto& shape : args.shapes) {
+    if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
+    for (std::int64_t rows : args.rows) {
+      const std::size_t n = args.decode_orders.size();
+      std::vector<std::vector<double>> ratio(n), rate(n);
+      kernels::MatmulBench bench(shape, rows);
+      for (int round = 0; round < kOrderRounds; ++round) {
+        for (std::size_t o = 0; o < n; ++o) {
+          const int bits = static_cast<int>(args.decode_orders[o]);
+          const kernels::detail::DecodeOrder order = kernels::detail::decode_order_from_bits(bits);
+          kernels::detail::override_decode_order(bits < 0 ? nullptr : &order);
+          const double slot = args.seconds / (2 * kOrderRounds * static_cast<double>(n));
+          const double probe_bytes_per_s = probe_for(pool, probe, slot);
+          const auto t = bench.run(pool, slot);
+          // The mean call, not the best: the probe pass is one pass, not the best of several.
+          ratio[o].push_back(t.mean_bytes_per_s / probe_bytes_per_s);
+          rate[o].push_back(t.mean_bytes_per_s / 1e9);
+        }
+      }
+      kernels::detail::override_decode_order(nullptr);
+      for (std::size_t o = 0; o < n; ++o) {
+        const auto [lo, hi] = std::minmax_element(ratio[o].begin(), ratio[o].end());
+        fmt::print("| {} | {} | {} | {:.0f}% ({:.0f}-{:.0f}%) | {:.1f} |\n", shape.name, rows,
+                   args.decode_orders[o], 100 * median(ratio[o]), 100 * *lo, 100 * *hi,
+                   median(rate[o]));
+      }
+      std::fflush(stdout);
+    }
+  }
+  fmt::print("\n");
+}
+
 void print_attention(ThreadPool& pool, const Args& args, const kernels::Ceilings& c) {
   fmt::print("## Decode attention, bf16 KV cache\n\n");
   fmt::print(
@@ -222,6 +288,10 @@ int main(int argc, char** argv) {
     kernels::detail::override_decode_order(&order);
   }
   ThreadPool pool(args.threads > 0 ? args.threads : available_cores());
+  if (!args.decode_orders.empty()) {
+    print_decode_orders(pool, args);
+    return 0;
+  }
   const kernels::Ceilings c = kernels::measure_ceilings(pool, args.seconds);
   fmt::print("## Ceilings ({} threads, ISA {})\n\n", c.n_threads, kernels::isa_name(*isa));
   fmt::print("| probe | measured |\n|---|---|\n");

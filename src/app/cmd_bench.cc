@@ -12,6 +12,7 @@
 #include "app/runtime.h"
 #include "app/settings.h"
 #include "kernels/bench.h"
+#include "kernels/matmul_isa.h"
 #include "util/log.h"
 
 namespace recur::app {
@@ -36,6 +37,25 @@ Result<std::vector<std::int64_t>> parse_counts(const std::string& text, const ch
     }
     out.push_back(v);
     pos = end + 1;
+  }
+  return out;
+}
+
+// "-1,9" -> {-1, 9}: kernels::detail::DecodeOrder bits (0-15) or -1 for the CPU vendor's;
+// empty: {-1}.
+Result<std::vector<int>> parse_decode_orders(const std::string& text) {
+  if (text.empty()) return std::vector<int>{-1};
+  auto counts = parse_counts(text, "--bench-decode-orders", -1);
+  if (!counts) return counts.status();
+  std::vector<int> out;
+  for (std::int64_t v : *counts) {
+    if (v > 15) {
+      return Error(StatusCode::kInvalidArgument,
+                   "--bench-decode-orders '{}': order {} is not -1 (the CPU vendor's) or a sum of "
+                   "the order bits 1, 2, 4 and 8 (at most 15)",
+                   text, v);
+    }
+    out.push_back(static_cast<int>(v));
   }
   return out;
 }
@@ -102,6 +122,11 @@ int cmd_bench(const BenchSettings& settings) {
     log::error("recur bench: {}", formats.status().message());
     return kExitFailure;
   }
+  auto orders = parse_decode_orders(settings.decode_orders);
+  if (!orders) {
+    log::error("recur bench: {}", orders.status().message());
+    return kExitFailure;
+  }
   const std::int64_t max_seqs = *std::max_element(sequences->begin(), sequences->end());
   const std::int64_t context = settings.context_tokens;
   const std::int64_t max_batch =
@@ -161,28 +186,43 @@ int cmd_bench(const BenchSettings& settings) {
     probe.calibrate(*rt->pool);
     for (std::int64_t n : *sequences) {
       DecodeBench bench(*rt->model, *rt->pool, static_cast<int>(n), context, max_batch);
-      std::vector<double> bws, of_bound, of_total;
-      double seconds = 0;
-      double state_bytes = 0, step_bytes = 0;
-      for (int s = 0; s < kDecodeSteps; ++s) {
+      // With several --bench-decode-orders the steps take turns, kDecodeSteps each.
+      struct OrderFigures {
+        std::vector<double> bws, of_bound, of_total;
+        double seconds = 0, state_bytes = 0, step_bytes = 0;
+      };
+      std::vector<OrderFigures> figures(orders->size());
+      for (int s = 0; s < kDecodeSteps * static_cast<int>(orders->size()); ++s) {
+        const int bits = (*orders)[static_cast<std::size_t>(s) % orders->size()];
+        OrderFigures& o = figures[static_cast<std::size_t>(s) % orders->size()];
+        const kernels::detail::DecodeOrder order = kernels::detail::decode_order_from_bits(bits);
+        kernels::detail::override_decode_order(bits < 0 ? nullptr : &order);
         const double bw_s = probe.pass(*rt->pool);
-        state_bytes = bench.state_bytes_per_step();
+        o.state_bytes = bench.state_bytes_per_step();
         const double t = bench.step();
-        seconds += t;
-        bws.push_back(bw_s);
+        o.seconds += t;
+        o.bws.push_back(bw_s);
         // A mixture of experts reads the experts its sequences chose this step.
         const double weight_bytes = cost.decode_step_bytes + bench.expert_bytes_last_step();
-        step_bytes += weight_bytes;
-        of_bound.push_back(weight_bytes / t / bw_s);
-        of_total.push_back((weight_bytes + state_bytes) / t / bw_s);
+        o.step_bytes += weight_bytes;
+        o.of_bound.push_back(weight_bytes / t / bw_s);
+        o.of_total.push_back((weight_bytes + o.state_bytes) / t / bw_s);
       }
-      const double tokens_per_s = static_cast<double>(n * kDecodeSteps) / seconds;
-      const double bw_med = median(bws);
-      decode_rows.push_back(fmt::format(
-          "| decode | {} | {} | {:.1f} | {} | {:.1f} GB/s | {:.1f} | {:.0f}% | {:.1f} | {:.0f}% |",
-          weights, n, tokens_per_s, versus_first(tokens_per_s), bw_med / 1e9,
-          static_cast<double>(n) * bw_med / (step_bytes / kDecodeSteps), 100 * median(of_bound),
-          state_bytes / 1e6, 100 * median(of_total)));
+      kernels::detail::override_decode_order(nullptr);
+      for (std::size_t i = 0; i < orders->size(); ++i) {
+        const OrderFigures& o = figures[i];
+        const double tokens_per_s = static_cast<double>(n * kDecodeSteps) / o.seconds;
+        const double bw_med = median(o.bws);
+        const std::string label = settings.decode_orders.empty()
+                                      ? weights
+                                      : fmt::format("{}, order {}", weights, (*orders)[i]);
+        decode_rows.push_back(fmt::format(
+            "| decode | {} | {} | {:.1f} | {} | {:.1f} GB/s | {:.1f} | {:.0f}% | {:.1f} | {:.0f}% "
+            "|",
+            label, n, tokens_per_s, versus_first(tokens_per_s), bw_med / 1e9,
+            static_cast<double>(n) * bw_med / (o.step_bytes / kDecodeSteps),
+            100 * median(o.of_bound), o.state_bytes / 1e6, 100 * median(o.of_total)));
+      }
     }
   }
   fmt::print(

@@ -164,6 +164,7 @@ BenchSettings read_bench_settings(const config::Options& opts) {
           .prefix_lengths = opts.get_string("bench-prefix"),
           .sequence_counts = opts.get_string("bench-sequences"),
           .quantizations = opts.get_string("bench-quantize"),
+          .decode_orders = opts.get_string("bench-decode-orders"),
           .context_tokens = opts.get_int("bench-context")};
 }
 

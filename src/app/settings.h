@@ -91,6 +91,7 @@ struct BenchSettings {
   std::string prefix_lengths;        // --bench-prefix
   std::string sequence_counts;       // --bench-sequences
   std::string quantizations;         // --bench-quantize
+  std::string decode_orders;         // --bench-decode-orders
   std::int64_t context_tokens = 64;  // --bench-context
 };
 BenchSettings read_bench_settings(const config::Options& opts);

@@ -461,6 +461,15 @@ std::vector<OptionSpec> build_table() {
                "format's. Empty: the --quantize setting alone.",
        .scopes = kBench,
        .group = "bench"},
+      {.name = "bench-decode-orders",
+       .type = T::kString,
+       .default_text = "",
+       .help = "Decode read orders recur bench alternates step by step, one decode row each "
+               "(comma-separated; the kernels' DecodeOrder bits as kernels_bench --decode-orders "
+               "takes them, -1 the CPU vendor's): compares orders on a whole model while the "
+               "host's bandwidth wanders. Empty: the vendor's alone.",
+       .scopes = kBench,
+       .group = "bench"},
       {.name = "bench-context",
        .type = T::kInt,
        .default_text = "64",

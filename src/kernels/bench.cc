@@ -197,61 +197,71 @@ std::vector<MatmulShape> qwen35_08b_shapes() {
   };
 }
 
-MatmulTiming time_matmul(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
-                         double seconds, int bits, int group_size) {
-  WeightView w{.dtype = DType::kBF16, .rows = shape.n_out, .cols = shape.k_dim};
+MatmulBench::MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits, int group_size)
+    : n_rows_(n_rows) {
+  w_ = WeightView{.dtype = DType::kBF16, .rows = shape.n_out, .cols = shape.k_dim};
   if (bits != 0) {
-    w.bits = bits;
-    w.group_size = group_size;
+    w_.bits = bits;
+    w_.group_size = group_size;
   }
-  const std::int64_t w_bytes = w.total_bytes();
+  const std::int64_t w_bytes = w_.total_bytes();
   // Rotate over copies totalling >= 128 MiB so the weights come from memory as in a real
   // decode step (a 2 MB matrix would otherwise sit in the LLC).
-  const std::int64_t copies = std::max<std::int64_t>(1, (std::int64_t{128} << 20) / w_bytes);
+  copies_ = std::max<std::int64_t>(1, (std::int64_t{128} << 20) / w_bytes);
   // Distinct contents per copy: identical pages may be merged by the host (KSM on a VM), which
   // put the "rotated" copies of matrices under 12 MB in cache (decode GEMVs at 130-300% of the
   // read bandwidth in earlier versions of this benchmark). Quantized copies get random codes and
   // then scales and biases of a real weight's size.
   // On cache lines, as the loader places quantized weights (model.cc).
-  std::vector<std::uint16_t> buf(static_cast<std::size_t>((w_bytes * copies + 1) / 2 + 32));
-  auto* base = reinterpret_cast<std::uint8_t*>(buf.data());
-  base += (64 - reinterpret_cast<std::uintptr_t>(base) % 64) % 64;
-  fill_bf16(reinterpret_cast<std::uint16_t*>(base), w_bytes * copies / 2, 1);
+  buf_.resize(static_cast<std::size_t>((w_bytes * copies_ + 1) / 2 + 32));
+  base_ = reinterpret_cast<std::uint8_t*>(buf_.data());
+  base_ += (64 - reinterpret_cast<std::uintptr_t>(base_) % 64) % 64;
+  fill_bf16(reinterpret_cast<std::uint16_t*>(base_), w_bytes * copies_ / 2, 1);
   if (bits != 0) {
     const std::int64_t code_bytes = kQuantBlockRows * group_size * bits / 8;
-    std::uint8_t* bytes = base;
-    for (std::int64_t rec = 0; rec < w_bytes * copies / w.group_record_bytes(); ++rec) {
+    for (std::int64_t rec = 0; rec < w_bytes * copies_ / w_.group_record_bytes(); ++rec) {
       auto* params =
-          reinterpret_cast<std::uint16_t*>(bytes + rec * w.group_record_bytes() + code_bytes);
+          reinterpret_cast<std::uint16_t*>(base_ + rec * w_.group_record_bytes() + code_bytes);
       fill_bf16(params, 2 * kQuantBlockRows, static_cast<std::uint64_t>(rec + 2));
       for (std::int64_t i = 0; i < 2 * kQuantBlockRows; ++i) {
         params[i] = f32_to_bf16(bf16_to_f32(params[i]) / 64);
       }
     }
   }
-  std::vector<float> x(static_cast<std::size_t>(n_rows * shape.k_dim));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) / 97.0f - 0.5f;
-  std::vector<float> y(static_cast<std::size_t>(n_rows * shape.n_out));
+  x_.resize(static_cast<std::size_t>(n_rows * shape.k_dim));
+  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] = static_cast<float>(i % 97) / 97.0f - 0.5f;
+  y_.resize(static_cast<std::size_t>(n_rows * shape.n_out));
+}
+
+MatmulTiming MatmulBench::run(ThreadPool& pool, double seconds) {
+  const std::int64_t w_bytes = w_.total_bytes();
   auto view = [&](std::int64_t c) {
-    WeightView v = w;
-    v.data = base + c * w_bytes;
+    WeightView v = w_;
+    v.data = base_ + c * w_bytes;
     return v;
   };
-  matmul(pool, x.data(), n_rows, view(0), y.data());  // warm-up (scratch, page faults)
+  matmul(pool, x_.data(), n_rows_, view(0), y_.data());  // warm-up (scratch, page faults)
   double best = 1e30;
   std::int64_t calls = 0;
   const auto t0 = Clock::now();
   do {
     const auto t1 = Clock::now();
-    matmul(pool, x.data(), n_rows, view(calls % copies), y.data());
+    matmul(pool, x_.data(), n_rows_, view(calls % copies_), y_.data());
     best = std::min(best, seconds_since(t1));
     ++calls;
   } while (seconds_since(t0) < seconds || calls < 3);
   MatmulTiming t;
   t.seconds = best;
-  t.flops_per_s = 2.0 * static_cast<double>(n_rows * shape.n_out * shape.k_dim) / best;
+  t.flops_per_s = 2.0 * static_cast<double>(n_rows_ * w_.rows * w_.cols) / best;
   t.bytes_per_s = static_cast<double>(w_bytes) / best;
+  t.mean_bytes_per_s = static_cast<double>(w_bytes * calls) / seconds_since(t0);
   return t;
+}
+
+MatmulTiming time_matmul(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
+                         double seconds, int bits, int group_size) {
+  MatmulBench bench(shape, n_rows, bits, group_size);
+  return bench.run(pool, seconds);
 }
 
 std::vector<AttentionBenchShape> decode_attention_shapes() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "util/thread_pool.h"
 
 namespace recur::kernels {
@@ -71,9 +72,10 @@ struct MatmulShape {
 std::vector<MatmulShape> qwen35_08b_shapes();
 
 struct MatmulTiming {
-  double seconds = 0;      // best time of one call
-  double flops_per_s = 0;  // 2 · n_rows · N · K / seconds
-  double bytes_per_s = 0;  // weight bytes / seconds (the decode-bound quantity)
+  double seconds = 0;           // best time of one call
+  double flops_per_s = 0;       // 2 · n_rows · N · K / seconds
+  double bytes_per_s = 0;       // weight bytes / seconds (the decode-bound quantity)
+  double mean_bytes_per_s = 0;  // weight bytes / the mean time of a call
 };
 
 // Times matmul(x [n_rows, K], W [N, K]) on the active ISA, W in bf16 (bits 0) or quantized to
@@ -81,6 +83,22 @@ struct MatmulTiming {
 // `seconds`. bytes_per_s counts the bytes W occupies.
 MatmulTiming time_matmul(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
                          double seconds, int bits = 0, int group_size = 64);
+
+// time_matmul's weights and activations, made once and timed as often as asked: a comparison
+// that alternates settings (kernels_bench --decode-orders) times each on the same memory.
+class MatmulBench {
+ public:
+  MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits = 0, int group_size = 64);
+  MatmulTiming run(ThreadPool& pool, double seconds);
+
+ private:
+  WeightView w_;
+  std::int64_t n_rows_ = 0;
+  std::int64_t copies_ = 1;
+  std::vector<std::uint16_t> buf_;
+  std::uint8_t* base_ = nullptr;
+  std::vector<float> x_, y_;
+};
 
 // One decode step's attention over a bf16 KV cache: n_seqs sequences x n_layers layers, each a
 // single query over n_keys keys (distinct caches, so K/V come from memory as in a long chat).

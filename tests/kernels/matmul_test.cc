@@ -119,7 +119,7 @@ TEST(Matmul, DecodeOrdersGiveTheSameBytes) {
         matmul(pool, x.data(), kRows, w.view, batch.data());
         for (int bits = 0; bits < 16; ++bits) {
           const testing::ScopedDecodeOrder scoped_order(bits);
-          for (std::int64_t n : {1, 2, 4, 5, 8}) {
+          for (std::int64_t n : {1, 2, 3, 4, 5, 8}) {
             std::vector<float> part(static_cast<std::size_t>(n * n_out));
             matmul(pool, x.data(), n, w.view, part.data());
             ASSERT_TRUE(testing::same_bytes(part.data(), batch.data(), part.size()))
