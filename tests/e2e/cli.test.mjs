@@ -100,6 +100,19 @@ test('recur bench measures each --bench-quantize format in turn, against the fir
   assert.match(bad.stderr, /--bench-quantize 'none,q3': item 'q3' is not one of none, q8, q4/);
 });
 
+test('recur bench --bench-decode-orders gives each order its own decode row', () => {
+  const model = makeModel('qwen3');
+  const args = ['bench', '-m', model, '--bench-prompts', '16', '--bench-sequences', '1',
+                '--bench-seconds', '0.05', '--threads', '1'];
+  const r = run([...args, '--bench-decode-orders', '-1,9']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\| decode \| as stored, order -1 \| 1 \| [\d.]+ \| 1\.00 \|/m);
+  assert.match(r.stdout, /^\| decode \| as stored, order 9 \| 1 \| [\d.]+ \| 1\.00 \|/m);
+  const bad = run([...args, '--bench-decode-orders', '-1,16']);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /--bench-decode-orders '-1,16': order 16 is not -1 .* \(at most 15\)/);
+});
+
 test('SIGTERM drains and exits 0', async () => {
   const server = await startServer(makeModel('mamba2'));
   assert.equal(await server.stop(), 0);
