@@ -5,7 +5,10 @@
 // layer so every stage reads its experts from memory, as a real prompt does.
 //
 //   moe_bench [--tokens 512] [--layers 2] [--bits 0|4|8] [--threads N] [--reps 5] [--isa NAME]
-//             [--hot 1] [--even 1] [--decode-orders B1,B2,...]
+//             [--hot 1] [--even 1] [--decode-orders B1,B2,...] [--experts 128] [--top-k 8]
+//             [--d-ff 768]
+// --experts / --top-k / --d-ff give another model's expert geometry: Qwen3.5-35B-A3B is 256 / 8 /
+// 512, Qwen3-Next-80B-A3B 512 / 10 / 512 (their shared expert is a plain matmul, not timed here).
 // --decode-orders alternates the 1-8-row calls' read order (kernels_bench --decode-order's bits; -1
 // the vendor's) from one repetition to the next and reports each: with --tokens 4 it compares
 // decode orders over the same experts in the same minutes (this host's bandwidth wanders).
@@ -31,7 +34,7 @@ using namespace recur;
 using namespace recur::kernels;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::int64_t kExperts = 128, kTopK = 8, kDModel = 2048, kDff = 768;
+constexpr std::int64_t kDModel = 2048;
 
 struct Matrix {
   std::vector<std::uint8_t> bytes;
@@ -78,7 +81,7 @@ double seconds_since(Clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t tokens = 512, layers = 2, reps = 5;
+  std::int64_t tokens = 512, layers = 2, reps = 5, n_experts = 128, top_k = 8, d_ff = 768;
   int bits = 0, threads = available_cores();
   // hot: every expert shares one set of matrices (compute alone, weights from the caches);
   // even: every expert gets exactly tokens * top_k / experts rows.
@@ -106,6 +109,12 @@ int main(int argc, char** argv) {
       isa = v;
     else if (a == "--hot")
       hot = std::atoi(v) != 0;
+    else if (a == "--experts")
+      n_experts = std::atoll(v);
+    else if (a == "--top-k")
+      top_k = std::atoll(v);
+    else if (a == "--d-ff")
+      d_ff = std::atoll(v);
     else if (a == "--even")
       even = std::atoi(v) != 0;
     else if (a == "--decode-orders") {
@@ -125,10 +134,11 @@ int main(int argc, char** argv) {
     }
   }
   if ((bits != 0 && bits != 4 && bits != 8) || tokens < 1 || layers < 1 || reps < 1 ||
-      threads < 1) {
+      threads < 1 || n_experts < 1 || top_k < 1 || top_k > n_experts || d_ff < 64 ||
+      d_ff % 64 != 0) {
     std::fprintf(stderr,
-                 "moe_bench: --bits must be 0, 4 or 8 and --tokens, --layers, --reps, --threads "
-                 "at least 1\n");
+                 "moe_bench: --bits must be 0, 4 or 8; --tokens, --layers, --reps, --threads, "
+                 "--experts at least 1; --top-k 1..experts; --d-ff a multiple of 64\n");
     return 2;
   }
   if (!isa.empty()) {
@@ -142,28 +152,28 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::vector<std::vector<Matrix>> gate(layers), up(layers), down(layers);
   for (std::int64_t l = 0; l < layers; ++l) {
-    for (std::int64_t e = 0; e < (hot ? 1 : kExperts); ++e) {
-      gate[l].push_back(make_matrix(kDff, kDModel, bits, rng));
-      up[l].push_back(make_matrix(kDff, kDModel, bits, rng));
-      down[l].push_back(make_matrix(kDModel, kDff, bits, rng));
+    for (std::int64_t e = 0; e < (hot ? 1 : n_experts); ++e) {
+      gate[l].push_back(make_matrix(d_ff, kDModel, bits, rng));
+      up[l].push_back(make_matrix(d_ff, kDModel, bits, rng));
+      down[l].push_back(make_matrix(kDModel, d_ff, bits, rng));
     }
   }
-  // Uniform routing: each token picks kTopK distinct experts.
-  std::vector<std::int64_t> count(kExperts, 0);
+  // Uniform routing: each token picks top_k distinct experts.
+  std::vector<std::int64_t> count(n_experts, 0);
   for (std::int64_t t = 0; t < tokens; ++t) {
-    std::vector<int> ids(kExperts);
-    for (int e = 0; e < kExperts; ++e) ids[e] = e;
+    std::vector<int> ids(n_experts);
+    for (int e = 0; e < n_experts; ++e) ids[static_cast<std::size_t>(e)] = e;
     std::shuffle(ids.begin(), ids.end(), rng);
-    for (int j = 0; j < kTopK; ++j) ++count[ids[j]];
+    for (int j = 0; j < top_k; ++j) ++count[ids[j]];
   }
-  if (even) std::fill(count.begin(), count.end(), tokens * kTopK / kExperts);
+  if (even) std::fill(count.begin(), count.end(), tokens * top_k / n_experts);
   std::int64_t fewest = tokens, most = 0;
   for (std::int64_t n : count) fewest = std::min(fewest, n), most = std::max(most, n);
   std::printf("rows per expert: %lld to %lld\n", static_cast<long long>(fewest),
               static_cast<long long>(most));
-  const std::int64_t slots = tokens * kTopK;
+  const std::int64_t slots = tokens * top_k;
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> xg(slots * kDModel), g(slots * kDff), u(slots * kDff), y(slots * kDModel);
+  std::vector<float> xg(slots * kDModel), g(slots * d_ff), u(slots * d_ff), y(slots * kDModel);
   for (float& v : xg) v = dist(rng);
   const Ceilings c = measure_ceilings(pool, 0.5);
   // Quantized experts' dot products run on int8: fractions are of the int8 peak.
@@ -177,7 +187,7 @@ int main(int argc, char** argv) {
   {
     // One expert's matmuls alone, repeated on the same rows (weights and activations hot): the
     // kernels' speed at this shape without the grouping around them.
-    const std::int64_t m = tokens * kTopK / kExperts;
+    const std::int64_t m = tokens * top_k / n_experts;
     for (const auto& [name, w] :
          {std::pair{"gate alone", gate[0][0].view}, std::pair{"down alone", down[0][0].view}}) {
       double best = 1e30;
@@ -192,13 +202,13 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<MatmulOut> outs;
-  outs.reserve(2 * kExperts);
+  outs.reserve(2 * n_experts);
   std::vector<MatmulGroup> up_groups, down_groups;
   std::vector<MatmulOut> down_outs;
-  down_outs.reserve(kExperts);
+  down_outs.reserve(n_experts);
   // Decode-sized calls (a few tokens) are bound by reading the chosen experts' weights once.
   double bytes = 0;
-  for (std::int64_t e = 0; e < kExperts; ++e) {
+  for (std::int64_t e = 0; e < n_experts; ++e) {
     if (count[e] == 0) continue;
     const std::size_t me = hot ? 0 : static_cast<std::size_t>(e);
     bytes += static_cast<double>(gate[0][me].view.total_bytes() + up[0][me].view.total_bytes() +
@@ -223,24 +233,24 @@ int main(int argc, char** argv) {
       up_groups.clear();
       down_groups.clear();
       std::int64_t b = 0;
-      for (std::int64_t e = 0; e < kExperts; ++e) {
+      for (std::int64_t e = 0; e < n_experts; ++e) {
         const std::int64_t m = count[e];
         if (m == 0) continue;
         const std::size_t me = hot ? 0 : static_cast<std::size_t>(e);
-        outs.push_back({gate[l][me].view, g.data() + b * kDff});
-        outs.push_back({up[l][me].view, u.data() + b * kDff});
+        outs.push_back({gate[l][me].view, g.data() + b * d_ff});
+        outs.push_back({up[l][me].view, u.data() + b * d_ff});
         up_groups.push_back(
             {.x = xg.data() + b * kDModel, .n_rows = m, .outs = std::span(outs).last(2)});
         down_outs.push_back({down[l][me].view, y.data() + b * kDModel});
         down_groups.push_back(
-            {.x = g.data() + b * kDff, .n_rows = m, .outs = std::span(down_outs).last(1)});
+            {.x = g.data() + b * d_ff, .n_rows = m, .outs = std::span(down_outs).last(1)});
         b += m;
       }
       auto t0 = Clock::now();
       matmul_grouped(pool, up_groups);
       t1 += seconds_since(t0);
       t0 = Clock::now();
-      swiglu(g.data(), u.data(), g.data(), slots * kDff);
+      swiglu(g.data(), u.data(), g.data(), slots * d_ff);
       ta += seconds_since(t0);
       t0 = Clock::now();
       matmul_grouped(pool, down_groups);
@@ -251,8 +261,8 @@ int main(int argc, char** argv) {
     best2[o] = std::min(best2[o], t2);
     best_act[o] = std::min(best_act[o], ta);
   }
-  const double f1 = 2.0 * static_cast<double>(slots) * 2 * kDff * kDModel * layers;
-  const double f2 = 2.0 * static_cast<double>(slots) * kDff * kDModel * layers;
+  const double f1 = 2.0 * static_cast<double>(slots) * 2 * d_ff * kDModel * layers;
+  const double f2 = 2.0 * static_cast<double>(slots) * d_ff * kDModel * layers;
   for (std::size_t o = 0; o < n_orders; ++o) {
     if (n_orders > 1) std::printf("decode order %d:\n", orders[o]);
     std::printf("gate+up: %.2f ms/layer, %.1f GFLOP/s, %.1f%% of peak\n", best1[o] / layers * 1e3,
