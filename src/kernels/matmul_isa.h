@@ -40,6 +40,9 @@ struct MatmulOperands {
 // Calls of at most this many activation rows (decode steps) stream their weights from memory:
 // larger column blocks per task and software prefetch (matmul_avx512.cc).
 inline constexpr std::int64_t kStreamRows = 8;
+// ... and on the AVX-512 bf16 tiles up to this many (matmul_avx512.cc run_block_next, which
+// requests each task's next slice of weights while it computes the current one).
+inline constexpr std::int64_t kSliceStreamRows = 15;
 // How decode-sized calls (1-8 rows) order and prefetch their weight reads on avx512
 // (matmul_avx512.cc). Every choice gives the same bytes; speed depends on the CPU's prefetchers,
 // so cpuid's vendor decides, once. AMD: one row reads its weight rows one after another with no

@@ -83,6 +83,10 @@ TEST(MatmulGrouped, EachGroupEqualsItsOwnMatmul) {
       {{1, 97, {0, 1}}, {3, 128, {4, 6, 7}}, {0, 97, {2}}, {8, 2048, {5, 8}}},
       // prefill-sized only: tiles (< 16 rows) and lanes (16+ rows) side by side
       {{9, 97, {0, 1, 2}}, {16, 128, {6, 4}}, {17, 97, {3}}, {70, 2048, {5, 8}}, {33, 128, {7}}},
+      // every group within one row block (<= 64 rows): one range of chunks per thread, parts
+      // of 9-15 rows requesting their next slice (several slices: ws 1, 4, 5), lanes and
+      // quantized parts beside them with their own chunk widths
+      {{12, 2048, {5, 8}}, {20, 128, {4, 6}}, {15, 97, {1, 3}}, {9, 128, {4, 7}}, {40, 2048, {5}}},
       // both kinds in one call
       {{1, 97, {1}}, {40, 97, {0, 2, 3}}, {2, 2048, {8}}, {21, 2048, {5}}, {8, 128, {4, 7, 6}}},
       // one group (what matmul itself runs)
