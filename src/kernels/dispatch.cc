@@ -219,7 +219,8 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
               .n_rows = g.n_rows,
               .scattered = streaming && groups.size() > 1};
       p.fn = path.block;
-      const bool small = g.n_rows <= path.stream_rows;
+      const bool small =
+          g.n_rows <= kStreamRows || (groups.size() > 1 && g.n_rows <= path.stream_rows);
       p.block_n = small ? kStreamChunk : path.block_n;
       const std::int64_t col_blocks = (o.w.rows + p.block_n - 1) / p.block_n;
       p.block_m = small                                ? g.n_rows
@@ -255,6 +256,7 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     if (p.path->prepare_x != nullptr) parts[i].op.xp = buf + p.offset;
   }
   if (streaming || (groups.size() > 1 && all_rows)) {
+    for (FusedPart& p : parts) p.op.ranged = true;
     run_parts_streaming(pool, parts.data(), parts.size(), n_tasks);
   } else {
     run_parts(pool, parts.data(), parts.size(), n_tasks);

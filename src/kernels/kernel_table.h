@@ -31,7 +31,8 @@ struct MatmulPath {
   std::int64_t block_n = kMatmulBlockN;
   // Rows per task where the call has 4+ column blocks per thread (kMatmulBlockM otherwise).
   std::int64_t wide_block_m = kMatmulBlockM;
-  // Calls of at most this many rows run in tasks of kStreamChunk columns and all rows.
+  // Grouped calls' parts of at most this many rows run in tasks of kStreamChunk columns and all
+  // rows (kStreamRows: every call's).
   std::int64_t stream_rows = kStreamRows;
 };
 

@@ -378,7 +378,7 @@ void matmul_block_avx512(const MatmulOperands& op, const MatmulBlock& b) {
   switch (w.dtype) {
     case DType::kBF16: {
       const auto* x = static_cast<const std::uint16_t*>(op.xp);
-      if (op.n_rows > kStreamRows && op.n_rows <= kSliceStreamRows) {
+      if (op.ranged && op.n_rows > kStreamRows && op.n_rows <= kSliceStreamRows) {
         // The task's first slice has no earlier tile requesting it.
         prefetch_block_head(static_cast<const std::uint16_t*>(w.data), b, w.cols);
         run_block_next(x, padded_k(w.cols), static_cast<const std::uint16_t*>(w.data), b, w.cols,

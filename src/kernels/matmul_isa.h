@@ -35,13 +35,18 @@ struct MatmulOperands {
   // One of a grouped streaming call's parts (a decode step's experts): a thread's run of chunks
   // jumps from one small matrix to another (DecodeOrder::scattered_l1_prefetch).
   bool scattered = false;
+  // Its tasks run in one range of consecutive column blocks per thread (dispatch.cc
+  // run_parts_streaming): the next block of w is usually this thread's next task.
+  bool ranged = false;
 };
 
 // Calls of at most this many activation rows (decode steps) stream their weights from memory:
 // larger column blocks per task and software prefetch (matmul_avx512.cc).
 inline constexpr std::int64_t kStreamRows = 8;
-// ... and on the AVX-512 bf16 tiles up to this many (matmul_avx512.cc run_block_next, which
-// requests each task's next slice of weights while it computes the current one).
+// ... and in grouped calls on the AVX-512 bf16 tiles up to this many (an MoE prefill's experts:
+// matmul_avx512.cc run_block_next requests each task's next slice of weights while it computes
+// the current one). Dense calls of 9-15 rows (a short follow-up turn) keep 64 x 64 blocks: their
+// small matrices ran at 0.8-1.0x in 128-column tasks with the requests.
 inline constexpr std::int64_t kSliceStreamRows = 15;
 // How decode-sized calls (1-8 rows) order and prefetch their weight reads on avx512
 // (matmul_avx512.cc). Every choice gives the same bytes; speed depends on the CPU's prefetchers,
