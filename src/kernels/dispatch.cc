@@ -93,8 +93,8 @@ ChunkRange* chunk_ranges(int n) {
 // A grouped prefill gets the same contiguous ranges as decode, so that each thread's next task is
 // the next block of the weight it is reading: the 9-15-row tiles request it ahead
 // (matmul_avx512.cc run_block_next), and every kernel's stream runs on across tasks (Qwen3-Next's
-// expert geometry in moe_bench, Zen 5 VM: 12 rows per expert 1.25x with the ranges against 1.0x
-// with run_block_next alone; q4 experts 1.2-1.35x).
+// expert geometry in moe_bench, Zen 5 VM, one run: 10 / 12 rows per expert 1.18x / 1.41x with
+// the ranges, 0.94x / 1.13x with run_block_next alone; q4 experts 1.2-1.35x with both).
 void run_parts_streaming(ThreadPool& pool, const FusedPart* parts, std::size_t n_parts,
                          std::int64_t n_chunks) {
   const int n = static_cast<int>(std::min<std::int64_t>(pool.n_threads(), n_chunks));

@@ -280,7 +280,7 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
 // experts read their weights at a third of the probe, time on hot weights plus stream time.
 // Qwen3-Next's experts in moe_bench, Zen 5 VM: 10 rows 1.2x, 12 rows 1.3x. The second tile and
 // not the later ones, spread (0.9x): its requests are the whole next slice, and it needs them
-// soonest. One pass of all 9-15 rows instead (run_block_wide's design): 0.75-0.8x at K 2048,
+// soonest. One pass of all 9-15 rows instead (run_block_wide's design): 0.7-0.8x at K 2048,
 // whose 9-15 x rows do not stay in L1 beside the weight stream.
 void run_block_next(const std::uint16_t* x, std::int64_t ldx, const std::uint16_t* w,
                     const MatmulBlock& b, std::int64_t k_dim, std::int64_t w_rows, float* y,
