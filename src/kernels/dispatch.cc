@@ -107,9 +107,14 @@ void run_parts_streaming(ThreadPool& pool, const FusedPart* parts, std::size_t n
   auto run_chunk = [&](std::int64_t c) {
     const FusedPart& p = part_of(parts, n_parts, c);
     const std::int64_t n0 = (c - p.first_task) * p.block_n;
-    p.fn(p.op,
-         MatmulBlock{
-             .m0 = 0, .m1 = p.op.n_rows, .n0 = n0, .n1 = std::min(p.op.w.rows, n0 + p.block_n)});
+    const std::int64_t n1 = std::min(p.op.w.rows, n0 + p.block_n);
+    const void* next = nullptr;
+    if (n1 < p.op.w.rows) {
+      next = p.op.w.slice_rows(n1, 0).data;
+    } else if (c + 1 < n_chunks) {
+      next = part_of(parts, n_parts, c + 1).op.w.data;
+    }
+    p.fn(p.op, MatmulBlock{.m0 = 0, .m1 = p.op.n_rows, .n0 = n0, .n1 = n1, .next = next});
   };
   // pool.run publishes the ranges to the workers (its job hand-off is a release / acquire pair).
   pool.run(static_cast<std::size_t>(n), [&](std::size_t own) {

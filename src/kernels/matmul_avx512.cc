@@ -275,7 +275,8 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
 
 // 9-15 activation rows (kSliceStreamRows): run_block's slices and row tiles, but the second row
 // tile, reading the slice from L2, requests the next slice of the block's weight (the task's next
-// block under the ranged split), so memory works while the later tiles compute. In run_block the
+// block under the ranged split; past the weight's end, b.next's: the next expert's), so memory
+// works while the later tiles compute. In run_block the
 // first tile of a slice waited on memory and the others on nothing: an MoE prefill's 9-15-row
 // experts read their weights at a third of the probe, time on hot weights plus stream time.
 // Qwen3-Next's experts in moe_bench, Zen 5 VM: 10 rows 1.2x, 12 rows 1.3x. The second tile and
@@ -287,17 +288,19 @@ void run_block_next(const std::uint16_t* x, std::int64_t ldx, const std::uint16_
                     std::int64_t ldy) {
   for (std::int64_t n0 = b.n0; n0 < b.n1; n0 += kSliceN) {
     const std::int64_t n1 = std::min(b.n1, n0 + kSliceN);
-    const std::int64_t next_n1 = std::min(w_rows, n1 + kSliceN);
+    // The next slice: of w, or past its end the first rows of the next task's weight.
+    const std::uint16_t* next =
+        n1 < w_rows ? w + n1 * k_dim : static_cast<const std::uint16_t*>(b.next);
+    const std::int64_t next_rows = n1 < w_rows ? std::min(w_rows - n1, kSliceN) : kSliceN;
     for (std::int64_t m = b.m0; m < b.m1; m += kMr) {
       const int rm = static_cast<int>(std::min<std::int64_t>(kMr, b.m1 - m));
-      const bool requests = m == b.m0 + kMr;
+      const bool requests = m == b.m0 + kMr && next != nullptr;
       for (std::int64_t n = n0; n < n1; n += kNr) {
         const int rn = static_cast<int>(std::min<std::int64_t>(kNr, n1 - n));
-        const std::int64_t ahead = n1 + (n - n0);  // this tile's rows of the next slice
-        if (requests && rn == kNr && ahead + kNr <= next_n1) {
+        if (requests && rn == kNr && n - n0 + kNr <= next_rows) {
           tile_any<Bf16NextTile>(rm, rn, x + m * ldx, ldx, w + n * k_dim, k_dim, k_dim,
                                  y + m * ldy + n, ldy,
-                                 reinterpret_cast<const char*>(w + ahead * k_dim));
+                                 reinterpret_cast<const char*>(next + (n - n0) * k_dim));
         } else {
           tile_any<Bf16Tile>(rm, rn, x + m * ldx, ldx, w + n * k_dim, k_dim, k_dim, y + m * ldy + n,
                              ldy);

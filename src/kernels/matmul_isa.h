@@ -86,6 +86,9 @@ DecodeOrder decode_order_from_bits(int bits);
 // Output rows [m0, m1) x columns [n0, n1).
 struct MatmulBlock {
   std::int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
+  // Under the ranged split: the first weight row of the task the thread runs next, usually (the
+  // next block of w, or the first of the next part's weight), or null at the end of the call.
+  const void* next = nullptr;
 };
 // Output blocks of calls past kStreamRows: multiples of the AMX tile grid (32) and of the tiles'
 // micro-tiles. Tasks walk row blocks fastest so consecutive tasks share a block of W while it is
