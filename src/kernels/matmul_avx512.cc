@@ -276,9 +276,9 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
 // 9-15 activation rows (kSliceStreamRows): run_block's slices and row tiles, but the second row
 // tile, reading the slice from L2, requests the next slice of the block's weight (the task's next
 // block under the ranged split; past the weight's end, b.next's: the next expert's), so memory
-// works while the later tiles compute. In run_block the
-// first tile of a slice waited on memory and the others on nothing: an MoE prefill's 9-15-row
-// experts read their weights at a third of the probe, time on hot weights plus stream time.
+// works while the later tiles compute. In run_block the first tile of a slice waited on memory
+// and the others on nothing: an MoE prefill's 9-15-row experts read their weights at a third of
+// the probe, time on hot weights plus stream time.
 // Qwen3-Next's experts in moe_bench, Zen 5 VM: 10 rows 1.2x, 12 rows 1.3x. The second tile and
 // not the later ones, spread (0.9x): its requests are the whole next slice, and it needs them
 // soonest. One pass of all 9-15 rows instead (run_block_wide's design): 0.7-0.8x at K 2048,
