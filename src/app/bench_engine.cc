@@ -132,10 +132,12 @@ PrefillResult bench_prefill(model::Model& model, ThreadPool& pool, std::int64_t 
     RECUR_CHECK(seq->restore(*conversation).is_ok());
     experts.reset();  // every rep routes the same tokens alike
     model::SeqChunk chunk{seq.get(), ids, model::LogitsWanted::kLast};
+    stages::reset();
     auto t0 = Clock::now();
     auto logits = model.forward(pool, std::span<const model::SeqChunk>(&chunk, 1));
     double s = seconds_since(t0);
     RECUR_CHECK_MSG(logits.is_ok(), "bench forward failed");
+    if (s < best.seconds && stages::enabled()) best.stages = stages::table();
     best.seconds = std::min(best.seconds, s);
   }
   experts.enabled = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "util/stage_times.h"
 #include "util/thread_pool.h"
 
 namespace recur::app {
@@ -39,6 +40,7 @@ struct PrefillResult {
   double tokens_per_s = 0;
   double flops_per_s = 0;  // matmuls (the experts the tokens ran through) and the lm_head row
   double flops_with_attention_per_s = 0;
+  std::vector<stages::Stage> stages;  // the fastest rep's, when stages::enabled()
 };
 // Best of `reps` single-chunk prefills of n_tokens (logits at the last position only) into a
 // sequence that already holds prefix_tokens - a follow-up chat turn, its conversation restored

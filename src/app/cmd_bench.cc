@@ -85,6 +85,25 @@ std::string format_name(int bits, int group_size) {
 
 constexpr int kDecodeSteps = 32;
 
+// --bench-stages: one prefill row's stages, each with its time (all its calls, summed over the
+// layers), its share of the forward and its matmuls' rate against the peak. A stage's figures
+// include the stages under it.
+std::string stage_table(const PrefillResult& p, const std::string& weights, double peak) {
+  std::string out = fmt::format(
+      "\nStages of the prefill of {} tokens after {} ({}), {:.1f} ms:\n\n| stage | calls | ms | "
+      "share | GFLOP/s | of peak |\n|---|---|---|---|---|---|\n",
+      p.n_tokens, p.prefix_tokens, weights, 1e3 * p.seconds);
+  for (const stages::Stage& s : p.stages) {
+    const std::string rate = s.flops > 0
+                                 ? fmt::format("{:.1f} | {:.0f}%", s.flops / s.seconds / 1e9,
+                                               100 * s.flops / s.seconds / peak)
+                                 : std::string("- | -");
+    out += fmt::format("| {} | {} | {:.2f} | {:.1f}% | {} |\n", s.path, s.calls, 1e3 * s.seconds,
+                       100 * s.seconds / p.seconds, rate);
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
@@ -131,7 +150,7 @@ int cmd_bench(const BenchSettings& settings) {
   const std::int64_t context = settings.context_tokens;
   const std::int64_t max_batch =
       std::max<std::int64_t>(*std::max_element(prompts->begin(), prompts->end()), 64 * max_seqs);
-  std::vector<std::string> prefill_rows, decode_rows;
+  std::vector<std::string> prefill_rows, decode_rows, stage_tables;
   std::vector<double> first_speeds;  // the first format's tokens/s, row by row
   kernels::Ceilings c;
   for (std::size_t f = 0; f < formats->size(); ++f) {
@@ -172,11 +191,14 @@ int cmd_bench(const BenchSettings& settings) {
     };
     for (std::int64_t prefix : *prefixes) {
       for (std::int64_t n : *prompts) {
+        stages::set_enabled(settings.stages);
         PrefillResult p = bench_prefill(*rt->model, *rt->pool, n, prefix, max_batch, 2);
+        stages::set_enabled(false);
         prefill_rows.push_back(fmt::format(
             "| prefill | {} | {} | {} | {:.1f} | {} | {:.1f} | {:.0f}% | {:.0f}% |", weights,
             prefix, n, p.tokens_per_s, versus_first(p.tokens_per_s), p.flops_per_s / 1e9,
             100 * p.flops_per_s / peak, 100 * p.flops_with_attention_per_s / peak));
+        if (settings.stages) stage_tables.push_back(stage_table(p, weights, peak));
       }
     }
     // Decode: each step is paired with one probe pass just before it, and the fraction is the
@@ -234,6 +256,7 @@ int cmd_bench(const BenchSettings& settings) {
       "\n| phase | weights | prefix | tokens | tokens/s | vs first | GFLOP/s | of peak | of peak "
       "with attention |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string& r : prefill_rows) fmt::print("{}\n", r);
+  for (const std::string& t : stage_tables) fmt::print("{}", t);
   fmt::print(
       "\nDecode with {} tokens of context per sequence (--bench-context); state MB/step is "
       "the KV read and recurrent state read and written.\n",

@@ -165,7 +165,8 @@ BenchSettings read_bench_settings(const config::Options& opts) {
           .sequence_counts = opts.get_string("bench-sequences"),
           .quantizations = opts.get_string("bench-quantize"),
           .decode_orders = opts.get_string("bench-decode-orders"),
-          .context_tokens = opts.get_int("bench-context")};
+          .context_tokens = opts.get_int("bench-context"),
+          .stages = opts.get_bool("bench-stages")};
 }
 
 MakeModelSettings read_make_model_settings(const config::Options& opts) {

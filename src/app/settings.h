@@ -93,6 +93,7 @@ struct BenchSettings {
   std::string quantizations;         // --bench-quantize
   std::string decode_orders;         // --bench-decode-orders
   std::int64_t context_tokens = 64;  // --bench-context
+  bool stages = false;               // --bench-stages
 };
 BenchSettings read_bench_settings(const config::Options& opts);
 

@@ -470,6 +470,15 @@ std::vector<OptionSpec> build_table() {
                "host's bandwidth wanders. Empty: the vendor's alone.",
        .scopes = kBench,
        .group = "bench"},
+      {.name = "bench-stages",
+       .type = T::kBool,
+       .default_text = "false",
+       .help = "After each prefill row, a table of where its time went: wall time, share and "
+               "matmul GFLOP/s per stage of the forward (embedding, each layer kind's projections "
+               "and core, the router and experts of a mixture of experts, the head), summed over "
+               "the layers, from the fastest rep.",
+       .scopes = kBench,
+       .group = "bench"},
       {.name = "bench-context",
        .type = T::kInt,
        .default_text = "64",

@@ -3,11 +3,13 @@
 // pool. Work is split over output columns and rows, never over the reduction.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/matmul_isa.h"
+#include "util/stage_times.h"
 
 namespace recur::kernels::detail {
 namespace {
@@ -158,6 +160,68 @@ const MatmulPath& matmul_path(const KernelTable& t, const WeightView& w, bool la
   return t.matmul_f32;
 }
 
+// Whether group g's bf16 outputs take the lanes path.
+bool lanes_call(const MatmulGroup& g) {
+  std::int64_t bf16_cols = 0;
+  for (const MatmulOut& o : g.outs) {
+    bf16_cols += o.w.dtype == DType::kBF16 && !o.w.quantized() ? o.w.rows : 0;
+  }
+  return g.n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
+}
+
+// Where each group's activation rows are read: groups with MatmulGroup::rows stay indexed into
+// their x when every path their outputs take reads rows through ActivationRows::row(); the others
+// are gathered here first (a path that packs several rows at a stride, or reads x in its block).
+// Returns x per group and its row ids (null: consecutive rows).
+void resolve_rows(ThreadPool& pool, const KernelTable& table, std::span<const MatmulGroup> groups,
+                  std::vector<const float*>* xs, std::vector<const std::int32_t*>* ids) {
+  thread_local std::vector<float> gathered;
+  thread_local std::vector<std::pair<std::size_t, std::int64_t>> tasks;  // (group, first row)
+  xs->clear();
+  ids->clear();
+  tasks.clear();
+  thread_local std::vector<std::int64_t> offset_of;
+  offset_of.assign(groups.size(), -1);
+  std::int64_t floats = 0;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const MatmulGroup& g = groups[i];
+    xs->push_back(g.x);
+    ids->push_back(g.rows);
+    if (g.rows == nullptr || g.n_rows == 0) continue;
+    const bool lanes = lanes_call(g);
+    bool indexed = true;
+    for (const MatmulOut& o : g.outs) {
+      indexed = indexed && (o.w.rows == 0 || matmul_path(table, o.w, lanes).indexed_rows);
+    }
+    if (indexed) continue;
+    offset_of[i] = floats;
+    floats += g.n_rows * g.outs[0].w.cols;
+    for (std::int64_t r = 0; r < g.n_rows; r += kPrepRows) tasks.emplace_back(i, r);
+  }
+  if (tasks.empty()) return;
+  if (static_cast<std::int64_t>(gathered.size()) < floats) {
+    gathered.resize(static_cast<std::size_t>(floats));
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (offset_of[i] < 0) continue;
+    (*xs)[i] = gathered.data() + offset_of[i];
+    (*ids)[i] = nullptr;
+  }
+  // The tasks read the caller's thread_locals through these (a worker's own are empty).
+  float* const out = gathered.data();
+  const std::span<const std::pair<std::size_t, std::int64_t>> todo(tasks);
+  const std::span<const std::int64_t> at(offset_of);
+  pool.run(todo.size(), [&](std::size_t t) {
+    const auto [i, r0] = todo[t];
+    const MatmulGroup& g = groups[i];
+    const std::int64_t k = g.outs[0].w.cols;
+    for (std::int64_t r = r0; r < std::min(g.n_rows, r0 + kPrepRows); ++r) {
+      std::memcpy(out + at[i] + r * k, g.x + static_cast<std::int64_t>(g.rows[r]) * k,
+                  static_cast<std::size_t>(k) * sizeof(float));
+    }
+  });
+}
+
 // One group's activations in the layout of one path (and quantization group size).
 struct Prepared {
   const MatmulPath* path = nullptr;
@@ -178,28 +242,40 @@ float* lanes_weight_scratch(std::int64_t n) {
 
 void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
   const KernelTable& table = active_kernels();
+  if (stages::enabled()) {
+    double flops = 0;
+    for (const MatmulGroup& g : groups) {
+      for (const MatmulOut& o : g.outs) {
+        flops += 2.0 * static_cast<double>(g.n_rows) * static_cast<double>(o.w.rows) *
+                 static_cast<double>(o.w.cols);
+      }
+    }
+    stages::add_flops(flops);
+  }
   // Grown once to the largest call, like the prepared activations: no allocation per step after.
   thread_local std::vector<Prepared> prepared;
   thread_local std::vector<FusedPart> parts;
   thread_local std::vector<std::size_t> part_prep;  // parts[i]'s entry of `prepared`
+  thread_local std::vector<const float*> group_x;
+  thread_local std::vector<const std::int32_t*> group_ids;
   prepared.clear();
   parts.clear();
   part_prep.clear();
+  resolve_rows(pool, table, groups, &group_x, &group_ids);
   bool streaming = true;
   for (const MatmulGroup& g : groups) streaming = streaming && g.n_rows <= kStreamRows;
   std::int64_t n_tasks = 0, bytes = 0, n_blocks = 0;
   bool all_rows = true;  // every part's tasks span all its rows
-  for (const MatmulGroup& g : groups) {
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const MatmulGroup& g = groups[gi];
     if (g.n_rows == 0) continue;
-    std::int64_t bf16_cols = 0;
-    for (const MatmulOut& o : g.outs) {
-      bf16_cols += o.w.dtype == DType::kBF16 && !o.w.quantized() ? o.w.rows : 0;
-    }
-    const bool lanes_call = g.n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
+    const float* const x = group_x[gi];
+    const std::int32_t* const row_ids = group_ids[gi];
+    const bool lanes = lanes_call(g);
     const std::size_t group_first = prepared.size();
     for (const MatmulOut& o : g.outs) {
       if (o.w.rows == 0) continue;
-      const MatmulPath& path = matmul_path(table, o.w, lanes_call);
+      const MatmulPath& path = matmul_path(table, o.w, lanes);
       // The activations of each distinct (path, quantization group) of a group are prepared once
       // for all the outputs that read them.
       std::size_t prep = prepared.size();
@@ -207,8 +283,11 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
         if (prepared[i].path == &path && prepared[i].rows.group_size == o.w.group_size) prep = i;
       }
       if (prep == prepared.size()) {
-        const ActivationRows rows{
-            .x = g.x, .n_rows = g.n_rows, .k_dim = o.w.cols, .group_size = o.w.group_size};
+        const ActivationRows rows{.x = x,
+                                  .n_rows = g.n_rows,
+                                  .k_dim = o.w.cols,
+                                  .group_size = o.w.group_size,
+                                  .row_ids = row_ids};
         prepared.push_back({.path = &path, .rows = rows, .offset = bytes, .first_block = n_blocks});
         if (path.prepare_x != nullptr) {
           bytes += (path.x_bytes(rows) + 63) / 64 * 64;
@@ -217,7 +296,7 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
       }
       FusedPart& p = parts.emplace_back();
       part_prep.push_back(prep);
-      p.op = {.x = g.x,
+      p.op = {.x = row_ids == nullptr ? x : nullptr,  // indexed paths read only xp
               .xp = nullptr,
               .w = o.w,
               .y = o.y,
@@ -244,6 +323,7 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     // matmul's time; done by one thread it would cap the speed-up).
     // prepared is the caller's thread_local: the tasks must not name it (a worker's is empty).
     const std::span<const Prepared> preps(prepared);
+    const stages::Scope stage("prepare_x");
     pool.run(static_cast<std::size_t>(n_blocks), [&](std::size_t task) {
       const auto b = static_cast<std::int64_t>(task);
       // The last entry starting at or before b: entries without preparation own no blocks, and

@@ -169,11 +169,10 @@ std::atomic<int> g_decode_order_override{-1};
 }  // namespace
 
 void override_decode_order(const DecodeOrder* order) {
-  g_decode_order_override.store(order == nullptr ? -1
-                                                 : (order->one_row_sequential ? 1 : 0) |
-                                                       (order->rows_sequential ? 2 : 0) |
-                                                       (order->l1_prefetch ? 4 : 0) |
-                                                       (order->scattered_l1_prefetch ? 8 : 0));
+  g_decode_order_override.store(
+      order == nullptr ? -1
+                       : (order->one_row_sequential ? 1 : 0) | (order->rows_sequential ? 2 : 0) |
+                             (order->l1_prefetch ? 4 : 0) | (order->scattered_l1_prefetch ? 8 : 0));
 }
 
 DecodeOrder decode_order_from_bits(int bits) {

@@ -34,6 +34,9 @@ struct MatmulPath {
   // Grouped calls' parts of at most this many rows run in tasks of kStreamChunk columns and all
   // rows (kStreamRows: every call's).
   std::int64_t stream_rows = kStreamRows;
+  // prepare_x reads every row through ActivationRows::row() and block reads only the prepared
+  // rows, so a group's rows can be picked from x by index (MatmulGroup::rows) without a gather.
+  bool indexed_rows = false;
 };
 
 struct KernelTable {
@@ -84,6 +87,8 @@ struct KernelTable {
   void (*swiglu)(const float* gate, const float* up, float* out, std::int64_t n) = nullptr;
   void (*geglu)(const float* gate, const float* up, float* out, std::int64_t n) = nullptr;
   void (*mul_sigmoid)(float* x, const float* gate, std::int64_t n) = nullptr;
+  void (*add)(float* y, const float* x, std::int64_t n) = nullptr;
+  void (*add_scaled)(float* y, const float* x, float s, std::int64_t n) = nullptr;
   void (*causal_conv1d)(const float* x, const float* w, const float* bias, float* state, float* y,
                         const Conv1dShape& shape) = nullptr;
 };

@@ -41,6 +41,16 @@ void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64
   }
 }
 
+void embedding_rows(ThreadPool& pool, const WeightView& table, const std::int32_t* ids,
+                    std::int64_t n_ids, float* out) {
+  constexpr std::int64_t kRows = 16;
+  if (n_ids <= kRows) return embedding_rows(table, ids, n_ids, out);
+  pool.run(static_cast<std::size_t>((n_ids + kRows - 1) / kRows), [&](std::size_t t) {
+    const std::int64_t i0 = static_cast<std::int64_t>(t) * kRows;
+    embedding_rows(table, ids + i0, std::min(kRows, n_ids - i0), out + i0 * table.cols);
+  });
+}
+
 void rms_norm(const float* x, const float* w, float* y, const RowsShape& shape, float eps) {
   active_kernels().rms_norm(x, w, y, shape, eps);
 }
@@ -154,7 +164,10 @@ void softplus(float* x, std::int64_t n) { ref::softplus(x, n); }
 void mul_sigmoid(float* x, const float* gate, std::int64_t n) {
   active_kernels().mul_sigmoid(x, gate, n);
 }
-void add(float* y, const float* x, std::int64_t n) { ref::add(y, x, n); }
+void add(float* y, const float* x, std::int64_t n) { active_kernels().add(y, x, n); }
+void add_scaled(float* y, const float* x, float s, std::int64_t n) {
+  active_kernels().add_scaled(y, x, s, n);
+}
 void softmax(float* x, std::int64_t n) { ref::softmax(x, n); }
 
 void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,

@@ -39,6 +39,10 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t n_rows,
 // checked by the caller (RECUR_CHECK here).
 void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64_t n_ids,
                     float* out);
+// The same in blocks of rows on the pool (a prompt's rows of a quantized table are each a
+// dequantization).
+void embedding_rows(ThreadPool& pool, const WeightView& table, const std::int32_t* ids,
+                    std::int64_t n_ids, float* out);
 
 // ---- norms (spec 0.1)
 // ---------------------------------------------------------------------------- Rows of `width`
@@ -140,7 +144,10 @@ void sigmoid(float* x, std::int64_t n);
 void softplus(float* x, std::int64_t n);                        // torch: x > 20 ? x : log1p(exp(x))
 void mul_sigmoid(float* x, const float* gate, std::int64_t n);  // x ← x · sigmoid(gate)
 void add(float* y, const float* x, std::int64_t n);             // y ← y + x (residual)
-void softmax(float* x, std::int64_t n);                         // one row, max-subtracted
+// y ← y + s · x, rounded after the product and after the sum (no fma): a mixture's weighted sum of
+// its experts, a scaled residual. x and y do not overlap.
+void add_scaled(float* y, const float* x, float s, std::int64_t n);
+void softmax(float* x, std::int64_t n);  // one row, max-subtracted
 
 // ---- causal depthwise conv1d over time with carried state (spec 2.5, 4.3) -------------------
 // Per channel c: y_t[c] = act( Σ_{j<K} w[c, j] · window_t[j] + bias[c] ) where window_t is the

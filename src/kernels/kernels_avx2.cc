@@ -15,7 +15,8 @@ constinit const KernelTable kAvx2Kernels{
     .matmul_f16 = {.block = matmul_block_avx2},
     .matmul_bf16 = {.x_bytes = round_rows_bytes,
                     .prepare_x = round_rows_avx2,
-                    .block = matmul_block_avx2},
+                    .block = matmul_block_avx2,
+                    .indexed_rows = true},
     .matmul_bf16_lanes = {.x_bytes = lanes_x_bytes_avx2,
                           .prepare_x = pack_x_lanes_avx2,
                           .block = matmul_block_lanes_avx2,
@@ -23,7 +24,8 @@ constinit const KernelTable kAvx2Kernels{
                           .wide_block_m = kLanesAvx2BlockM},
     .matmul_quant = {.x_bytes = quantized_x_bytes,
                      .prepare_x = quantize_x_rows_avx2,
-                     .block = matmul_block_quant_avx2},
+                     .block = matmul_block_quant_avx2,
+                     .indexed_rows = true},
     .attention_query = vec::attention_query,
     .attention_tile = vec::attention_tile,
     .gated_delta_head = vec::gated_delta_head,
@@ -37,6 +39,8 @@ constinit const KernelTable kAvx2Kernels{
     .swiglu = vec::swiglu,
     .geglu = vec::geglu,
     .mul_sigmoid = vec::mul_sigmoid,
+    .add = vec::add,
+    .add_scaled = vec::add_scaled,
     .causal_conv1d = vec::causal_conv1d,
 };
 

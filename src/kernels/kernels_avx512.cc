@@ -19,14 +19,16 @@ constexpr KernelTable avx512_table() {
       .matmul_bf16 = {.x_bytes = to_bf16_rows_bytes,
                       .prepare_x = to_bf16_rows_avx512,
                       .block = matmul_block_avx512,
-                      .stream_rows = kSliceStreamRows},
+                      .stream_rows = kSliceStreamRows,
+                      .indexed_rows = true},
       .matmul_bf16_lanes = {.x_bytes = lanes_x_bytes_avx512,
                             .prepare_x = pack_x_lanes_avx512,
                             .block = matmul_block_lanes_avx512,
                             .block_n = kLanesBlockN},
       .matmul_quant = {.x_bytes = quantized_x_bytes,
                        .prepare_x = quantize_x_rows_avx512,
-                       .block = matmul_block_quant_avx512},
+                       .block = matmul_block_quant_avx512,
+                       .indexed_rows = true},
       .attention_query = vec::attention_query,
       .attention_tile = vec::attention_tile,
       .gated_delta_head = vec::gated_delta_head,
@@ -40,6 +42,8 @@ constexpr KernelTable avx512_table() {
       .swiglu = vec::swiglu,
       .geglu = vec::geglu,
       .mul_sigmoid = vec::mul_sigmoid,
+      .add = vec::add,
+      .add_scaled = vec::add_scaled,
       .causal_conv1d = vec::causal_conv1d,
   };
 }
@@ -51,7 +55,8 @@ constexpr KernelTable amx_table() {
   t.matmul_bf16_lanes = {};
   t.matmul_quant = {.x_bytes = amx_quant_x_bytes,
                     .prepare_x = amx_quantize_x_rows,
-                    .block = matmul_block_quant_amx};
+                    .block = matmul_block_quant_amx,
+                    .indexed_rows = true};
   return t;
 }
 

@@ -23,7 +23,8 @@ constinit const KernelTable kScalarKernels{
     .matmul_bf16 = {.block = matmul_block_scalar},
     .matmul_quant = {.x_bytes = quantized_x_bytes,
                      .prepare_x = quantize_x_rows,
-                     .block = matmul_block_quant_scalar},
+                     .block = matmul_block_quant_scalar,
+                     .indexed_rows = true},
     .attention_query = ref::attention_query,
     .gated_delta_head = ref::gated_delta_head,
     .mamba2_head = ref::mamba2_head,
@@ -35,6 +36,8 @@ constinit const KernelTable kScalarKernels{
     .swiglu = ref::swiglu,
     .geglu = ref::geglu,
     .mul_sigmoid = ref::mul_sigmoid,
+    .add = ref::add,
+    .add_scaled = ref::add_scaled,
     .causal_conv1d = ref::causal_conv1d,
 };
 

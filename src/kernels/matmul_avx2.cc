@@ -163,9 +163,11 @@ std::int64_t round_rows_bytes(const ActivationRows& a) {
 }
 
 void round_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {
-  const float* __restrict src = a.x + r0 * a.k_dim;
-  float* __restrict dst = static_cast<float*>(out) + r0 * a.k_dim;
-  for (std::int64_t i = 0; i < (r1 - r0) * a.k_dim; ++i) dst[i] = round_to_bf16(src[i]);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* __restrict src = a.row(r);
+    float* __restrict dst = static_cast<float*>(out) + r * a.k_dim;
+    for (std::int64_t i = 0; i < a.k_dim; ++i) dst[i] = round_to_bf16(src[i]);
+  }
 }
 
 void matmul_block_avx2(const MatmulOperands& op, const MatmulBlock& b) {

@@ -369,7 +369,7 @@ std::int64_t to_bf16_rows_bytes(const ActivationRows& a) {
 void to_bf16_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out) {
   const std::int64_t ld = padded_k(a.k_dim);
   for (std::int64_t r = r0; r < r1; ++r) {
-    const float* __restrict src = a.x + r * a.k_dim;
+    const float* __restrict src = a.row(r);
     std::uint16_t* __restrict dst = static_cast<std::uint16_t*>(out) + r * ld;
     for (std::int64_t k = 0; k < a.k_dim; ++k) dst[k] = f32_to_bf16(src[k]);
     for (std::int64_t k = a.k_dim; k < ld; ++k) dst[k] = 0;

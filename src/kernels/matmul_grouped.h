@@ -18,6 +18,10 @@ struct MatmulGroup {
   const float* x = nullptr;
   std::int64_t n_rows = 0;
   std::span<const MatmulOut> outs;
+  // Non-null: the group's row r is x's row rows[r] (x then holds rows of K), so a mixture's
+  // experts read their tokens where they are: the quantized and bf16 paths quantize or round them
+  // from there, the others get them gathered. The bytes are those of the gathered rows.
+  const std::int32_t* rows = nullptr;
 };
 
 // Each group's y[i] gets the bytes of matmul(pool, group.x, group.n_rows, outs[i].w, outs[i].y):

@@ -101,10 +101,16 @@ inline constexpr std::int64_t kMatmulBlockM = 64;
 // cap the speed-up). Compiled with each ISA's flags so the conversion loops vectorise; every
 // rounding is f32_to_bf16's.
 struct ActivationRows {
-  const float* x = nullptr;  // [n_rows, k_dim]
+  const float* x = nullptr;  // [n_rows, k_dim], or rows of k_dim picked by row_ids
   std::int64_t n_rows = 0;
   std::int64_t k_dim = 0;
   int group_size = 0;  // the weights' quantization group (WeightView::group_size), 0 if none
+  // MatmulGroup::rows: row r is x's row row_ids[r]; null: x's row r. Only paths with
+  // MatmulPath::indexed_rows are handed row ids (they read x through row()).
+  const std::int32_t* row_ids = nullptr;
+  const float* row(std::int64_t r) const {
+    return x + (row_ids != nullptr ? static_cast<std::int64_t>(row_ids[r]) : r) * k_dim;
+  }
 };
 inline constexpr std::int64_t kPrepRows = 16;  // the AMX tile rows and the lanes kernels' groups
 

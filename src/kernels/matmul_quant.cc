@@ -15,7 +15,7 @@ void quantize_x_rows(const ActivationRows& a, std::int64_t r0, std::int64_t r1, 
   const std::int64_t groups = a.k_dim / a.group_size;
   for (std::int64_t r = r0; r < r1; ++r) {
     quantize_activation_row(
-        a.x + r * a.k_dim, a.k_dim, a.group_size,
+        a.row(r), a.k_dim, a.group_size,
         {.q = all.q + r * a.k_dim, .d = all.d + r * groups, .xsum = all.xsum + r * groups});
   }
 }

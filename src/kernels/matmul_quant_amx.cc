@@ -111,7 +111,7 @@ void amx_quantize_x_rows(const ActivationRows& a, std::int64_t r0, std::int64_t 
   for (std::int64_t r = r0; r < r1; ++r) {
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t at = r * groups + g;
-      quantize_group_avx512(a.x + r * cols + g * a.group_size, a.group_size, chunk,
+      quantize_group_avx512(a.row(r) + g * a.group_size, a.group_size, chunk,
                             amx_quant::kTile * chunk,
                             all.q + amx_quant::tile_offset(r, g * a.group_size, cols, chunk),
                             all.d + at, all.xsum + at);

@@ -151,7 +151,7 @@ void quantize_x_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t
   const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (std::int64_t r = r0; r < r1; ++r) {
     for (std::int64_t g = 0; g < groups; ++g) {
-      const float* x = a.x + r * a.k_dim + g * a.group_size;
+      const float* x = a.row(r) + g * a.group_size;
       std::int8_t* q = all.q + r * a.k_dim + g * a.group_size;
       __m256 m = _mm256_setzero_ps();
       for (int i = 0; i < a.group_size; i += 8) {

@@ -271,7 +271,7 @@ void quantize_x_rows_avx512(const ActivationRows& a, std::int64_t r0, std::int64
   for (std::int64_t r = r0; r < r1; ++r) {
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t at = r * groups + g;
-      quantize_group_avx512(a.x + r * a.k_dim + g * a.group_size, a.group_size, a.group_size, 0,
+      quantize_group_avx512(a.row(r) + g * a.group_size, a.group_size, a.group_size, 0,
                             all.q + r * a.k_dim + g * a.group_size, all.d + at, all.xsum + at);
     }
   }

@@ -34,10 +34,10 @@ double peak_loop_avx512_int8(std::int64_t iterations) {
   const __m512i a = _mm512_set1_epi8(1);
   const __m512i b = _mm512_set1_epi8(0);
   // zmm8-zmm31 are the accumulators; a and b in zmm0 / zmm1.
-#define RECUR_DP8(x, y, z, w, p, q, r, t)                                                         \
-  "vpdpbusd %%zmm1, %%zmm0, %%zmm" #x "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #y                   \
-  "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #z "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #w              \
-  "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #p "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #q              \
+#define RECUR_DP8(x, y, z, w, p, q, r, t)                                         \
+  "vpdpbusd %%zmm1, %%zmm0, %%zmm" #x "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #y     \
+  "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #z "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #w \
+  "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #p "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #q \
   "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #r "\n\tvpdpbusd %%zmm1, %%zmm0, %%zmm" #t "\n\t"
   __asm__ volatile(
       "vmovdqa64 %[a], %%zmm0\n\t"

@@ -214,6 +214,9 @@ void mul_sigmoid(float* x, const float* gate, std::int64_t n) {
 void add(float* y, const float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] + x[i];
 }
+void add_scaled(float* y, const float* x, float s, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] + s * x[i];
+}
 void softmax(float* x, std::int64_t n) {
   if (n == 0) return;
   float m = x[0];

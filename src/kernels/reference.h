@@ -36,6 +36,7 @@ void sigmoid(float* x, std::int64_t n);
 void softplus(float* x, std::int64_t n);
 void mul_sigmoid(float* x, const float* gate, std::int64_t n);
 void add(float* y, const float* x, std::int64_t n);
+void add_scaled(float* y, const float* x, float s, std::int64_t n);
 void softmax(float* x, std::int64_t n);
 
 void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,

@@ -39,6 +39,12 @@ inline void swiglu(const float* __restrict gate, const float* __restrict up, flo
 inline void mul_sigmoid(float* __restrict x, const float* __restrict gate, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_poly(-gate[i]));
 }
+inline void add(float* __restrict y, const float* __restrict x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] + x[i];
+}
+inline void add_scaled(float* __restrict y, const float* __restrict x, float s, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] + s * x[i];
+}
 // gelu_tanh(g) · u as g / (1 + exp(-2·√(2/π)·(g + 0.044715·g³))) · u: the tanh form's
 // 0.5·(1 + tanh(z)) is σ(2z), so one vector exp does it, and without the cancellation of 1 + tanh
 // at negative g. a and b are 2·√(2/π) and 2·√(2/π)·0.044715, negated. Written on V16 rather than

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "model/capture.h"
 #include "util/check.h"
+#include "util/stage_times.h"
 
 namespace recur::model {
 
@@ -273,6 +275,7 @@ void ring_attention(ForwardCtx& ctx, const AttentionW& w, const float* q, const 
 
 // Spec 0.3 / 2.4: q,k = RoPE(norm(proj(x))); a = softmax(q kᵀ·hd^-½) v; out = o(a [⊙ σ(gate)]).
 void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float* out) {
+  const stages::Scope stage("attention");
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, hd = w.head_dim, qw = q_head_width(w);
   const std::int64_t kv_width = w.n_kv_heads * hd;
@@ -281,7 +284,9 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
   float* vr = ctx.scratch->take(n * kv_width);         // [n, n_kv, hd]
   float* att = ctx.scratch->take(n * w.n_heads * hd);  // [n, n_heads, hd]
   const k::MatmulOut qkv_out[] = {{w.q, q}, {w.k, kr}, {w.v, vr}};
+  std::optional<stages::Scope> sub(std::in_place, "qkv");
   k::matmul_fused(*ctx.pool, x, n, qkv_out);
+  sub.emplace("rope_core");
   add_bias(q, w.q_bias, n);
   add_bias(kr, w.k_bias, n);
   add_bias(vr, w.v_bias, n);
@@ -308,6 +313,7 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
     for (std::int64_t r = 0; r < n * w.n_heads; ++r)
       k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);
   }
+  sub.emplace("o_proj");
   k::matmul(*ctx.pool, att, n, w.o, out);
   add_bias(out, w.o_bias, n);
 }
@@ -330,6 +336,7 @@ void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std
 std::int64_t mlp_scratch_per_row(const MlpW& w) { return 2 * w.gate.rows; }
 
 void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
+  const stages::Scope stage("swiglu_mlp");
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, d_ff = w.gate.rows;
   float* g = ctx.scratch->take(n * d_ff);  // [n, d_ff]
@@ -491,6 +498,7 @@ LayerStateSpec gated_delta_state(const GatedDeltaW& w) {
 }
 
 void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, float* out) {
+  const stages::Scope stage("gated_delta");
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, cd = w.conv_dim(), hv = w.n_v_heads, hk = w.n_k_heads;
   const std::int64_t qk_width = hk * w.k_dim, o_width = hv * w.v_dim;
@@ -502,6 +510,7 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   float* a = ctx.scratch->take(n * hv);       // [n, Hv] → g
   float* g = ctx.scratch->take(n * hv);
   float* beta = ctx.scratch->take(n * hv);
+  std::optional<stages::Scope> sub(std::in_place, "in_proj");
   if (w.interleaved) {
     float* qkvz = ctx.scratch->take(n * (cd + o_width));
     float* ba = ctx.scratch->take(n * 2 * hv);
@@ -516,11 +525,13 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
   // their heads (per sequence, a decode step of N sequences waited at 2N barriers per layer).
   // q ← l2norm(q)·Dk^-½, k ← l2norm(k), per head (FLA l2norm, eps 1e-6).
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(w.k_dim));
+  sub.emplace("conv");
   conv_chunks(ctx, w.layer, mixed, cd, w.conv.data(), nullptr, cd, w.conv_kernel, qkv,
               [&](std::int64_t t) {
                 k::l2_norm(qkv + t * cd, {.n_rows = hk, .width = w.k_dim}, 1e-6f, q_scale);
                 k::l2_norm(qkv + t * cd + qk_width, {.n_rows = hk, .width = w.k_dim}, 1e-6f, 1.0f);
               });
+  sub.emplace("recurrence");
   k::gated_delta_gates(a, b, w.a_log.data(), w.dt_bias.data(), g, beta, n, hv);
   thread_local std::vector<k::GatedDeltaJob> jobs;
   jobs.clear();
@@ -554,6 +565,7 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
         s.shape.n_tokens = to - from;
         return s;
       });
+  sub.emplace("out_proj");
   k::rms_norm_gated(o, z, w.norm.w.data(), o, {.n_rows = n * hv, .width = w.v_dim}, w.norm.eps);
   k::matmul(*ctx.pool, o, n, w.out, out);
 }
@@ -585,6 +597,7 @@ LayerStateSpec mamba2_state(const Mamba2W& w) {
 }
 
 void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out) {
+  const stages::Scope stage("mamba2");
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, iw = w.in_width(), cd = w.conv_dim(), di = w.d_inner();
   const std::int64_t gn = w.n_groups * w.d_state;

@@ -53,7 +53,7 @@ void relu2_mlp(ForwardCtx& ctx, const Relu2MlpW& w, const float* x, float* out) 
 
 void add_scaled(float* h, const float* y, float scale, std::int64_t n) {
   if (scale == 1.0f) return k::add(h, y, n);
-  for (std::int64_t i = 0; i < n; ++i) h[i] += scale * y[i];
+  k::add_scaled(h, y, scale, n);
 }
 
 }  // namespace recur::model

@@ -16,6 +16,7 @@
 #include "util/check.h"
 #include "util/hash.h"
 #include "util/progress.h"
+#include "util/stage_times.h"
 
 namespace recur::model {
 
@@ -603,19 +604,26 @@ Result<Logits> Model::forward(ThreadPool& pool, std::span<const SeqChunk> batch)
     row += n;
   }
   const std::int64_t d = impl_->d_model();
-  k::embedding_rows(impl_->embedding(), ids_.data(), n_rows, h_.data());
+  {
+    const stages::Scope stage("embedding");
+    k::embedding_rows(pool, impl_->embedding(), ids_.data(), n_rows, h_.data());
+  }
   ForwardCtx ctx{.pool = &pool,
                  .n_rows = n_rows,
                  .chunks = chunks,
                  .positions = positions_.data(),
                  .scratch = scratch_.get()};
-  impl_->forward_layers(ctx, h_.data());
+  {
+    const stages::Scope stage("layers");
+    impl_->forward_layers(ctx, h_.data());
+  }
   for (std::int64_t i = 0; i < n_logit; ++i) {
     std::memcpy(h_logit_.data() + i * d,
                 h_.data() + logit_src_rows_[static_cast<std::size_t>(i)] * d,
                 static_cast<std::size_t>(d) * sizeof(float));
   }
   if (n_logit > 0) {
+    const stages::Scope stage("head");
     impl_->final_norm(h_logit_.data(), n_logit);
     k::matmul(pool, h_logit_.data(), n_logit, impl_->lm_head(), logits_.data());
     impl_->finish_logits(logits_.data(), n_logit);

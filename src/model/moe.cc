@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "kernels/matmul_grouped.h"
 #include "util/check.h"
+#include "util/stage_times.h"
 
 namespace recur::model {
 
@@ -43,9 +45,9 @@ void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, Moe
   v.expert_matrices(m, ExpertProj::kDown, d_model, w->d_ff, layout, &w->down);
 }
 
-// Router logits, then for each of a row's top_k experts its gathered copy of the row (later that
-// expert's down output in the same place) and its gate and up outputs: every expert's rows are
-// in scratch at once, so that one parallel run covers all the experts of a stage.
+// Router logits, then for each of a row's top_k experts its gate, up and down outputs (the experts
+// read their rows from x by index, MatmulGroup::rows): every expert's rows are in scratch at
+// once, so that one parallel run covers all the experts of a stage.
 std::int64_t moe_scratch_per_row(const MoeW& w) {
   return w.n_experts + w.top_k * (w.router.cols + 2 * w.d_ff);
 }
@@ -62,10 +64,14 @@ void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std
               weights);
 }
 
-void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
-                 const RouterRule& rule, std::int32_t* experts, float* weights) {
-  RECUR_CHECK(top_k >= 1 && top_k <= n_experts);
+namespace {
+
+// route_top_k without the log: rows are independent, so moe_block runs blocks of them on the pool.
+void route_rows(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
+                const RouterRule& rule, std::int32_t* experts, float* weights) {
   const float* bias = rule.selection_bias;
+  thread_local std::vector<float> keys;  // the kept experts' keys, descending
+  keys.resize(static_cast<std::size_t>(top_k));
   for (std::int64_t r = 0; r < n_rows; ++r) {
     float* p = logits + r * n_experts;
     if (rule.score == RouterRule::Score::kSoftmax) {
@@ -73,22 +79,26 @@ void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std
     } else {
       for (std::int64_t e = 0; e < n_experts; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
     }
-    const auto key = [&](std::int64_t e) { return bias != nullptr ? p[e] + bias[e] : p[e]; };
     std::int32_t* sel = experts + r * top_k;
     float* wt = weights + r * top_k;
-    // Rank by rank: the largest score not yet taken, the first index on a tie (strict >).
-    // k passes over n_experts values: 8 x 128 compares, nothing beside the matmuls.
-    for (std::int64_t j = 0; j < top_k; ++j) {
-      std::int32_t best = -1;
-      float best_key = 0.0f;
-      for (std::int64_t e = 0; e < n_experts; ++e) {
-        if (std::find(sel, sel + j, static_cast<std::int32_t>(e)) != sel + j) continue;
-        const float v = key(e);
-        if (best < 0 || v > best_key) best = static_cast<std::int32_t>(e), best_key = v;
+    // One pass in ascending index, keeping the top_k largest keys sorted: a new key goes after
+    // every kept key >= it, so of equal keys the lower index ranks first (torch.topk on CPU). The
+    // first top_k experts are always taken, so a row of NaNs still gets top_k distinct experts.
+    std::int64_t kept = 0;
+    for (std::int64_t e = 0; e < n_experts; ++e) {
+      const float v = bias != nullptr ? p[e] + bias[e] : p[e];
+      if (kept == top_k && !(v > keys[static_cast<std::size_t>(top_k - 1)])) continue;
+      std::int64_t at = std::min(kept, top_k - 1);
+      while (at > 0 && !(keys[static_cast<std::size_t>(at - 1)] >= v)) {
+        keys[static_cast<std::size_t>(at)] = keys[static_cast<std::size_t>(at - 1)];
+        sel[at] = sel[at - 1];
+        --at;
       }
-      sel[j] = best;
-      wt[j] = p[best];
+      keys[static_cast<std::size_t>(at)] = v;
+      sel[at] = static_cast<std::int32_t>(e);
+      kept = std::min(kept + 1, top_k);
     }
+    for (std::int64_t j = 0; j < top_k; ++j) wt[j] = p[sel[j]];
     if (rule.normalize) {
       float sum = 0.0f;
       for (std::int64_t j = 0; j < top_k; ++j) sum += wt[j];
@@ -98,8 +108,17 @@ void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std
     if (rule.scale != 1.0f) {
       for (std::int64_t j = 0; j < top_k; ++j) wt[j] *= rule.scale;
     }
-    if (g_route_log != nullptr) g_route_log->insert(g_route_log->end(), sel, sel + top_k);
   }
+}
+
+}  // namespace
+
+void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
+                 const RouterRule& rule, std::int32_t* experts, float* weights) {
+  RECUR_CHECK(top_k >= 1 && top_k <= n_experts);
+  route_rows(logits, n_rows, n_experts, top_k, rule, experts, weights);
+  if (g_route_log != nullptr)
+    g_route_log->insert(g_route_log->end(), experts, experts + n_rows * top_k);
 }
 
 ExpertTraffic& expert_traffic() {
@@ -121,21 +140,23 @@ double expert_elements(const MoeW& w, std::size_t e) {
 }  // namespace
 
 // Rows are grouped by expert (ascending index, rows ascending within one), then three stages each
-// run every selected expert at once: gate and up (one matmul_grouped), SwiGLU over all the
-// gathered rows, down (one matmul_grouped). A pool dispatch per expert and matrix, as before,
-// cost more than the products of a decode step. Each row then sums its experts' outputs in
-// ascending expert index, the order of the reference's index_add_ loop.
+// run every selected expert at once: gate and up (one matmul_grouped over the tokens' rows of x,
+// picked by index), SwiGLU over all the slots, down (one matmul_grouped). A pool dispatch per
+// expert and matrix, as before, cost more than the products of a decode step. Each row then sums
+// its experts' outputs in ascending expert index, the order of the reference's index_add_ loop.
 void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
+  const stages::Scope stage("moe");
+  std::optional<stages::Scope> sub(std::in_place, "router");
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, d = w.router.cols, f = w.d_ff, n_exp = w.n_experts;
   const std::int64_t top_k = w.top_k, slots = n * top_k;
   float* logits = ctx.scratch->take(n * n_exp);
-  float* xg = ctx.scratch->take(slots * d);  // gathered rows, then the down outputs
+  float* dn = ctx.scratch->take(slots * d);  // the down outputs
   float* g = ctx.scratch->take(slots * f);
   float* u = ctx.scratch->take(slots * f);
   k::matmul(*ctx.pool, x, n, w.router, logits);
   // Grown once to the largest batch, like the attention jobs: no allocation per step after that.
-  thread_local std::vector<std::int32_t> sel, first, rows, at;
+  thread_local std::vector<std::int32_t> sel, first, at, token;
   thread_local std::vector<float> wts;
   sel.resize(static_cast<std::size_t>(slots));
   wts.resize(sel.size());
@@ -145,32 +166,44 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
       .norm_eps = w.norm_eps,
       .scale = w.routed_scale,
       .selection_bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data()};
-  route_top_k(logits, n, n_exp, top_k, rule, sel.data(), wts.data());
+  sub.emplace("route");
+  RECUR_CHECK(top_k >= 1 && top_k <= n_exp);
+  {
+    constexpr std::int64_t kRouteRows = 16;
+    std::int32_t* const sel_out = sel.data();
+    float* const wts_out = wts.data();
+    ctx.pool->run(static_cast<std::size_t>((n + kRouteRows - 1) / kRouteRows), [&](std::size_t t) {
+      const std::int64_t r0 = static_cast<std::int64_t>(t) * kRouteRows;
+      const std::int64_t m = std::min(kRouteRows, n - r0);
+      route_rows(logits + r0 * n_exp, m, n_exp, top_k, rule, sel_out + r0 * top_k,
+                 wts_out + r0 * top_k);
+    });
+    if (g_route_log != nullptr) g_route_log->insert(g_route_log->end(), sel.begin(), sel.end());
+  }
   // Counting sort of the (row, rank) slots by expert, rows ascending within an expert; at[slot]
-  // is the slot's place in that order (its row of xg, g, u).
+  // is the slot's place in that order (its row of g, u, dn); token[place] is the slot's row of x.
   first.assign(static_cast<std::size_t>(n_exp + 1), 0);
   for (std::int32_t e : sel) ++first[static_cast<std::size_t>(e) + 1];
   for (std::int64_t e = 0; e < n_exp; ++e) {
     first[static_cast<std::size_t>(e + 1)] += first[static_cast<std::size_t>(e)];
   }
-  rows.resize(sel.size());
   at.resize(sel.size());
+  token.resize(sel.size());
   {
     thread_local std::vector<std::int32_t> fill;
     fill.assign(first.begin(), first.end() - 1);
     for (std::int64_t i = 0; i < slots; ++i) {
       const auto e = static_cast<std::size_t>(sel[static_cast<std::size_t>(i)]);
       at[static_cast<std::size_t>(i)] = fill[e];
-      rows[static_cast<std::size_t>(fill[e]++)] = static_cast<std::int32_t>(i);  // row*top_k+rank
+      token[static_cast<std::size_t>(fill[e]++)] = static_cast<std::int32_t>(i / top_k);
     }
   }
   // The tasks below run on pool threads, whose own thread_local vectors are empty: they read the
   // calling thread's through these.
   const std::int32_t* const sel_of = sel.data();
-  const std::int32_t* const row_of = rows.data();
   const std::int32_t* const at_of = at.data();
   const float* const weight_of = wts.data();
-  // The gather and the weighted sums are as many bytes as a small matmul's weights: on the pool.
+  // The SwiGLU and the weighted sums are as many bytes as a small matmul's weights: on the pool.
   constexpr std::int64_t kRowsPerTask = 16;
   const auto for_rows = [&](std::int64_t count, const auto& fn) {
     ctx.pool->run(static_cast<std::size_t>((count + kRowsPerTask - 1) / kRowsPerTask),
@@ -179,10 +212,6 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
                     for (std::int64_t r = r0; r < std::min(count, r0 + kRowsPerTask); ++r) fn(r);
                   });
   };
-  for_rows(slots, [&](std::int64_t i) {
-    const std::int64_t row = row_of[i] / top_k;
-    std::memcpy(xg + i * d, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
-  });
   thread_local std::vector<k::MatmulOut> outs;
   thread_local std::vector<k::MatmulGroup> groups;
   thread_local std::vector<std::int32_t> group_expert;
@@ -203,20 +232,25 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
     }
     outs.push_back({w.gate[ex], g + b * f});
     outs.push_back({w.up[ex], u + b * f});
-    groups.push_back({.x = xg + b * d, .n_rows = m, .outs = std::span(outs).last(2)});
+    groups.push_back(
+        {.x = x, .n_rows = m, .outs = std::span(outs).last(2), .rows = token.data() + b});
     group_expert.push_back(static_cast<std::int32_t>(e));
   }
+  sub.emplace("gate_up");
   k::matmul_grouped(*ctx.pool, groups);
+  sub.emplace("swiglu");
   for_rows(slots, [&](std::int64_t i) { k::swiglu(g + i * f, u + i * f, g + i * f, f); });
-  // Down, from the SwiGLU rows into xg (its gathered rows are no longer read).
+  // Down, from the SwiGLU rows into dn.
   outs.clear();
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto e = static_cast<std::size_t>(group_expert[i]);
     const std::int64_t b = first[e];
-    outs.push_back({w.down[e], xg + b * d});
+    outs.push_back({w.down[e], dn + b * d});
     groups[i] = {.x = g + b * f, .n_rows = groups[i].n_rows, .outs = std::span(outs).last(1)};
   }
+  sub.emplace("down");
   k::matmul_grouped(*ctx.pool, groups);
+  sub.emplace("combine");
   for_rows(n, [&](std::int64_t r) {
     const std::int32_t* row_sel = sel_of + r * top_k;
     float* o = out + r * d;
@@ -230,8 +264,8 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
       if (j < 0) break;
       prev = row_sel[j];
       const float weight = weight_of[r * top_k + j];
-      const float* y = xg + at_of[r * top_k + j] * d;
-      for (std::int64_t c = 0; c < d; ++c) o[c] += weight * y[c];
+      const float* y = dn + at_of[r * top_k + j] * d;
+      k::add_scaled(o, y, weight, d);
     }
   });
 }

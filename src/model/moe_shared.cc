@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "util/stage_times.h"
+
 namespace recur::model {
 
 namespace k = recur::kernels;
@@ -21,6 +23,7 @@ std::int64_t shared_expert_scratch_per_row(const SharedExpertW& w) {
 }
 
 void add_shared_expert(ForwardCtx& ctx, const SharedExpertW& w, const float* x, float* out) {
+  const stages::Scope stage("shared_expert");
   ScratchFrame frame(ctx.scratch);
   const std::int64_t n = ctx.n_rows, d = w.gate.cols;
   float* y = ctx.scratch->take(n * d);
@@ -28,10 +31,7 @@ void add_shared_expert(ForwardCtx& ctx, const SharedExpertW& w, const float* x, 
   k::matmul(*ctx.pool, x, n, w.gate, logit);
   swiglu_mlp(ctx, w.mlp, x, y);
   for (std::int64_t r = 0; r < n; ++r) {
-    const float s = 1.0f / (1.0f + std::exp(-logit[r]));
-    float* o = out + r * d;
-    const float* yr = y + r * d;
-    for (std::int64_t c = 0; c < d; ++c) o[c] += s * yr[c];
+    k::add_scaled(out + r * d, y + r * d, 1.0f / (1.0f + std::exp(-logit[r])), d);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,30 @@ TEST(MatmulGrouped, EachGroupEqualsItsOwnMatmul) {
                                    " output " + std::to_string(i);
           ASSERT_TRUE(testing::same_bytes(got[i].data(), want[i].data(), got[i].size())) << what;
           ASSERT_EQ(got[i].back(), -3.0f) << "wrote past " << what;
+        }
+        // The same rows picked by index (MatmulGroup::rows) from a larger x, in reverse order at
+        // odd rows: the indexed paths prepare them in place, the others gather them first.
+        std::vector<std::vector<float>> big(specs.size());
+        std::vector<std::vector<std::int32_t>> ids(specs.size());
+        std::vector<MatmulGroup> indexed;
+        for (std::size_t g = 0; g < specs.size(); ++g) {
+          const std::int64_t n = specs[g].n_rows, k = specs[g].k_dim;
+          big[g].assign(static_cast<std::size_t>((2 * n + 1) * k), 1e30f);
+          for (std::int64_t r = 0; r < n; ++r) {
+            const std::int32_t id = static_cast<std::int32_t>(2 * (n - 1 - r) + 1);
+            ids[g].push_back(id);
+            std::copy_n(xs[g].begin() + r * k, k, big[g].begin() + id * k);
+          }
+          indexed.push_back(
+              {.x = big[g].data(), .n_rows = n, .outs = outs[g], .rows = ids[g].data()});
+        }
+        for (auto& o : got) std::fill(o.begin(), o.end(), -3.0f);
+        matmul_grouped(pool, indexed);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_TRUE(testing::same_bytes(got[i].data(), want[i].data(), got[i].size()))
+              << "indexed rows, " << isa_name(isa) << " threads " << threads << " call " << c
+              << " output " << i;
+          ASSERT_EQ(got[i].back(), -3.0f);
         }
       }
     }

@@ -6,7 +6,9 @@
 
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
+#include "quant_util.h"
 #include "test_util.h"
+#include "util/thread_pool.h"
 
 namespace recur::kernels {
 namespace {
@@ -133,6 +135,14 @@ TEST(Ops, ActivationsMatchReference) {
       add(c.data() + 1, g.data() + 1, n);
       ref::add(d.data() + 1, g.data() + 1, n);
       ASSERT_TRUE(testing::same_bytes(c.data(), d.data(), c.size()));
+      c = x, d = x;
+      add_scaled(c.data() + 1, g.data() + 1, -0.37f, n);
+      ref::add_scaled(d.data() + 1, g.data() + 1, -0.37f, n);
+      ASSERT_TRUE(testing::same_bytes(c.data(), d.data(), c.size())) << "add_scaled";
+      for (std::int64_t i = 0; i < n; ++i) {  // a product and a sum, each rounded: no fma
+        const auto u = static_cast<std::size_t>(i + 1);
+        ASSERT_EQ(c[u], x[u] + (-0.37f * g[u])) << "add_scaled at " << i;
+      }
     }
   }
   EXPECT_EQ(ref::softplus(25.0f), 25.0f);  // torch threshold 20
@@ -220,6 +230,22 @@ TEST(Ops, GegluIsSplitInvariantAndInPlace) {
       geglu(pieces.data() + at, u.data() + at, pieces.data() + at, n);
     }
     ASSERT_TRUE(testing::same_bytes(whole.data(), pieces.data(), whole.size())) << isa_name(isa);
+  }
+}
+
+// The pool's blocks of rows give the bytes of one call, quantized or not.
+TEST(Ops, EmbeddingRowsOnThePoolEqualOneCall) {
+  ThreadPool pool(3);
+  const auto plain = testing::make_weight(DType::kBF16, 50, 64, 5, 1);
+  const auto quant = testing::quantize(random_floats(50 * 64, 6), 50, 64, 4, 32, DType::kBF16);
+  for (const WeightView* table : {&plain.view, &quant.view}) {
+    std::vector<std::int32_t> ids(70);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i * 7 % 50);
+    std::vector<float> one(ids.size() * 64), split(one.size());
+    embedding_rows(*table, ids.data(), 70, one.data());
+    embedding_rows(pool, *table, ids.data(), 70, split.data());
+    ASSERT_TRUE(testing::same_bytes(one.data(), split.data(), one.size()))
+        << (table->quantized() ? "quantized" : "bf16");
   }
 }
 

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace recur::model {
@@ -53,6 +55,56 @@ TEST(MoeRouter, RowsAreRoutedIndependently) {
   std::vector<float> weights(4);
   route_top_k(logits.data(), 2, 3, 2, true, experts.data(), weights.data());
   EXPECT_EQ(experts, (std::vector<std::int32_t>{2, 1, 0, 1}));
+}
+
+// The one-pass selection against the definition, rank by rank: the largest key not yet taken, the
+// lowest index among equal keys; on rows drawn from few distinct logits (ties everywhere), with
+// and without a selection bias, every k up to all the experts.
+TEST(MoeRouter, OnePassSelectionEqualsRankByRank) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(0, 5);
+  for (std::int64_t n_experts : {1, 2, 7, 64, 300}) {
+    for (bool biased : {false, true}) {
+      std::vector<float> bias(static_cast<std::size_t>(n_experts));
+      for (float& b : bias) b = biased ? 0.01f * static_cast<float>(level(rng)) : 0.0f;
+      for (std::int64_t top_k = 1; top_k <= std::min<std::int64_t>(n_experts, 12); ++top_k) {
+        std::vector<float> logits(static_cast<std::size_t>(n_experts));
+        for (float& z : logits) z = 0.5f * static_cast<float>(level(rng));
+        std::vector<float> probs = logits;
+        std::vector<std::int32_t> got(static_cast<std::size_t>(top_k));
+        std::vector<float> weights(got.size());
+        const RouterRule rule{.selection_bias = biased ? bias.data() : nullptr};
+        route_top_k(probs.data(), 1, n_experts, top_k, rule, got.data(), weights.data());
+        std::vector<std::int32_t> want;
+        for (std::int64_t j = 0; j < top_k; ++j) {
+          std::int32_t best = -1;
+          for (std::int32_t e = 0; e < n_experts; ++e) {
+            if (std::find(want.begin(), want.end(), e) != want.end()) continue;
+            const float v = probs[static_cast<std::size_t>(e)] + bias[static_cast<std::size_t>(e)];
+            if (best < 0 ||
+                v > probs[static_cast<std::size_t>(best)] + bias[static_cast<std::size_t>(best)]) {
+              best = e;
+            }
+          }
+          want.push_back(best);
+        }
+        ASSERT_EQ(got, want) << n_experts << " experts, top " << top_k << (biased ? ", bias" : "");
+        for (std::int64_t j = 0; j < top_k; ++j) {
+          ASSERT_EQ(weights[static_cast<std::size_t>(j)],
+                    probs[static_cast<std::size_t>(want[static_cast<std::size_t>(j)])]);
+        }
+      }
+    }
+  }
+}
+
+// A row of NaN logits (a corrupt checkpoint's) still names top_k distinct, valid experts.
+TEST(MoeRouter, NanLogitsStillPickDistinctExperts) {
+  const Routed r = route(std::vector<float>(6, std::nanf("")), 3, false);
+  std::vector<std::int32_t> sorted = r.experts;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_TRUE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+  for (std::int32_t e : sorted) EXPECT_TRUE(e >= 0 && e < 6);
 }
 
 }  // namespace
