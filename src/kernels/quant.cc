@@ -188,13 +188,27 @@ float packed_bias(const WeightView& w, std::int64_t r, std::int64_t g) {
                      w.dtype, r % kQuantBlockRows);
 }
 
+// Lane word by lane word (pack_quantized_rows' layout): the input-by-input form cost 7 ns an
+// element, a tenth of a quantized model's 512-token prefill going to its embedding rows.
 void dequantize_row(const WeightView& w, std::int64_t r, float* out) {
   RECUR_CHECK(w.quantized() && r >= 0 && r < w.rows);
+  const std::int64_t lane = r % kQuantBlockRows, per_word = 32 / w.bits;
+  const std::int64_t words = w.group_size / per_word;
   for (std::int64_t g = 0; g < w.groups(); ++g) {
     const float s = packed_scale(w, r, g);
     const float b = packed_bias(w, r, g);
-    for (std::int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
-      out[i] = s * static_cast<float>(packed_code(w, r, i)) + b;
+    const std::uint8_t* rec = record_of(w, r, g);
+    float* o = out + g * w.group_size;
+    for (std::int64_t k = 0; k < words; ++k, o += per_word) {
+      const std::uint8_t* word = rec + k * 64 + lane * 4;
+      for (int j = 0; j < 4; ++j) {
+        if (w.bits == 8) {
+          o[j] = s * static_cast<float>(word[j]) + b;
+        } else {  // byte j: input 8k+j in its low nibble, 8k+4+j in its high one
+          o[j] = s * static_cast<float>(word[j] & 15u) + b;
+          o[4 + j] = s * static_cast<float>(word[j] >> 4) + b;
+        }
+      }
     }
   }
 }
