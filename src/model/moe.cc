@@ -255,17 +255,26 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
     const std::int32_t* row_sel = sel_of + r * top_k;
     float* o = out + r * d;
     std::fill(o, o + d, 0.0f);
-    // The row's experts in ascending index (top_k passes over its top_k distinct experts).
+    // The row's experts in ascending index (top_k passes over its top_k distinct experts), each
+    // output row requested while the one before it is summed: the rows lie wherever their
+    // experts' groups put them, and the stage reads 40 MB at 512 tokens (Qwen3-Next; the stage
+    // 1.4-2x faster with the requests, alternating in one session).
+    const float* y = nullptr;
+    float weight = 0.0f;
     for (std::int32_t prev = -1;;) {
       std::int64_t j = -1;
       for (std::int64_t i = 0; i < top_k; ++i) {
         if (row_sel[i] > prev && (j < 0 || row_sel[i] < row_sel[j])) j = i;
       }
+      const float* next = j < 0 ? nullptr : dn + at_of[r * top_k + j] * d;
+      if (next != nullptr) {
+        for (std::int64_t c = 0; c < d; c += 16) __builtin_prefetch(next + c, 0, 3);
+      }
+      if (y != nullptr) k::add_scaled(o, y, weight, d);
       if (j < 0) break;
       prev = row_sel[j];
-      const float weight = weight_of[r * top_k + j];
-      const float* y = dn + at_of[r * top_k + j] * d;
-      k::add_scaled(o, y, weight, d);
+      y = next;
+      weight = weight_of[r * top_k + j];
     }
   });
 }
