@@ -82,6 +82,7 @@ struct KernelTable {
   // group_size <= kMaxGateGroup.
   void (*rms_norm_gate_first)(const float* x, const float* z, const float* w, float* y,
                               const RowsShape& shape, std::int64_t group_size, float eps) = nullptr;
+  void (*l2_norm)(float* x, const RowsShape& shape, float eps, float scale) = nullptr;
   void (*silu)(float* x, std::int64_t n) = nullptr;
   void (*sigmoid)(float* x, std::int64_t n) = nullptr;
   void (*swiglu)(const float* gate, const float* up, float* out, std::int64_t n) = nullptr;

@@ -70,7 +70,7 @@ void rms_norm_gate_first(const float* x, const float* z, const float* w, float* 
 }
 
 void l2_norm(float* x, const RowsShape& shape, float eps, float scale) {
-  ref::l2_norm(x, shape, eps, scale);
+  active_kernels().l2_norm(x, shape, eps, scale);
 }
 
 void rope(float* x, const std::int32_t* positions, const RopeShape& shape, float theta) {

@@ -37,6 +37,7 @@ constexpr KernelTable avx512_table() {
       .rms_norm = vec::rms_norm,
       .rms_norm_gated = vec::rms_norm_gated,
       .rms_norm_gate_first = vec::rms_norm_gate_first,
+      .l2_norm = vec::l2_norm,
       .silu = vec::silu,
       .sigmoid = vec::sigmoid,
       .swiglu = vec::swiglu,

@@ -31,6 +31,7 @@ constinit const KernelTable kScalarKernels{
     .rms_norm = ref::rms_norm,
     .rms_norm_gated = ref::rms_norm_gated,
     .rms_norm_gate_first = ref::rms_norm_gate_first,
+    .l2_norm = ref::l2_norm,
     .silu = ref::silu,
     .sigmoid = ref::sigmoid,
     .swiglu = ref::swiglu,

@@ -175,6 +175,12 @@ TEST(Ops, VectorIsasAgreeBitForBit) {
     out.insert(out.end(), tmp.begin(), tmp.end());
     rms_norm_gated(x.data(), g.data(), x.data(), tmp.data(), {.n_rows = 10, .width = 100}, 1e-6f);
     out.insert(out.end(), tmp.begin(), tmp.end());
+    tmp = x;
+    l2_norm(tmp.data(), {.n_rows = 8, .width = 125}, 1e-6f, 0.3f);
+    out.insert(out.end(), tmp.begin(), tmp.end());
+    tmp = x;
+    add_scaled(tmp.data(), g.data(), 0.7f, 1000);
+    out.insert(out.end(), tmp.begin(), tmp.end());
     outs.push_back(out);
   }
   for (const auto& o : outs) ASSERT_TRUE(testing::same_bytes(o.data(), outs[0].data(), o.size()));
