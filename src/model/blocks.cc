@@ -286,32 +286,52 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
   const k::MatmulOut qkv_out[] = {{w.q, q}, {w.k, kr}, {w.v, vr}};
   std::optional<stages::Scope> sub(std::in_place, "qkv");
   k::matmul_fused(*ctx.pool, x, n, qkv_out);
-  sub.emplace("rope_core");
-  add_bias(q, w.q_bias, n);
-  add_bias(kr, w.k_bias, n);
-  add_bias(vr, w.v_bias, n);
-  if (w.qk_norm) {
-    k::rms_norm(q, w.q_norm.w.data(), q,
-                {.n_rows = n * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw},
-                w.q_norm.eps);
-    k::rms_norm(kr, w.k_norm.w.data(), kr, {.n_rows = n * w.n_kv_heads, .width = hd}, w.k_norm.eps);
-  }
-  apply_rope(w, q, ctx.positions,
-             {.n_tokens = n,
-              .n_heads = w.n_heads,
-              .head_dim = hd,
-              .rotary_dim = w.rotary_dim,
-              .head_stride = qw});
-  apply_rope(w, kr, ctx.positions,
-             {.n_tokens = n, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim});
+  // The biases, q/k norms and RoPE of blocks of tokens on the pool: each is per row, so the
+  // bytes are a single thread's, and on one thread they were a tenth of a 512-token attention
+  // layer (RoPE's sin and cos per token and frequency above all).
+  sub.emplace("norm_rope");
+  constexpr std::int64_t kRowsPerTask = 16;
+  const std::int64_t q_row = w.n_heads * qw;
+  const auto n_tasks = static_cast<std::size_t>((n + kRowsPerTask - 1) / kRowsPerTask);
+  ctx.pool->run(n_tasks, [&](std::size_t task) {
+    const std::int64_t t0 = static_cast<std::int64_t>(task) * kRowsPerTask;
+    const std::int64_t m = std::min(kRowsPerTask, n - t0);
+    float* qt = q + t0 * q_row;
+    float* kt = kr + t0 * kv_width;
+    add_bias(qt, w.q_bias, m);
+    add_bias(kt, w.k_bias, m);
+    add_bias(vr + t0 * kv_width, w.v_bias, m);
+    if (w.qk_norm) {
+      k::rms_norm(qt, w.q_norm.w.data(), qt,
+                  {.n_rows = m * w.n_heads, .width = hd, .x_stride = qw, .y_stride = qw},
+                  w.q_norm.eps);
+      k::rms_norm(kt, w.k_norm.w.data(), kt, {.n_rows = m * w.n_kv_heads, .width = hd},
+                  w.k_norm.eps);
+    }
+    apply_rope(w, qt, ctx.positions + t0,
+               {.n_tokens = m,
+                .n_heads = w.n_heads,
+                .head_dim = hd,
+                .rotary_dim = w.rotary_dim,
+                .head_stride = qw});
+    apply_rope(
+        w, kt, ctx.positions + t0,
+        {.n_tokens = m, .n_heads = w.n_kv_heads, .head_dim = hd, .rotary_dim = w.rotary_dim});
+  });
+  sub.emplace("core");
   if (w.window > 0) {
     ring_attention(ctx, w, q, kr, vr, att);
   } else {
     full_attention(ctx, w, q, kr, vr, att);
   }
   if (w.output_gate) {
-    for (std::int64_t r = 0; r < n * w.n_heads; ++r)
-      k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);
+    sub.emplace("output_gate");
+    ctx.pool->run(n_tasks, [&](std::size_t task) {
+      const std::int64_t t0 = static_cast<std::int64_t>(task) * kRowsPerTask;
+      const std::int64_t t1 = std::min(n, t0 + kRowsPerTask);
+      for (std::int64_t r = t0 * w.n_heads; r < t1 * w.n_heads; ++r)
+        k::mul_sigmoid(att + r * hd, q + r * qw + hd, hd);
+    });
   }
   sub.emplace("o_proj");
   k::matmul(*ctx.pool, att, n, w.o, out);
