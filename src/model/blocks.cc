@@ -368,7 +368,13 @@ void swiglu_mlp(ForwardCtx& ctx, const MlpW& w, const float* x, float* out) {
   if (w.gate_scale != 1.0f) {
     for (std::int64_t i = 0; i < n * d_ff; ++i) g[i] *= w.gate_scale;
   }
-  k::swiglu(g, u, g, n * d_ff);
+  // In blocks on the pool, as geglu_mlp: each element's bytes depend on itself alone.
+  constexpr std::int64_t kBlock = 16384;
+  const std::int64_t total = n * d_ff;
+  ctx.pool->run(static_cast<std::size_t>((total + kBlock - 1) / kBlock), [&](std::size_t b) {
+    const std::int64_t begin = static_cast<std::int64_t>(b) * kBlock;
+    k::swiglu(g + begin, u + begin, g + begin, std::min(kBlock, total - begin));
+  });
   k::matmul(*ctx.pool, g, n, w.down, out);
   add_bias(out, w.down_bias, n);
 }
