@@ -93,7 +93,7 @@ ChunkRange* chunk_ranges(int n) {
 // Streaming calls, and grouped calls whose every part's tasks span all its rows (an MoE prefill's
 // experts): parts' first_task / m_blocks count chunks of p.block_n output columns (m_blocks == 1).
 // A grouped prefill gets the same contiguous ranges as decode, so that each thread's next task is
-// the next block of the weight it is reading: the 9-15-row tiles request it ahead
+// the next block of the weight it is reading: the 9-23-row tiles request it ahead
 // (matmul_avx512.cc run_block_next), and every kernel's stream runs on across tasks (Qwen3-Next's
 // expert geometry in moe_bench, Zen 5 VM, one run: 10 / 12 rows per expert 1.18x / 1.41x with
 // the ranges, 0.94x / 1.13x with run_block_next alone; q4 experts 1.2-1.35x with both).
@@ -160,11 +160,19 @@ const MatmulPath& matmul_path(const KernelTable& t, const WeightView& w, bool la
   return t.matmul_f32;
 }
 
-// Whether group g's bf16 outputs take the lanes path.
-bool lanes_call(const MatmulGroup& g) {
+// Whether group g's bf16 outputs take the lanes path. A grouped call's parts of 17-23 rows
+// (an MoE prefill's experts) stay on the tiles where the bf16 path streams that many
+// (MatmulPath::stream_rows): their second 16-row lane group would be mostly padding. Experts of
+// R rows in moe_bench, AVX-512, Zen 5 VM, tiles against lanes: 16 rows 0.86-0.89x, 20 rows
+// 1.0-1.2x, 24 rows 1.0-1.06x, 30 rows 0.78-0.87x.
+bool lanes_call(const MatmulGroup& g, const KernelTable& table, bool grouped) {
   std::int64_t bf16_cols = 0;
   for (const MatmulOut& o : g.outs) {
     bf16_cols += o.w.dtype == DType::kBF16 && !o.w.quantized() ? o.w.rows : 0;
+  }
+  if (grouped && g.n_rows > kLanesRows && g.n_rows < kLanesRows * 3 / 2 &&
+      g.n_rows <= table.matmul_bf16.stream_rows) {
+    return false;
   }
   return g.n_rows >= kLanesRows && bf16_cols >= kLanesMinCols;
 }
@@ -188,7 +196,7 @@ void resolve_rows(ThreadPool& pool, const KernelTable& table, std::span<const Ma
     xs->push_back(g.x);
     ids->push_back(g.rows);
     if (g.rows == nullptr || g.n_rows == 0) continue;
-    const bool lanes = lanes_call(g);
+    const bool lanes = lanes_call(g, table, groups.size() > 1);
     bool indexed = true;
     for (const MatmulOut& o : g.outs) {
       indexed = indexed && (o.w.rows == 0 || matmul_path(table, o.w, lanes).indexed_rows);
@@ -271,7 +279,7 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     if (g.n_rows == 0) continue;
     const float* const x = group_x[gi];
     const std::int32_t* const row_ids = group_ids[gi];
-    const bool lanes = lanes_call(g);
+    const bool lanes = lanes_call(g, table, groups.size() > 1);
     const std::size_t group_first = prepared.size();
     for (const MatmulOut& o : g.outs) {
       if (o.w.rows == 0) continue;

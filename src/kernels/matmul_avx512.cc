@@ -23,7 +23,7 @@ constexpr int kNr = 4;  // weight rows (output columns) per micro-tile
 //   kNearBytes ahead. On the Xeon VM the L2-only prefetch left the dot products waiting on L2
 //   hits (4-row calls 0.60-0.81 of the read probe, the less the smaller the call); with the L1
 //   request 0.80-0.91, one row 0.95-1.02.
-// kNext (9-15 rows, run_block_next): the lines of the weight rows at `next`, RN per step, into L1.
+// kNext (9-23 rows, run_block_next): the lines of the weight rows at `next`, RN per step, into L1.
 enum class Ahead { kNone, kRows, kNearFar, kNext };
 constexpr std::int64_t kPrefetchRows = 16 * kNr;
 constexpr std::int64_t kFarBytes = std::int64_t{32} << 10;  // 16-64 KiB alike; 128 KiB slower
@@ -282,7 +282,8 @@ void run_block(const X* x, std::int64_t ldx, const W* w, const MatmulBlock& b, s
   }
 }
 
-// 9-15 activation rows (kSliceStreamRows): run_block's slices and row tiles, but the second row
+// 9-23 activation rows (kSliceStreamRows; of 17-23 only a grouped call's parts, lanes_call in
+// dispatch.cc): run_block's slices and row tiles, but the second row
 // tile, reading the slice from L2, requests the next slice of the block's weight (the task's next
 // block under the ranged split; past the weight's end, b.next's: the next expert's), so memory
 // works while the later tiles compute. In run_block the first tile of a slice waited on memory

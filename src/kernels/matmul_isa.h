@@ -47,7 +47,7 @@ inline constexpr std::int64_t kStreamRows = 8;
 // matmul_avx512.cc run_block_next requests each task's next slice of weights while it computes
 // the current one). Dense calls of 9-15 rows (a short follow-up turn) keep 64 x 64 blocks:
 // qwen3-0.6b's turns of 10-15 tokens ran at 0.8-1.0x in 128-column tasks with the requests.
-inline constexpr std::int64_t kSliceStreamRows = 15;
+inline constexpr std::int64_t kSliceStreamRows = 23;
 // How decode-sized calls (1-8 rows) order and prefetch their weight reads on avx512
 // (matmul_avx512.cc). Every choice gives the same bytes; speed depends on the CPU's prefetchers,
 // so cpuid's vendor decides, once. AMD: one row reads its weight rows one after another with no
