@@ -43,11 +43,8 @@ void embedding_rows(const WeightView& table, const std::int32_t* ids, std::int64
 
 void embedding_rows(ThreadPool& pool, const WeightView& table, const std::int32_t* ids,
                     std::int64_t n_ids, float* out) {
-  constexpr std::int64_t kRows = 16;
-  if (n_ids <= kRows) return embedding_rows(table, ids, n_ids, out);
-  pool.run(static_cast<std::size_t>((n_ids + kRows - 1) / kRows), [&](std::size_t t) {
-    const std::int64_t i0 = static_cast<std::int64_t>(t) * kRows;
-    embedding_rows(table, ids + i0, std::min(kRows, n_ids - i0), out + i0 * table.cols);
+  pool.run_blocks(n_ids, 16, [&](std::int64_t i0, std::int64_t i1) {
+    embedding_rows(table, ids + i0, i1 - i0, out + i0 * table.cols);
   });
 }
 

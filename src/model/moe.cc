@@ -169,13 +169,10 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   sub.emplace("route");
   RECUR_CHECK(top_k >= 1 && top_k <= n_exp);
   {
-    constexpr std::int64_t kRouteRows = 16;
     std::int32_t* const sel_out = sel.data();
     float* const wts_out = wts.data();
-    ctx.pool->run(static_cast<std::size_t>((n + kRouteRows - 1) / kRouteRows), [&](std::size_t t) {
-      const std::int64_t r0 = static_cast<std::int64_t>(t) * kRouteRows;
-      const std::int64_t m = std::min(kRouteRows, n - r0);
-      route_rows(logits + r0 * n_exp, m, n_exp, top_k, rule, sel_out + r0 * top_k,
+    ctx.pool->run_blocks(n, 16, [&](std::int64_t r0, std::int64_t r1) {
+      route_rows(logits + r0 * n_exp, r1 - r0, n_exp, top_k, rule, sel_out + r0 * top_k,
                  wts_out + r0 * top_k);
     });
     if (g_route_log != nullptr) g_route_log->insert(g_route_log->end(), sel.begin(), sel.end());
@@ -206,11 +203,9 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   // The SwiGLU and the weighted sums are as many bytes as a small matmul's weights: on the pool.
   constexpr std::int64_t kRowsPerTask = 16;
   const auto for_rows = [&](std::int64_t count, const auto& fn) {
-    ctx.pool->run(static_cast<std::size_t>((count + kRowsPerTask - 1) / kRowsPerTask),
-                  [&](std::size_t t) {
-                    const std::int64_t r0 = static_cast<std::int64_t>(t) * kRowsPerTask;
-                    for (std::int64_t r = r0; r < std::min(count, r0 + kRowsPerTask); ++r) fn(r);
-                  });
+    ctx.pool->run_blocks(count, kRowsPerTask, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) fn(r);
+    });
   };
   thread_local std::vector<k::MatmulOut> outs;
   thread_local std::vector<k::MatmulGroup> groups;

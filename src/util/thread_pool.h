@@ -38,6 +38,20 @@ class ThreadPool {
   void run(std::size_t n_tasks, const Fn& fn) {
     run_task(n_tasks, Task::of(fn));
   }
+  // fn(begin, end) for [0, count) in blocks of `block` items, a task each: the per-row work
+  // beside the matmuls (norms, RoPE, gathers, a mixture's routing), whose bytes depend on each
+  // row alone, so any split gives those of one call. One block runs inline on the caller (a
+  // decode step's few rows are not worth waking the workers).
+  template <typename Fn>
+  void run_blocks(std::int64_t count, std::int64_t block, const Fn& fn) {
+    if (count <= 0) return;
+    if (count <= block) return fn(std::int64_t{0}, count);
+    const auto body = [&](std::size_t t) {
+      const std::int64_t begin = static_cast<std::int64_t>(t) * block;
+      fn(begin, begin + block < count ? begin + block : count);
+    };
+    run(static_cast<std::size_t>((count + block - 1) / block), body);
+  }
 
  private:
   // A non-owning reference to the caller's callable, valid while run() has not returned.

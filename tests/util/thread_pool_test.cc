@@ -23,6 +23,24 @@ TEST(ThreadPool, RunsEveryIndexExactlyOnce) {
   }
 }
 
+// Blocks cover [0, count) once each, the last one short, none empty.
+TEST(ThreadPool, RunBlocksCoversEveryItemOnce) {
+  ThreadPool pool(3);
+  for (std::int64_t count : {0, 1, 15, 16, 17, 100}) {
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(count));
+    std::atomic<int> blocks{0};
+    pool.run_blocks(count, 16, [&](std::int64_t begin, std::int64_t end) {
+      ASSERT_LT(begin, end);
+      ASSERT_LE(end - begin, 16);
+      ASSERT_EQ(begin % 16, 0);
+      blocks.fetch_add(1);
+      for (std::int64_t i = begin; i < end; ++i) hits[static_cast<std::size_t>(i)].fetch_add(1);
+    });
+    EXPECT_EQ(blocks.load(), (count + 15) / 16) << count;
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1) << count;
+  }
+}
+
 TEST(ThreadPool, ManyConsecutiveJobsDoNotLoseWork) {
   ThreadPool pool(4);
   std::atomic<long> sum{0};
