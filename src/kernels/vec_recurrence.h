@@ -61,6 +61,12 @@ inline void gated_delta_head(const GatedDeltaInputs& in, float* __restrict s, fl
   }
 }
 
+// Tokens ahead whose q, k and v lines a prefill's column block requests: a token's rows lie a
+// conv row (32 KiB at Qwen3-Next's geometry) apart, a stride the hardware prefetchers did not
+// follow, so each token waited on ~20 misses. Qwen3-Next's 512-token recurrence on the Zen 5 VM:
+// 17.2 -> 13.7 ms on one thread, 12.7 -> 9.5 ms on two (1, 2, 4, 8 tokens ahead alike).
+inline constexpr std::int64_t kDeltaAheadTokens = 4;
+
 // Columns b of S evolve independently (u[b] and o[b] read column b only), so a prefill walks the
 // state in blocks of kGatedDeltaCols columns, copied into a contiguous buffer that stays in L1 for
 // all the call's tokens (in the state its rows are 4·Dv bytes apart and would crowd a few cache
@@ -82,6 +88,14 @@ void gated_delta_cols_n(const GatedDeltaInputs& in, float* __restrict s, float* 
     const float* v = in.v + t * shape.qkv_stride + j * dv + b0;
     const float alpha = std::exp(in.g[t * shape.n_v_heads + j]);
     const float beta = in.beta[t * shape.n_v_heads + j];
+    if (t + kDeltaAheadTokens < shape.n_tokens) {
+      const std::int64_t ahead = kDeltaAheadTokens * shape.qkv_stride;
+      for (std::int64_t a = 0; a < dk; a += kLanes) {
+        __builtin_prefetch(q + ahead + a, 0, 3);
+        __builtin_prefetch(k + ahead + a, 0, 3);
+      }
+      for (int c = 0; c < NV; ++c) __builtin_prefetch(v + ahead + c * kLanes, 0, 3);
+    }
     V16 kv[NV] = {};
     for (std::int64_t a = 0; a < dk; ++a) {
       const float ka = k[a];
