@@ -74,44 +74,48 @@ TEST(GatedDelta, BatchedJobsEqualEachAlone) {
   const std::int64_t hk = 2, hv = 4, dk = 19, dv = 80;
   const std::int64_t stride = 2 * hk * dk + hv * dv;
   const std::vector<std::int64_t> tokens = {1, 5, 17};
-  ThreadPool pool(3);
-  for (Isa isa : testing::runnable_isas()) {
-    testing::ScopedIsa scoped(isa);
-    std::vector<std::vector<float>> qkv, g, beta, states, alone, batched;
-    std::vector<GatedDeltaJob> jobs;
-    for (std::size_t j = 0; j < tokens.size(); ++j) {
-      const auto seed = static_cast<std::uint32_t>(10 * j);
-      qkv.push_back(random_floats(static_cast<std::size_t>(tokens[j] * stride), seed + 1));
-      g.push_back(random_floats(static_cast<std::size_t>(tokens[j] * hv), seed + 2, -2, 0));
-      beta.push_back(random_floats(static_cast<std::size_t>(tokens[j] * hv), seed + 3, 0, 1));
-      states.push_back(random_floats(static_cast<std::size_t>(hv * dk * dv), seed + 4));
-      alone.emplace_back(static_cast<std::size_t>(tokens[j] * hv * dv));
-      batched.emplace_back(static_cast<std::size_t>(tokens[j] * hv * dv));
-    }
-    auto batched_states = states;
-    for (std::size_t j = 0; j < tokens.size(); ++j) {
-      const GatedDeltaJob job{.in = {.q = qkv[j].data(),
-                                     .k = qkv[j].data() + hk * dk,
-                                     .v = qkv[j].data() + 2 * hk * dk,
-                                     .g = g[j].data(),
-                                     .beta = beta[j].data()},
-                              .state = batched_states[j].data(),
-                              .out = batched[j].data(),
-                              .shape = {.n_tokens = tokens[j],
-                                        .n_k_heads = hk,
-                                        .n_v_heads = hv,
-                                        .k_dim = dk,
-                                        .v_dim = dv,
-                                        .qkv_stride = stride}};
-      jobs.push_back(job);
-      gated_delta_rule(pool, job.in, states[j].data(), alone[j].data(), job.shape);
-    }
-    gated_delta_rule_batch(pool, jobs);
-    for (std::size_t j = 0; j < tokens.size(); ++j) {
-      ASSERT_TRUE(testing::same_bytes(batched[j].data(), alone[j].data(), alone[j].size()))
-          << isa_name(isa) << " job " << j;
-      ASSERT_TRUE(
-          testing::same_bytes(batched_states[j].data(), states[j].data(), states[j].size()));
+  // 4 + 8 + 8 tasks: with 2 threads the pool's runs of 5 tasks start inside jobs and cross from
+  // one job into the next; with 3, runs of 4.
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (Isa isa : testing::runnable_isas()) {
+      testing::ScopedIsa scoped(isa);
+      std::vector<std::vector<float>> qkv, g, beta, states, alone, batched;
+      std::vector<GatedDeltaJob> jobs;
+      for (std::size_t j = 0; j < tokens.size(); ++j) {
+        const auto seed = static_cast<std::uint32_t>(10 * j);
+        qkv.push_back(random_floats(static_cast<std::size_t>(tokens[j] * stride), seed + 1));
+        g.push_back(random_floats(static_cast<std::size_t>(tokens[j] * hv), seed + 2, -2, 0));
+        beta.push_back(random_floats(static_cast<std::size_t>(tokens[j] * hv), seed + 3, 0, 1));
+        states.push_back(random_floats(static_cast<std::size_t>(hv * dk * dv), seed + 4));
+        alone.emplace_back(static_cast<std::size_t>(tokens[j] * hv * dv));
+        batched.emplace_back(static_cast<std::size_t>(tokens[j] * hv * dv));
+      }
+      auto batched_states = states;
+      for (std::size_t j = 0; j < tokens.size(); ++j) {
+        const GatedDeltaJob job{.in = {.q = qkv[j].data(),
+                                       .k = qkv[j].data() + hk * dk,
+                                       .v = qkv[j].data() + 2 * hk * dk,
+                                       .g = g[j].data(),
+                                       .beta = beta[j].data()},
+                                .state = batched_states[j].data(),
+                                .out = batched[j].data(),
+                                .shape = {.n_tokens = tokens[j],
+                                          .n_k_heads = hk,
+                                          .n_v_heads = hv,
+                                          .k_dim = dk,
+                                          .v_dim = dv,
+                                          .qkv_stride = stride}};
+        jobs.push_back(job);
+        gated_delta_rule(pool, job.in, states[j].data(), alone[j].data(), job.shape);
+      }
+      gated_delta_rule_batch(pool, jobs);
+      for (std::size_t j = 0; j < tokens.size(); ++j) {
+        ASSERT_TRUE(testing::same_bytes(batched[j].data(), alone[j].data(), alone[j].size()))
+            << isa_name(isa) << " job " << j << ", " << threads << " threads";
+        ASSERT_TRUE(
+            testing::same_bytes(batched_states[j].data(), states[j].data(), states[j].size()));
+      }
     }
   }
 }
