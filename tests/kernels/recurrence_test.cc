@@ -74,8 +74,8 @@ TEST(GatedDelta, BatchedJobsEqualEachAlone) {
   const std::int64_t hk = 2, hv = 4, dk = 19, dv = 80;
   const std::int64_t stride = 2 * hk * dk + hv * dv;
   const std::vector<std::int64_t> tokens = {1, 5, 17};
-  // 4 + 8 + 8 tasks: with 2 threads the pool's runs of 5 tasks start inside jobs and cross from
-  // one job into the next; with 3, runs of 4.
+  // 4 + 8 + 8 tasks on the vector ISAs (scalar: 4 + 4 + 4): with 2 threads the pool's runs of 5
+  // (scalar 3) start inside jobs and cross from one job into the next; with 3, runs of 4 (2).
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     for (Isa isa : testing::runnable_isas()) {
