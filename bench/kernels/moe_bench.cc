@@ -6,7 +6,9 @@
 //
 //   moe_bench [--tokens 512] [--layers 2] [--bits 0|4|8] [--threads N] [--reps 5] [--isa NAME]
 //             [--hot 1] [--even 1] [--decode-orders B1,B2,...] [--experts 128] [--top-k 8]
-//             [--d-ff 768]
+//             [--d-ff 768] [--huge 1]
+// --huge 1 places the weights on transparent huge pages (util/page_arena.h), as the engine holds
+// quantized weights and as the page cache's large folios map a checkpoint's bf16 ones.
 // --experts / --top-k / --d-ff give another model's expert geometry: Qwen3.5-35B-A3B is 256 / 8 /
 // 512, Qwen3-Next-80B-A3B 512 / 10 / 512 (their shared expert is a plain matmul, not timed here).
 // --decode-orders alternates the 1-8-row calls' read order (kernels_bench --decode-order's bits; -1
@@ -27,6 +29,7 @@
 #include "kernels/matmul_grouped.h"
 #include "kernels/matmul_isa.h"
 #include "kernels/quant.h"
+#include "util/page_arena.h"
 
 namespace {
 
@@ -41,7 +44,28 @@ struct Matrix {
   WeightView view;
 };
 
+// Where --huge 1 puts the weights: huge pages, as the engine's quantized store and the page
+// cache's large folios of a mapped checkpoint hold them.
+PageArena* g_arena = nullptr;
+
+// Moves a matrix's bytes into the arena when one is in use.
+void place(Matrix& m) {
+  if (g_arena == nullptr) return;
+  void* p = g_arena->allocate(m.bytes.size());
+  std::memcpy(p, m.bytes.data(), m.bytes.size());
+  m.view.data = p;
+  m.bytes = {};
+}
+
+Matrix make_matrix_in_heap(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng);
+
 Matrix make_matrix(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng) {
+  Matrix m = make_matrix_in_heap(rows, cols, bits, rng);
+  place(m);
+  return m;
+}
+
+Matrix make_matrix_in_heap(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
   std::vector<float> w(static_cast<std::size_t>(rows * cols));
   for (float& v : w) v = dist(rng);
@@ -85,7 +109,7 @@ int main(int argc, char** argv) {
   int bits = 0, threads = available_cores();
   // hot: every expert shares one set of matrices (compute alone, weights from the caches);
   // even: every expert gets exactly tokens * top_k / experts rows.
-  bool hot = false, even = false;
+  bool hot = false, even = false, huge = false;
   std::string isa;
   std::vector<int> orders{-1};
   if (argc % 2 == 0) {
@@ -107,6 +131,8 @@ int main(int argc, char** argv) {
       reps = std::atoll(v);
     else if (a == "--isa")
       isa = v;
+    else if (a == "--huge")
+      huge = std::atoi(v) != 0;
     else if (a == "--hot")
       hot = std::atoi(v) != 0;
     else if (a == "--experts")
@@ -149,6 +175,8 @@ int main(int argc, char** argv) {
     }
   }
   ThreadPool pool(threads);
+  PageArena arena;
+  if (huge) g_arena = &arena;
   std::mt19937 rng(1);
   std::vector<std::vector<Matrix>> gate(layers), up(layers), down(layers);
   for (std::int64_t l = 0; l < layers; ++l) {

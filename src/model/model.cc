@@ -15,6 +15,7 @@
 #include "model/family.h"
 #include "util/check.h"
 #include "util/hash.h"
+#include "util/page_arena.h"
 #include "util/progress.h"
 #include "util/stage_times.h"
 
@@ -32,20 +33,16 @@ float* Scratch::take(std::int64_t n) {
 // Quantized weights in the kernels' packed layout (kernels/quant.h), repacked from an MLX
 // checkpoint or quantized at load: owned here, read by the views the families hold.
 struct QuantizedStore {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<void, Free>> blocks;
+  PageArena arena;
   std::size_t bytes = 0;
 
-  // A zeroed buffer for a packed matrix of `like`'s format, on cache lines: the kernels' 64-byte
-  // loads would each touch two lines otherwise. (Packed sizes are multiples of 64.)
+  // A zeroed buffer for a packed matrix of `like`'s format, on cache lines (the kernels' 64-byte
+  // loads would each touch two lines otherwise; packed sizes are multiples of 64), in the arena's
+  // huge pages: experts' weights stream through the TLB at every prefill.
   k::WeightView add(k::WeightView like) {
     const auto n = static_cast<std::size_t>(like.total_bytes());
-    void* p = std::aligned_alloc(64, n);
+    void* p = arena.allocate(n);
     RECUR_CHECK_MSG(p != nullptr, "out of memory for a quantized weight");
-    std::memset(p, 0, n);
-    blocks.emplace_back(p);
     bytes += n;
     like.data = p;
     return like;
