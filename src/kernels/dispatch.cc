@@ -9,6 +9,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/matmul_isa.h"
+#include "kernels/quant.h"
 #include "util/stage_times.h"
 
 namespace recur::kernels::detail {
@@ -236,7 +237,75 @@ struct Prepared {
   ActivationRows rows;
   std::int64_t offset = 0;       // into the call's prepared_scratch
   std::int64_t first_block = 0;  // its kPrepRows-row blocks in the call's preparation run
+  std::int64_t source = -1;      // its rows are copied from this SharedRows entry
 };
+
+// x's rows [0, n_rows) quantized once for the groups that pick rows of it.
+struct SharedRows {
+  ActivationRows rows;
+  const MatmulPath* path = nullptr;
+  std::int64_t offset = 0;
+  std::int64_t first_block = 0;
+};
+
+// Entries of `prepared` that pick rows of one x for the same row-wise quantized layout share one
+// quantization of x's rows up to the largest id: an MoE layer's experts hold each token top-k
+// times (Qwen3-Next: 10), and quantizing a row (a maximum and a sum per group) costs several times
+// copying it. Only where the copies are fewer rows than the groups hold. Adds the sources' bytes
+// and preparation blocks to *bytes and *n_blocks.
+void share_quantized_rows(std::vector<Prepared>& prepared, std::vector<SharedRows>& shared,
+                          std::int64_t* bytes, std::int64_t* n_blocks) {
+  shared.clear();
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    const Prepared& p = prepared[i];
+    if (p.source >= 0 || p.rows.row_ids == nullptr || !p.path->rowwise_quantized) continue;
+    std::int64_t picked = 0, n_src = 0, members = 0;
+    for (std::size_t j = i; j < prepared.size(); ++j) {
+      const Prepared& q = prepared[j];
+      if (q.path != p.path || q.rows.x != p.rows.x || q.rows.row_ids == nullptr ||
+          q.rows.k_dim != p.rows.k_dim || q.rows.group_size != p.rows.group_size) {
+        continue;
+      }
+      ++members;
+      picked += q.rows.n_rows;
+      for (std::int64_t r = 0; r < q.rows.n_rows; ++r) {
+        n_src = std::max<std::int64_t>(n_src, q.rows.row_ids[r] + 1);
+      }
+    }
+    if (members < 2 || picked <= n_src) continue;
+    const ActivationRows all{
+        .x = p.rows.x, .n_rows = n_src, .k_dim = p.rows.k_dim, .group_size = p.rows.group_size};
+    const auto index = static_cast<std::int64_t>(shared.size());
+    shared.push_back({.rows = all, .path = p.path, .offset = *bytes, .first_block = *n_blocks});
+    *bytes += (p.path->x_bytes(all) + 63) / 64 * 64;
+    *n_blocks += (n_src + kPrepRows - 1) / kPrepRows;
+    for (std::size_t j = i; j < prepared.size(); ++j) {
+      Prepared& q = prepared[j];
+      if (q.path == p.path && q.rows.x == p.rows.x && q.rows.row_ids != nullptr &&
+          q.rows.k_dim == p.rows.k_dim && q.rows.group_size == p.rows.group_size) {
+        q.source = index;
+      }
+    }
+  }
+}
+
+// Rows [r0, r1) of p (picked by id) copied from its source's quantized rows: the bytes its own
+// prepare_x would write, since a row's quantization reads that row alone.
+void copy_quantized_rows(const Prepared& p, const SharedRows& s, std::uint8_t* buf, std::int64_t r0,
+                         std::int64_t r1) {
+  const std::int64_t k = p.rows.k_dim, groups = k / p.rows.group_size;
+  const QuantizedActivations from =
+      quantized_rows_view(buf + s.offset, s.rows.n_rows, k, p.rows.group_size);
+  const QuantizedActivations to =
+      quantized_rows_view(buf + p.offset, p.rows.n_rows, k, p.rows.group_size);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t id = p.rows.row_ids[r];
+    std::memcpy(to.q + r * k, from.q + id * k, static_cast<std::size_t>(k));
+    std::memcpy(to.d + r * groups, from.d + id * groups, static_cast<std::size_t>(groups) * 4);
+    std::memcpy(to.xsum + r * groups, from.xsum + id * groups,
+                static_cast<std::size_t>(groups) * 4);
+  }
+}
 
 }  // namespace
 
@@ -262,6 +331,7 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
   }
   // Grown once to the largest call, like the prepared activations: no allocation per step after.
   thread_local std::vector<Prepared> prepared;
+  thread_local std::vector<SharedRows> shared;
   thread_local std::vector<FusedPart> parts;
   thread_local std::vector<std::size_t> part_prep;  // parts[i]'s entry of `prepared`
   thread_local std::vector<const float*> group_x;
@@ -325,14 +395,32 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     }
   }
   if (parts.empty()) return;
+  // The copies' own blocks stay where they are in the run; the sources' go after them and run
+  // first, in a run of their own.
+  const std::int64_t copy_blocks = n_blocks;
+  share_quantized_rows(prepared, shared, &bytes, &n_blocks);
   std::uint8_t* buf = prepared_scratch(bytes);
   if (n_blocks > 0) {
     // Every group's preparation in one run, kPrepRows rows per task (it is a tenth of a large
     // matmul's time; done by one thread it would cap the speed-up).
-    // prepared is the caller's thread_local: the tasks must not name it (a worker's is empty).
+    // prepared and shared are the caller's thread_locals: the tasks must not name them (a
+    // worker's are empty).
     const std::span<const Prepared> preps(prepared);
+    const std::span<const SharedRows> sources(shared);
     const stages::Scope stage("prepare_x");
-    pool.run(static_cast<std::size_t>(n_blocks), [&](std::size_t task) {
+    if (!sources.empty()) {
+      pool.run(static_cast<std::size_t>(n_blocks - copy_blocks), [&](std::size_t task) {
+        const auto b = static_cast<std::int64_t>(task) + copy_blocks;
+        const SharedRows& s = *(std::upper_bound(sources.begin(), sources.end(), b,
+                                                 [](std::int64_t t, const SharedRows& q) {
+                                                   return t < q.first_block;
+                                                 }) -
+                                1);
+        const std::int64_t r0 = (b - s.first_block) * kPrepRows;
+        s.path->prepare_x(s.rows, r0, std::min(s.rows.n_rows, r0 + kPrepRows), buf + s.offset);
+      });
+    }
+    pool.run(static_cast<std::size_t>(copy_blocks), [&](std::size_t task) {
       const auto b = static_cast<std::int64_t>(task);
       // The last entry starting at or before b: entries without preparation own no blocks, and
       // one starting where another does precedes it.
@@ -341,7 +429,12 @@ void matmul_dispatch(ThreadPool& pool, std::span<const MatmulGroup> groups) {
                              [](std::int64_t t, const Prepared& q) { return t < q.first_block; }) -
             1);
       const std::int64_t r0 = (b - p.first_block) * kPrepRows;
-      p.path->prepare_x(p.rows, r0, std::min(p.rows.n_rows, r0 + kPrepRows), buf + p.offset);
+      const std::int64_t r1 = std::min(p.rows.n_rows, r0 + kPrepRows);
+      if (p.source >= 0) {
+        copy_quantized_rows(p, sources[static_cast<std::size_t>(p.source)], buf, r0, r1);
+      } else {
+        p.path->prepare_x(p.rows, r0, r1, buf + p.offset);
+      }
     });
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {

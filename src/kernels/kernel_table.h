@@ -37,6 +37,10 @@ struct MatmulPath {
   // prepare_x reads every row through ActivationRows::row() and block reads only the prepared
   // rows, so a group's rows can be picked from x by index (MatmulGroup::rows) without a gather.
   bool indexed_rows = false;
+  // prepare_x writes quant.h's quantized_rows_view layout, each row from its own x row alone: the
+  // groups of a grouped call that pick rows of one x (a mixture's experts, each token in top-k of
+  // them) get copies of rows quantized once (dispatch.cc share_quantized_rows).
+  bool rowwise_quantized = false;
 };
 
 struct KernelTable {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,77 @@ TEST(MatmulGrouped, GroupBytesDoNotDependOnTheOtherGroups) {
       matmul_grouped(pool, two);
       ASSERT_TRUE(testing::same_bytes(alone.data(), shared.data(), alone.size()))
           << isa_name(isa) << " rows " << rows;
+    }
+  }
+}
+
+// A mixture's experts pick their tokens from one x, each token chosen by several: the quantized
+// paths quantize x once and copy each expert's rows (dispatch.cc share_quantized_rows). Each
+// expert's bytes must still be those of its own matmul, with rows nobody picks holding values that
+// would poison a shared quantization group (inf, NaN), experts of 1-70 rows, repeats and unsorted
+// ids, bf16 and differently grouped quantized weights beside them, decode- and prefill-sized.
+TEST(MatmulGrouped, ExpertsPickingRowsOfOneXEqualTheirOwnMatmuls) {
+  constexpr std::int64_t kK = 256;
+  const OwnedQuant q4 = quantized_weight(48, kK, 4, 64, 31);
+  const OwnedQuant q8 = quantized_weight(40, kK, 8, 32, 32);
+  const OwnedQuant q4b = quantized_weight(24, kK, 4, 128, 33);
+  const auto bf16 = make_weight(DType::kBF16, 36, kK, 34);
+  const WeightView ws[] = {q4.view, q8.view, q4b.view, bf16.view};
+  for (const std::int64_t x_rows : {5, 90}) {
+    auto x = random_floats(static_cast<std::size_t>(x_rows * kK), 40);
+    // The last row is never picked.
+    std::fill(x.end() - kK, x.end(), std::numeric_limits<float>::quiet_NaN());
+    x[x.size() - kK] = std::numeric_limits<float>::infinity();
+    std::vector<std::vector<std::int32_t>> ids;
+    std::uint32_t state = 7;
+    for (const std::int64_t n : {1, 3, 9, 70, 16, 2, 33, 4, 1}) {
+      std::vector<std::int32_t> picked;
+      for (std::int64_t r = 0; r < n; ++r) {
+        state = state * 1664525u + 1013904223u;
+        picked.push_back(static_cast<std::int32_t>((state >> 8) % (x_rows - 1)));
+      }
+      ids.push_back(picked);
+    }
+    for (Isa isa : runnable_isas()) {
+      ScopedIsa scoped(isa);
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<std::vector<float>> got, want;
+        std::vector<std::vector<MatmulOut>> outs(ids.size());
+        std::vector<MatmulGroup> groups;
+        for (std::size_t g = 0; g < ids.size(); ++g) {
+          const auto n = static_cast<std::int64_t>(ids[g].size());
+          std::vector<float> rows(static_cast<std::size_t>(n * kK));
+          for (std::int64_t r = 0; r < n; ++r) {
+            std::copy_n(x.begin() + ids[g][static_cast<std::size_t>(r)] * kK, kK,
+                        rows.begin() + r * kK);
+          }
+          // Each expert reads the q4 weight, some also another.
+          std::vector<std::size_t> mine = {0, g % 4};
+          if (g % 4 == 0) mine.pop_back();
+          for (std::size_t i : mine) {
+            want.emplace_back(static_cast<std::size_t>(n * ws[i].rows));
+            matmul(pool, rows.data(), n, ws[i], want.back().data());
+            got.emplace_back(want.back().size() + 1, -3.0f);
+          }
+        }
+        std::size_t at = 0;
+        for (std::size_t g = 0; g < ids.size(); ++g) {
+          std::vector<std::size_t> mine = {0, g % 4};
+          if (g % 4 == 0) mine.pop_back();
+          for (std::size_t i : mine) outs[g].push_back({ws[i], got[at++].data()});
+          groups.push_back({.x = x.data(),
+                            .n_rows = static_cast<std::int64_t>(ids[g].size()),
+                            .outs = outs[g],
+                            .rows = ids[g].data()});
+        }
+        matmul_grouped(pool, groups);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_TRUE(testing::same_bytes(got[i].data(), want[i].data(), want[i].size()))
+              << isa_name(isa) << " threads " << threads << " x rows " << x_rows << " output " << i;
+          ASSERT_EQ(got[i].back(), -3.0f);
+        }
+      }
     }
   }
 }
