@@ -16,7 +16,6 @@
 #include "kernels/kernels.h"
 #include "model/config_json.h"
 #include "model/state.h"
-#include "util/page_arena.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 
@@ -80,20 +79,16 @@ struct ChunkRows {
 };
 
 // A bump allocator over scratch sized once at load for the largest batch: no allocation per step.
-// The forward's temporaries, on huge pages (util/page_arena.h): an MoE layer's expert outputs
-// alone are tens of MB a prefill writes and reads back (Qwen3-Next, 512 tokens: 42 MB).
 class Scratch {
  public:
-  void reserve_floats(std::int64_t n);  // once, before the first take; RECUR_CHECKs memory
-  float* take(std::int64_t n);          // RECUR_CHECKs capacity
+  void reserve_floats(std::int64_t n) { buf_.resize(static_cast<std::size_t>(n)); }
+  float* take(std::int64_t n);  // RECUR_CHECKs capacity
   void reset() { used_ = 0; }
   std::int64_t used() const { return used_; }
   void rewind(std::int64_t mark) { used_ = mark; }
 
  private:
-  PageArena arena_;
-  float* buf_ = nullptr;
-  std::int64_t size_ = 0;
+  std::vector<float> buf_;
   std::int64_t used_ = 0;
 };
 

@@ -23,16 +23,9 @@ namespace recur::model {
 
 namespace k = recur::kernels;
 
-void Scratch::reserve_floats(std::int64_t n) {
-  if (n <= size_) return;
-  buf_ = static_cast<float*>(arena_.allocate(static_cast<std::size_t>(n) * sizeof(float)));
-  RECUR_CHECK_MSG(buf_ != nullptr, "out of memory for the forward's scratch");
-  size_ = n;
-}
-
 float* Scratch::take(std::int64_t n) {
-  RECUR_CHECK_MSG(used_ + n <= size_, "scratch too small");
-  float* p = buf_ + used_;
+  RECUR_CHECK_MSG(used_ + n <= static_cast<std::int64_t>(buf_.size()), "scratch too small");
+  float* p = buf_.data() + used_;
   used_ += n;
   return p;
 }
