@@ -44,27 +44,6 @@ struct Matrix {
   WeightView view;
 };
 
-// Where --huge 1 puts the weights: huge pages, as the engine's quantized store and the page
-// cache's large folios of a mapped checkpoint hold them.
-PageArena* g_arena = nullptr;
-
-// Moves a matrix's bytes into the arena when one is in use.
-void place(Matrix& m) {
-  if (g_arena == nullptr) return;
-  void* p = g_arena->allocate(m.bytes.size());
-  std::memcpy(p, m.bytes.data(), m.bytes.size());
-  m.view.data = p;
-  m.bytes = {};
-}
-
-Matrix make_matrix_in_heap(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng);
-
-Matrix make_matrix(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng) {
-  Matrix m = make_matrix_in_heap(rows, cols, bits, rng);
-  place(m);
-  return m;
-}
-
 Matrix make_matrix_in_heap(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
   std::vector<float> w(static_cast<std::size_t>(rows * cols));
@@ -95,6 +74,25 @@ Matrix make_matrix_in_heap(std::int64_t rows, std::int64_t cols, int bits, std::
   m.bytes.resize(static_cast<std::size_t>(m.view.total_bytes()));
   m.view.data = m.bytes.data();
   pack_quantized_rows(mlx, 0, rows, m.view);
+  return m;
+}
+
+// Where --huge 1 puts the weights: huge pages, as the engine's quantized store and the page
+// cache's large folios of a mapped checkpoint hold them.
+PageArena* g_arena = nullptr;
+
+// Moves a matrix's bytes into the arena when one is in use.
+void place(Matrix& m) {
+  if (g_arena == nullptr) return;
+  void* p = g_arena->allocate(m.bytes.size());
+  std::memcpy(p, m.bytes.data(), m.bytes.size());
+  m.view.data = p;
+  m.bytes = {};
+}
+
+Matrix make_matrix(std::int64_t rows, std::int64_t cols, int bits, std::mt19937& rng) {
+  Matrix m = make_matrix_in_heap(rows, cols, bits, rng);
+  place(m);
   return m;
 }
 

@@ -237,7 +237,7 @@ struct Prepared {
   ActivationRows rows;
   std::int64_t offset = 0;       // into the call's prepared_scratch
   std::int64_t first_block = 0;  // its kPrepRows-row blocks in the call's preparation run
-  std::int64_t source = -1;      // its rows are copied from this SharedRows entry
+  std::int64_t source = -1;      // >= 0: its rows are copied from this SharedRows entry
 };
 
 // x's rows [0, n_rows) quantized once for the groups that pick rows of it.
@@ -251,40 +251,41 @@ struct SharedRows {
 // Entries of `prepared` that pick rows of one x for the same row-wise quantized layout share one
 // quantization of x's rows up to the largest id: an MoE layer's experts hold each token top-k
 // times (Qwen3-Next: 10), and quantizing a row (a maximum and a sum per group) costs several times
-// copying it. Only where the copies are fewer rows than the groups hold. Adds the sources' bytes
-// and preparation blocks to *bytes and *n_blocks.
+// copying it. Only where the copies are fewer rows than the groups hold. Sets each sharing entry's
+// source (-2: looked at, not shared) and adds the sources' bytes and preparation blocks to *bytes
+// and *n_blocks.
 void share_quantized_rows(std::vector<Prepared>& prepared, std::vector<SharedRows>& shared,
                           std::int64_t* bytes, std::int64_t* n_blocks) {
   shared.clear();
+  const auto same_rows = [](const Prepared& p, const Prepared& q) {
+    return q.path == p.path && q.rows.x == p.rows.x && q.rows.row_ids != nullptr &&
+           q.rows.k_dim == p.rows.k_dim && q.rows.group_size == p.rows.group_size;
+  };
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     const Prepared& p = prepared[i];
-    if (p.source >= 0 || p.rows.row_ids == nullptr || !p.path->rowwise_quantized) continue;
+    if (p.source != -1 || p.rows.row_ids == nullptr || !p.path->rowwise_quantized) continue;
     std::int64_t picked = 0, n_src = 0, members = 0;
     for (std::size_t j = i; j < prepared.size(); ++j) {
       const Prepared& q = prepared[j];
-      if (q.path != p.path || q.rows.x != p.rows.x || q.rows.row_ids == nullptr ||
-          q.rows.k_dim != p.rows.k_dim || q.rows.group_size != p.rows.group_size) {
-        continue;
-      }
+      if (!same_rows(p, q)) continue;
       ++members;
       picked += q.rows.n_rows;
       for (std::int64_t r = 0; r < q.rows.n_rows; ++r) {
         n_src = std::max<std::int64_t>(n_src, q.rows.row_ids[r] + 1);
       }
     }
-    if (members < 2 || picked <= n_src) continue;
-    const ActivationRows all{
-        .x = p.rows.x, .n_rows = n_src, .k_dim = p.rows.k_dim, .group_size = p.rows.group_size};
+    const bool share = members >= 2 && picked > n_src;
     const auto index = static_cast<std::int64_t>(shared.size());
-    shared.push_back({.rows = all, .path = p.path, .offset = *bytes, .first_block = *n_blocks});
-    *bytes += (p.path->x_bytes(all) + 63) / 64 * 64;
-    *n_blocks += (n_src + kPrepRows - 1) / kPrepRows;
+    if (share) {
+      const ActivationRows all{
+          .x = p.rows.x, .n_rows = n_src, .k_dim = p.rows.k_dim, .group_size = p.rows.group_size};
+      shared.push_back({.rows = all, .path = p.path, .offset = *bytes, .first_block = *n_blocks});
+      *bytes += (p.path->x_bytes(all) + 63) / 64 * 64;
+      *n_blocks += (n_src + kPrepRows - 1) / kPrepRows;
+    }
+    const Prepared key = p;  // p is one of the entries rewritten below
     for (std::size_t j = i; j < prepared.size(); ++j) {
-      Prepared& q = prepared[j];
-      if (q.path == p.path && q.rows.x == p.rows.x && q.rows.row_ids != nullptr &&
-          q.rows.k_dim == p.rows.k_dim && q.rows.group_size == p.rows.group_size) {
-        q.source = index;
-      }
+      if (same_rows(key, prepared[j])) prepared[j].source = share ? index : -2;
     }
   }
 }
