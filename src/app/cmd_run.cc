@@ -17,12 +17,13 @@ namespace recur::app {
 
 int cmd_run(const RunSettings& settings) {
   apply_memory_policy(settings.runtime);
-  const engine::EngineOptions& eo = settings.engine;
+  engine::EngineOptions eo = settings.engine;
   auto rt = load_runtime(settings.runtime, eo.prefill_chunk, 1);
   if (!rt) {
     log::error("recur run: {}", rt.status().message());
     return kExitFailure;
   }
+  eo.ctx_size = resolve_context(eo.ctx_size, *rt->model);
   const std::string& prompt = settings.prompt;
   if (prompt.empty()) {
     log::error("recur run: no prompt: pass -p TEXT (--prompt, env RECUR_PROMPT)");
@@ -52,10 +53,6 @@ int cmd_run(const RunSettings& settings) {
   req.max_tokens = settings.max_tokens;
   req.stop_token_ids = rt->stop_token_ids;
   req.sampling = settings.sampling;
-  if (static_cast<std::int64_t>(req.prompt.size()) + req.max_tokens > eo.ctx_size) {
-    req.max_tokens =
-        std::max<std::int64_t>(1, eo.ctx_size - static_cast<std::int64_t>(req.prompt.size()));
-  }
   engine::Engine engine(eo, *rt->model, *rt->tokenizer, nullptr, *rt->pool);
   engine.start();
   auto t0 = std::chrono::steady_clock::now();

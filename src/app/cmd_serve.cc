@@ -85,7 +85,7 @@ int cmd_serve(const ServeSettings& settings) {
   std::thread listener([&] { http.serve(); });
   log::info("listening on http://{}:{} (model loading)", settings.http.host, http.port());
 
-  const engine::EngineOptions& eo = settings.engine;
+  engine::EngineOptions eo = settings.engine;
   auto rt = load_runtime(settings.runtime, eo.prefill_chunk + eo.parallel, eo.parallel);
   if (!rt) {
     log::error("recur serve: {}", rt.status().message());
@@ -93,6 +93,7 @@ int cmd_serve(const ServeSettings& settings) {
     listener.join();
     return kExitFailure;
   }
+  eo.ctx_size = resolve_context(eo.ctx_size, *rt->model);
   std::unique_ptr<chat::ChatFormatter> formatter;
   if (auto f = chat::ChatFormatter::create(*rt->tokenizer); f.is_ok()) {
     formatter = std::make_unique<chat::ChatFormatter>(std::move(f).value());

@@ -55,6 +55,22 @@ std::vector<engine::TokenId> collect_stop_ids(const model::Model& model,
 
 }  // namespace
 
+std::int64_t resolve_context(std::int64_t requested, const model::Model& model) {
+  if (requested > 0) return requested;
+  const std::int64_t trained = model.trained_context();
+  if (trained <= 0) {
+    log::info(
+        "context: {} tokens per sequence (config.json states no trained context; "
+        "--ctx-size sets it)",
+        kFallbackContext);
+    return kFallbackContext;
+  }
+  const std::int64_t ctx = std::min(trained, kMaxContext);
+  log::info("context: {} tokens per sequence, as the model was trained{} (--ctx-size sets it)", ctx,
+            ctx < trained ? fmt::format(" (capped from {})", trained) : "");
+  return ctx;
+}
+
 void apply_memory_policy(const RuntimeSettings& settings) {
   if (settings.keep_freed_memory && !keep_freed_memory()) {
     log::warn("glibc refused a malloc setting: freed memory goes back to the system as before");

@@ -30,4 +30,11 @@ void apply_memory_policy(const RuntimeSettings& settings);
 Result<Runtime> load_runtime(const RuntimeSettings& settings, std::int64_t max_batch_tokens,
                              std::int64_t max_logit_rows);
 
+// Tokens per sequence: --ctx-size when given (not 0), else the context the model was trained for
+// (config.json), else kFallbackContext for a config that states none. Sequence states grow with
+// their tokens, so a long context reserves nothing up front.
+inline constexpr std::int64_t kFallbackContext = 131072;
+inline constexpr std::int64_t kMaxContext = std::int64_t{1} << 20;
+std::int64_t resolve_context(std::int64_t requested, const model::Model& model);
+
 }  // namespace recur::app

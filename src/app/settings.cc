@@ -125,7 +125,9 @@ ServeSettings read_serve_settings(const config::Options& opts) {
   return {.runtime = read_runtime_settings(opts),
           .http = read_http_options(opts),
           .service = {.model_id = model_id(opts),
-                      .ctx_size = ctx,
+                      .limits = {.unsupported_tools = opts.get_bool("reject-unsupported-tools")
+                                                          ? server::UnsupportedTools::kReject
+                                                          : server::UnsupportedTools::kLeaveOut},
                       .log_prompts = opts.get_bool("log-prompts"),
                       .response_store = {.capacity_bytes = static_cast<std::size_t>(
                                              opts.get_size_bytes("responses-store-bytes")),

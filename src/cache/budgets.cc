@@ -90,11 +90,23 @@ CacheBudgets choose_budgets(const ModelFootprint& model, const CacheSettings& se
   const StoreNames& names = model.truncatable ? kPrefixNames : kSnapshotNames;
   const std::int64_t at_context = model.snapshot_bytes_at(model.context_tokens);
   if (at_context > used.capacity_bytes) {
+    // The longest entry the budget holds (entry bytes grow with tokens): with a model's whole
+    // trained context as the default, that length is what an operator needs to know.
+    std::int64_t lo = 0, hi = model.context_tokens;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (model.snapshot_bytes_at(mid) <= used.capacity_bytes) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
     b.warnings.push_back(fmt::format(
-        "one entry at the configured context ({} tokens) takes {}, more than the "
-        "{} budget of {}; long conversations will not be cached. Raise {} ({}) to at least {}",
-        model.context_tokens, format_bytes(at_context), names.what,
-        format_bytes(used.capacity_bytes), names.capacity_flag, names.capacity_env, at_context));
+        "the {} budget of {} holds entries of up to {} tokens: longer conversations will not be "
+        "cached (one entry at the configured context of {} tokens takes {}). Raise {} ({}) to at "
+        "least {} to cache them",
+        names.what, format_bytes(used.capacity_bytes), lo, model.context_tokens,
+        format_bytes(at_context), names.capacity_flag, names.capacity_env, at_context));
   }
   return b;
 }

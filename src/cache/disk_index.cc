@@ -124,6 +124,8 @@ std::optional<DiskCandidate> DiskIndex::best_common(const DiskQuery& q) const {
 
 std::vector<std::string> DiskIndex::strict_prefixes(const DiskHeader& h, TokenSpan tokens) const {
   std::vector<std::string> out;
+  // As in RAM: a deeper shared prefix never makes a shallower one useless.
+  if (h.origin == Origin::kShared) return out;
   const std::set<std::string>* paths = session_paths(h.partition, h.session);
   if (paths == nullptr) return out;
   for (const std::string& p : *paths) {

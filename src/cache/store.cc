@@ -70,6 +70,9 @@ std::int64_t Store::expire_idle() {
 
 std::int64_t Store::supersede(const PartitionKey& pkey, const SessionKey& session, Origin origin,
                               TokenSpan tokens) {
+  // Shared prefixes are where many conversations branch: a deeper one (a client's cache
+  // breakpoint after the first messages) leaves the shallower (the system prompt) as useful.
+  if (origin == Origin::kShared) return 0;
   Partition* part = find_partition(pkey);
   if (part == nullptr) return 0;
   std::vector<Entry*> doomed;

@@ -166,6 +166,13 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
     p.shared_boundary = std::min({common_prefix(a, tok_->encode(*head_b, opts)),
                                   common_prefix(p.tokens, a), p.history_boundary});
   }
+  for (const CacheBreakpoint& bp : in.cache_breakpoints) {
+    if (bp.message >= in.messages.size()) continue;
+    const std::int64_t at = std::min(breakpoint_position(in, bp, p.tokens), p.history_boundary);
+    if (at > 0 && (p.cache_points.empty() || at > p.cache_points.back())) {
+      p.cache_points.push_back(at);
+    }
+  }
   p.render_s = std::chrono::duration<double>(t1 - t0).count();
   p.tokenize_s = std::chrono::duration<double>(Clock::now() - t1).count();
   if (has_reasoning_) {
@@ -175,6 +182,31 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
         open != std::string::npos && (close == std::string::npos || close < open);
   }
   return p;
+}
+
+std::int64_t ChatFormatter::breakpoint_position(const ChatInputs& in, const CacheBreakpoint& at,
+                                                std::span<const TokenId> prompt) const {
+  ChatInputs cut = in;
+  cut.messages = in.messages.first(at.message);
+  const std::string kept = in.messages[at.message].text().substr(0, at.content_bytes);
+  auto with_next = [&](const char* text) -> std::optional<std::vector<TokenId>> {
+    Message next = in.messages[at.message];
+    next.content = kept + text;
+    next.content_parts.clear();
+    next.content_is_parts = false;
+    next.reasoning_content.reset();
+    next.tool_calls.clear();
+    auto ctx = build_context(cut, false, tok_->special_tokens(), &next, nullptr);
+    if (!ctx) return std::nullopt;
+    auto rendered = template_.render(*ctx);
+    if (!rendered) return std::nullopt;
+    return tok_->encode(*rendered, {.parse_special = true, .add_special_tokens = false});
+  };
+  // Placeholders that share no first character or character class.
+  auto a = with_next("Alpha placeholder 1");
+  auto b = with_next("? 2 zeta");
+  if (!a || !b) return 0;
+  return std::min(common_prefix(*a, *b), common_prefix(*a, prompt));
 }
 
 std::vector<TokenId> ChatFormatter::next_turn_prefix(const ChatInputs& in,

@@ -24,6 +24,8 @@ struct ChatInputs {
   std::span<const Message> messages;
   std::string_view tools_json;   // "" or a JSON array of tool definitions
   std::string_view kwargs_json;  // "" or a JSON object: chat_template_kwargs
+  // Client cache breakpoints (Anthropic cache_control), in message order.
+  std::span<const CacheBreakpoint> cache_breakpoints;
 };
 
 struct Prompt {
@@ -37,6 +39,9 @@ struct Prompt {
   // Tokens [0, shared_boundary) render the leading system/developer messages (and the tools the
   // template puts with them): what a tenant's conversations commonly share. 0: none.
   std::int64_t shared_boundary = 0;
+  // The token positions of the cache breakpoints (ascending, each within the history): where
+  // each breakpoint's message ends, as far as any continuation would render it the same.
+  std::vector<std::int64_t> cache_points;
   // What building it cost, in seconds (the request's timing).
   double render_s = 0;
   double tokenize_s = 0;
@@ -64,6 +69,11 @@ class ChatFormatter {
 
  private:
   ChatFormatter(const tokenizer::Tokenizer& tok, std::string source, tmpl::Template parsed);
+  // Where a breakpoint falls in the prompt's tokens: the messages before it followed by its
+  // message cut there and continued by two texts that share nothing render alike up to that
+  // point. 0 when the template cannot render the cut.
+  std::int64_t breakpoint_position(const ChatInputs& in, const CacheBreakpoint& at,
+                                   std::span<const TokenId> prompt) const;
   const tokenizer::Tokenizer* tok_;
   std::string source_;
   tmpl::Template template_;

@@ -40,4 +40,12 @@ struct Message {
   }
 };
 
+// Where a client marked the end of a prefix it will send again (Anthropic cache_control): after
+// the first `content_bytes` bytes of messages[message]'s text; 0 bytes: just before that message.
+struct CacheBreakpoint {
+  std::size_t message = 0;
+  std::size_t content_bytes = 0;
+  bool operator==(const CacheBreakpoint&) const = default;
+};
+
 }  // namespace recur::chat

@@ -54,11 +54,13 @@ std::vector<OptionSpec> build_table() {
        .group = "model"},
       {.name = "ctx-size",
        .type = T::kInt,
-       .default_text = "8192",
-       .help = "Maximum tokens per sequence (prompt + completion).",
+       .default_text = "0",
+       .help = "Maximum tokens per sequence (prompt + completion). 0: the context the model was "
+               "trained for (config.json max_position_embeddings; 131072 when it states none). "
+               "Memory is taken as a sequence grows, not reserved for the whole context.",
        .scopes = kEngineUsers,
        .group = "model",
-       .min = 16,
+       .min = 0,
        .max = 1 << 20,
        .short_flag = 'c'},
       {.name = "threads",
@@ -139,6 +141,15 @@ std::vector<OptionSpec> build_table() {
        .scopes = kServe,
        .group = "server",
        .secret = true},
+      {.name = "reject-unsupported-tools",
+       .type = T::kBool,
+       .default_text = "false",
+       .help = "Answer 400 to a request declaring a tool recur cannot run (hosted web_search, "
+               "file_search, code_interpreter, remote mcp, Anthropic server tools, ...). Off: such "
+               "tools are left out of the prompt and named in the X-Recur-Dropped-Tools header "
+               "and the log.",
+       .scopes = kServe,
+       .group = "server"},
       {.name = "webui",
        .type = T::kBool,
        .default_text = "true",

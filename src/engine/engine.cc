@@ -54,13 +54,11 @@ Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
                  "least one generated token",
                  n_prompt, options_.ctx_size);
   }
-  if (n_prompt + req.max_tokens > options_.ctx_size) {
-    return Error(StatusCode::kOutOfRange,
-                 "the prompt ({} tokens) plus max_tokens ({}) exceeds the context of {} tokens "
-                 "(--ctx-size)",
-                 n_prompt, req.max_tokens, options_.ctx_size);
-  }
   if (req.max_tokens < 1) return Error(StatusCode::kInvalidArgument, "max_tokens must be >= 1");
+  // Only what cannot fit is refused: a max_tokens past the context is a ceiling the context
+  // lowers (the turn ends with finish reason length there), as agents ask for far more output
+  // than they expect (Claude Code sends 32000 with a 40k-token prompt).
+  req.max_tokens = std::min(req.max_tokens, options_.ctx_size - n_prompt);
   RECUR_RETURN_IF_ERROR(validate(req.sampling));
 
   auto seq = std::make_unique<Sequence>();

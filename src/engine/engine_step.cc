@@ -149,8 +149,14 @@ std::vector<std::pair<std::int64_t, cache::Origin>> Engine::snapshot_points(
   const std::int64_t b = seq.req.history_boundary;
   const std::int64_t s = seq.req.shared_boundary;
   const auto n_prompt = static_cast<std::int64_t>(seq.req.prompt.size());
-  if (s > 0 && s < b && origin_wanted(cache::Origin::kShared)) {
-    points.emplace_back(s, cache::Origin::kShared);
+  if (origin_wanted(cache::Origin::kShared)) {
+    std::vector<std::int64_t> shared = seq.req.cache_points;
+    shared.push_back(s);
+    std::sort(shared.begin(), shared.end());
+    shared.erase(std::unique(shared.begin(), shared.end()), shared.end());
+    for (std::int64_t p : shared) {
+      if (p > 0 && p < b) points.emplace_back(p, cache::Origin::kShared);
+    }
   }
   if (b > 0 && b < n_prompt && origin_wanted(cache::Origin::kBoundary)) {
     points.emplace_back(b, cache::Origin::kBoundary);

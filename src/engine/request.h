@@ -36,6 +36,10 @@ struct GenerationRequest {
   // Tokens [0, shared_boundary) are the leading system messages (chat/): a snapshot there goes to
   // the tenant's shared session, for its other conversations. 0: none.
   std::int64_t shared_boundary = 0;
+  // Where the client marked its stable prefixes (Anthropic cache_control breakpoints), ascending:
+  // snapshots there go to the tenant's shared session too, so another conversation with the same
+  // tools, system prompt and first messages resumes from the deepest it shares.
+  std::vector<std::int64_t> cache_points;
   cache::CacheKey cache_key;
   SamplingParams sampling;
   std::int64_t max_tokens = 256;

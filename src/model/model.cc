@@ -512,6 +512,17 @@ std::int64_t Model::d_model() const { return impl_->d_model(); }
 std::int64_t Model::n_layers() const { return impl_->n_layers(); }
 const std::vector<std::int64_t>& Model::eos_ids() const { return checkpoint_->eos_ids(); }
 std::size_t Model::weight_bytes() const { return checkpoint_->n_weight_bytes(); }
+
+std::int64_t Model::trained_context() const {
+  // transformers' names for it across the families' configs (text_config first, as ConfigJson
+  // looks keys up); a malformed value counts as none rather than failing a loaded model.
+  for (const char* key : {"max_position_embeddings", "max_sequence_length", "n_positions",
+                          "seq_length", "max_seq_len"}) {
+    auto v = checkpoint_->config().get_int(key, 0);
+    if (v.is_ok() && *v > 0) return *v;
+  }
+  return 0;
+}
 std::size_t Model::quantized_bytes() const { return quantized_->bytes; }
 
 std::unique_ptr<SequenceState> Model::new_sequence() const {

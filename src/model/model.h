@@ -91,6 +91,9 @@ class Model {
   std::int64_t d_model() const;
   // eos ids of config.json and generation_config.json together.
   const std::vector<std::int64_t>& eos_ids() const;
+  // The context the model was trained for: config.json's max_position_embeddings (or the key its
+  // family uses for it); 0 when the config states none (a pure recurrent model, say).
+  std::int64_t trained_context() const;
   const StateLayout& state_layout() const { return layout_; }
   std::int64_t n_layers() const;  // decoder layers, as config.json counts them
   // Family + geometry + weights identity; snapshots carry it.

@@ -129,8 +129,50 @@ std::optional<ApiError> parse_assistant_blocks(const json& blocks, const std::st
   return std::nullopt;
 }
 
+// Whether a block carries cache_control: the client's mark that the prompt up to its end is a
+// prefix it will send again.
+bool marks_cache_breakpoint(const json& block) {
+  return block.is_object() && block.contains("cache_control") && !block["cache_control"].is_null();
+}
+
+bool any_marked(const json& blocks) {
+  if (!blocks.is_array()) return marks_cache_breakpoint(blocks);
+  for (const json& b : blocks) {
+    if (marks_cache_breakpoint(b)) return true;
+  }
+  return false;
+}
+
+// The breakpoints a marked message sets: after each marked block when the message became one chat
+// message of joined text blocks (so a block's end has an offset in it), else after all it became.
+// `first` is where its chat messages begin in `out`.
+void add_message_breakpoints(const json& content, std::size_t first,
+                             const std::vector<chat::Message>& out,
+                             std::vector<chat::CacheBreakpoint>& points) {
+  const chat::CacheBreakpoint whole{.message = out.size() - 1,
+                                    .content_bytes = out.back().text().size()};
+  std::vector<chat::CacheBreakpoint> found;
+  std::optional<std::string> text;
+  bool per_block = content.is_array() && out.size() == first + 1;
+  for (std::size_t i = 0; per_block && i < content.size(); ++i) {
+    const json& b = content[i];
+    if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") ||
+        !b["text"].is_string()) {
+      per_block = false;
+      break;
+    }
+    append_text(text, b["text"].get<std::string>());
+    if (marks_cache_breakpoint(b)) {
+      found.push_back({.message = first, .content_bytes = text->size()});
+    }
+  }
+  if (!per_block || found.empty()) found = {whole};
+  points.insert(points.end(), found.begin(), found.end());
+}
+
 std::optional<ApiError> parse_messages(const json& body, const RequestLimits& limits,
-                                       std::vector<chat::Message>& out) {
+                                       std::vector<chat::Message>& out,
+                                       std::vector<chat::CacheBreakpoint>& breakpoints) {
   auto msgs = body.find("messages");
   if (msgs == body.end() || msgs->is_null()) {
     return invalid_request("messages", "'messages' is required");
@@ -159,8 +201,11 @@ std::optional<ApiError> parse_messages(const json& body, const RequestLimits& li
     if (content == m.end() || content->is_null()) {
       return invalid_request(at + ".content", fmt::format("'{}.content' is required", at));
     }
+    const std::size_t first = out.size();
+    const bool marked = marks_cache_breakpoint(m) || any_marked(*content);
     if (content->is_string()) {
       out.push_back(chat::Message{.role = role, .content = content->get<std::string>()});
+      if (marked) add_message_breakpoints(*content, first, out, breakpoints);
       continue;
     }
     if (!content->is_array()) {
@@ -173,6 +218,7 @@ std::optional<ApiError> parse_messages(const json& body, const RequestLimits& li
       RECUR_TRY_FIELD(parse_assistant_blocks(*content, at + ".content", a));
       out.push_back(std::move(a));
     }
+    if (marked && out.size() > first) add_message_breakpoints(*content, first, out, breakpoints);
   }
   return std::nullopt;
 }
@@ -190,10 +236,11 @@ std::optional<ApiError> parse_tools(const json& body, const RequestLimits& limit
     std::string type = "custom", name, description;
     RECUR_TRY_FIELD(read_string(tool, "type", type, at + "."));
     if (type != "custom") {
-      return invalid_request(at + ".type",
-                             fmt::format("tool type '{}' is not supported (only client tools: "
-                                         "name, description, input_schema)",
-                                         type));
+      // Server tools (web_search_*, code_execution_*, ...) and Anthropic-defined client tools
+      // (bash_*, text_editor_*, computer_*) come without a schema recur could offer.
+      RECUR_TRY_FIELD(
+          leave_out_tool(limits.unsupported_tools, at + ".type", type, r.dropped_tools));
+      continue;
     }
     RECUR_TRY_FIELD(read_string(tool, "name", name, at + "."));
     if (name.empty())
@@ -335,12 +382,26 @@ Parsed<ChatRequest> parse_messages_request(std::string_view text, const RequestL
   const json& body = std::get<json>(parsed);
   ChatRequest req;
   if (auto e = parse_generation(body, limits, req.gen)) return *e;
+  // Tools render with the system prompt (or before the first message): a breakpoint on a tool
+  // ends there.
+  bool tools_marked = false;
+  if (auto t = body.find("tools"); t != body.end()) tools_marked = any_marked(*t);
   if (auto sys = body.find("system"); sys != body.end() && !sys->is_null()) {
     std::string system;
     if (auto e = read_text_or_blocks(*sys, "system", system)) return *e;
     req.messages.push_back(chat::Message{.role = "system", .content = std::move(system)});
+    if (tools_marked || any_marked(*sys)) {
+      req.cache_breakpoints.push_back(
+          {.message = 0, .content_bytes = req.messages[0].text().size()});
+    }
   }
-  if (auto e = parse_messages(body, limits, req.messages)) return *e;
+  if (auto e = parse_messages(body, limits, req.messages, req.cache_breakpoints)) return *e;
+  // Anthropic's API takes at most four; the deepest matter most (each costs two renderings).
+  constexpr std::size_t kMaxCacheBreakpoints = 4;
+  if (req.cache_breakpoints.size() > kMaxCacheBreakpoints) {
+    req.cache_breakpoints.erase(req.cache_breakpoints.begin(),
+                                req.cache_breakpoints.end() - kMaxCacheBreakpoints);
+  }
   if (auto e = parse_tools(body, limits, req)) return *e;
   if (auto e = parse_tool_choice(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req)) return *e;

@@ -215,18 +215,30 @@ Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimit
   }
   if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     if (!t->is_array()) return wrong_type("tools", "an array", *t);
+    json functions = json::array();
     for (size_t i = 0; i < t->size(); ++i) {
       const json& tool = (*t)[i];
-      if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object() ||
-          !tool["function"].contains("name") || !tool["function"]["name"].is_string()) {
-        return invalid_request(
-            fmt::format("tools[{}]", i),
-            fmt::format("'tools[{}]' must be {{\"type\":\"function\",\"function\":"
-                        "{{\"name\":...}}}}",
-                        i));
+      const std::string at = fmt::format("tools[{}]", i);
+      if (!tool.is_object()) return wrong_type(at, "an object", tool);
+      std::string type = "function";
+      if (auto e = read_string(tool, "type", type, at + ".")) return *e;
+      if (type != "function") {
+        // Custom (free-form grammar) tools and anything newer: not a JSON function call.
+        if (auto e =
+                leave_out_tool(limits.unsupported_tools, at + ".type", type, req.dropped_tools)) {
+          return *e;
+        }
+        continue;
       }
+      if (!tool.contains("function") || !tool["function"].is_object() ||
+          !tool["function"].contains("name") || !tool["function"]["name"].is_string()) {
+        return invalid_request(at, fmt::format("'{}' must be {{\"type\":\"function\",\"function\":"
+                                               "{{\"name\":...}}}}",
+                                               at));
+      }
+      functions.push_back(tool);
     }
-    if (!t->empty()) req.tools_json = t->dump();
+    if (!functions.empty()) req.tools_json = functions.dump();
     if (req.tools_json.size() > limits.max_tools_json_bytes) {
       return invalid_request(
           "tools",

@@ -12,6 +12,7 @@
 #include "chat/message.h"
 #include "engine/sampler.h"
 #include "server/api_error.h"
+#include "server/unsupported_tools.h"
 
 namespace recur::server {
 
@@ -23,6 +24,9 @@ struct RequestLimits {
   std::size_t max_tools_json_bytes = 1u << 20;
   std::int64_t max_tokens_cap = 1 << 20;
   int max_json_depth = 64;  // nesting of arrays/objects in the body (re-serializing recurses)
+  // Hosted tools and others recur cannot run: left out of the prompt, or a 400
+  // (--reject-unsupported-tools).
+  UnsupportedTools unsupported_tools = UnsupportedTools::kLeaveOut;
 };
 
 // Fields shared by chat and text completions.
@@ -51,6 +55,11 @@ struct ChatRequest {
   std::string tool_choice_json;           // "" or the tool_choice value as JSON
   std::string chat_template_kwargs_json;  // "" or a JSON object
   bool parallel_tool_calls = true;
+  // Labels of the declared tools left out of the prompt (unsupported_tools.h).
+  std::vector<std::string> dropped_tools;
+  // Client cache breakpoints (Anthropic cache_control), in message order: hybrid and recurrent
+  // models keep a shared snapshot where each falls.
+  std::vector<chat::CacheBreakpoint> cache_breakpoints;
 };
 
 struct CompletionRequest {

@@ -40,19 +40,25 @@ std::optional<ApiError> read_content(const json& c, const std::string& at, std::
 // function calls, in that order; they become one assistant message.
 class ItemReader {
  public:
-  explicit ItemReader(std::vector<chat::Message>& out) : out_(out) {}
+  ItemReader(std::vector<chat::Message>& out, const ItemResolver& resolve)
+      : out_(out), resolve_(resolve) {}
 
   std::optional<ApiError> read(const json& item, const std::string& at) {
     if (!item.is_object()) return wrong_type(at, "an object", item);
-    std::string type = "message";
+    // An item given only by its id is a reference (the API lets `type` be left out there).
+    std::string type = item.contains("id") && !item.contains("role") && !item.contains("content")
+                           ? "item_reference"
+                           : "message";
     RECUR_TRY_FIELD(read_string(item, "type", type, at + "."));
+    if (type == "item_reference") return reference(item, at);
     if (type == "message") return message(item, at);
     if (type == "function_call") return function_call(item, at);
     if (type == "function_call_output") return function_output(item, at);
     if (type == "reasoning") return reasoning(item, at);
     return invalid_request(at + ".type",
                            fmt::format("input item type '{}' is not supported (message, "
-                                       "function_call, function_call_output and reasoning are)",
+                                       "function_call, function_call_output, reasoning and "
+                                       "item_reference are)",
                                        type));
   }
 
@@ -94,6 +100,10 @@ class ItemReader {
     RECUR_TRY_FIELD(read_string(item, "call_id", call.id, at + "."));
     RECUR_TRY_FIELD(read_string(item, "name", call.name, at + "."));
     if (call.name.empty()) return invalid_request(at + ".name", "a function_call needs a name");
+    std::string ns;
+    RECUR_TRY_FIELD(read_string(item, "namespace", ns, at + "."));
+    // Echoed as the model generated it: under the flat name the tool was offered by.
+    if (!ns.empty()) call.name = flat_tool_name(ns, call.name);
     call.arguments_json = "{}";
     RECUR_TRY_FIELD(read_string(item, "arguments", call.arguments_json, at + "."));
     if (!pending_) pending_ = chat::Message{.role = "assistant", .content = ""};
@@ -134,13 +144,40 @@ class ItemReader {
     return std::nullopt;
   }
 
+  // An earlier response's output item, read as if the client had sent it whole (the Vercel AI
+  // SDK sends its earlier replies this way).
+  std::optional<ApiError> reference(const json& item, const std::string& at) {
+    std::string id;
+    RECUR_TRY_FIELD(read_string(item, "id", id, at + "."));
+    if (id.empty()) return invalid_request(at + ".id", "an item_reference needs an id");
+    if (!resolve_) {
+      return invalid_request(at + ".type", "item_reference items are not supported here");
+    }
+    std::optional<std::string> text = resolve_(id);
+    if (!text) {
+      ApiError e =
+          not_found(fmt::format("input item '{}' ({}.id) not found: not an output item "
+                                "of a stored response of this API key (unknown, "
+                                "stored with store: false, deleted, expired or evicted)",
+                                id, at));
+      e.param = at + ".id";
+      return e;
+    }
+    const json resolved = json::parse(*text, nullptr, false);
+    if (!resolved.is_object() || resolved.value("type", "") == "item_reference") {
+      return internal_error(fmt::format("stored item '{}' is unreadable", id));
+    }
+    return read(resolved, at);
+  }
+
   std::vector<chat::Message>& out_;
+  const ItemResolver& resolve_;
   std::optional<chat::Message> pending_;  // the assistant turn being assembled
   bool pending_has_text_ = false;
 };
 
 std::optional<ApiError> parse_input(const json& body, const RequestLimits& limits,
-                                    std::vector<chat::Message>& out) {
+                                    const ItemResolver& resolve, std::vector<chat::Message>& out) {
   auto in = body.find("input");
   if (in == body.end() || in->is_null()) return invalid_request("input", "'input' is required");
   if (in->is_string()) {
@@ -154,12 +191,44 @@ std::optional<ApiError> parse_input(const json& body, const RequestLimits& limit
         fmt::format("at most {} input items are allowed, got {}", limits.max_messages, in->size()),
         "limit_exceeded");
   }
-  ItemReader reader(out);
+  ItemReader reader(out, resolve);
   for (size_t i = 0; i < in->size(); ++i) {
     RECUR_TRY_FIELD(reader.read((*in)[i], fmt::format("input[{}]", i)));
   }
   reader.flush();
   return std::nullopt;
+}
+
+// A Responses function tool in the chat template's shape, under `flat_name` when it belongs to
+// a namespace.
+std::optional<ApiError> function_tool(const json& tool, const std::string& at,
+                                      const std::string& ns, json& out, ResponsesRequest& r) {
+  std::string name, description;
+  RECUR_TRY_FIELD(read_string(tool, "name", name, at + "."));
+  if (name.empty()) return invalid_request(at + ".name", fmt::format("'{}.name' is required", at));
+  RECUR_TRY_FIELD(read_string(tool, "description", description, at + "."));
+  std::string offered = name;
+  if (!ns.empty()) {
+    offered = flat_tool_name(ns, name);
+    r.namespaced.push_back({.flat = offered, .ns = ns, .name = name});
+  }
+  json fn = {{"name", offered}};
+  if (!description.empty()) fn["description"] = description;
+  if (auto p = tool.find("parameters"); p != tool.end() && !p->is_null()) {
+    if (!p->is_object()) return wrong_type(at + ".parameters", "an object", *p);
+    fn["parameters"] = *p;
+  }
+  out.push_back(json{{"type", "function"}, {"function", std::move(fn)}});
+  return std::nullopt;
+}
+
+// What a tool recur cannot run is called in the header and log: its type, and for a remote MCP
+// server its label.
+std::string unsupported_label(const json& tool, const std::string& type) {
+  if (type == "mcp" && tool.contains("server_label") && tool["server_label"].is_string()) {
+    return "mcp:" + tool["server_label"].get<std::string>();
+  }
+  return type;
 }
 
 std::optional<ApiError> parse_tools(const json& body, const RequestLimits& limits,
@@ -172,23 +241,35 @@ std::optional<ApiError> parse_tools(const json& body, const RequestLimits& limit
     const json& tool = (*t)[i];
     const std::string at = fmt::format("tools[{}]", i);
     if (!tool.is_object()) return wrong_type(at, "an object", tool);
-    std::string type, name, description;
+    std::string type;
     RECUR_TRY_FIELD(read_string(tool, "type", type, at + "."));
-    if (type != "function") {
-      return invalid_request(
-          at + ".type", fmt::format("tool type '{}' is not supported (only 'function')", type));
+    if (type == "function") {
+      RECUR_TRY_FIELD(function_tool(tool, at, "", tools, r));
+    } else if (type == "namespace") {
+      std::string ns;
+      RECUR_TRY_FIELD(read_string(tool, "name", ns, at + "."));
+      if (ns.empty()) return invalid_request(at + ".name", "a namespace tool needs a name");
+      auto inner = tool.find("tools");
+      if (inner == tool.end() || !inner->is_array()) {
+        return invalid_request(at + ".tools", fmt::format("'{}.tools' must be an array", at));
+      }
+      for (size_t j = 0; j < inner->size(); ++j) {
+        const json& f = (*inner)[j];
+        const std::string fat = fmt::format("{}.tools[{}]", at, j);
+        if (!f.is_object()) return wrong_type(fat, "an object", f);
+        std::string ftype = "function";
+        RECUR_TRY_FIELD(read_string(f, "type", ftype, fat + "."));
+        if (ftype == "function") {
+          RECUR_TRY_FIELD(function_tool(f, fat, ns, tools, r));
+        } else {
+          RECUR_TRY_FIELD(leave_out_tool(limits.unsupported_tools, fat + ".type", ns + "." + ftype,
+                                         r.chat.dropped_tools));
+        }
+      }
+    } else {
+      RECUR_TRY_FIELD(leave_out_tool(limits.unsupported_tools, at + ".type",
+                                     unsupported_label(tool, type), r.chat.dropped_tools));
     }
-    RECUR_TRY_FIELD(read_string(tool, "name", name, at + "."));
-    if (name.empty())
-      return invalid_request(at + ".name", fmt::format("'{}.name' is required", at));
-    RECUR_TRY_FIELD(read_string(tool, "description", description, at + "."));
-    json fn = {{"name", name}};
-    if (!description.empty()) fn["description"] = description;
-    if (auto p = tool.find("parameters"); p != tool.end() && !p->is_null()) {
-      if (!p->is_object()) return wrong_type(at + ".parameters", "an object", *p);
-      fn["parameters"] = *p;
-    }
-    tools.push_back(json{{"type", "function"}, {"function", std::move(fn)}});
   }
   r.tools_json = dump_json(*t);
   if (!tools.empty()) r.chat.tools_json = dump_json(tools);
@@ -316,15 +397,22 @@ std::optional<ApiError> parse_generation(const json& body, const RequestLimits& 
 
 }  // namespace
 
-Parsed<ResponsesRequest> parse_responses_request(std::string_view text,
-                                                 const RequestLimits& limits) {
+std::string flat_tool_name(std::string_view ns, std::string_view name) {
+  std::string flat(ns);
+  if (!flat.ends_with('_')) flat += "__";
+  flat += name;
+  return flat;
+}
+
+Parsed<ResponsesRequest> parse_responses_request(std::string_view text, const RequestLimits& limits,
+                                                 const ItemResolver& resolve_item) {
   auto parsed = parse_json_body<json>(text, limits.max_json_depth);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const json& body = std::get<json>(parsed);
   ResponsesRequest req;
   if (auto e = refuse_unsupported(body)) return *e;
   if (auto e = parse_generation(body, limits, req)) return *e;
-  if (auto e = parse_input(body, limits, req.chat.messages)) return *e;
+  if (auto e = parse_input(body, limits, resolve_item, req.chat.messages)) return *e;
   if (auto e = parse_tools(body, limits, req)) return *e;
   if (auto e = parse_tool_choice(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req.chat)) return *e;

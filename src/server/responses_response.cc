@@ -54,10 +54,25 @@ json message_item(const ResponseEcho& e, const std::string& text, const char* st
               {"content", content}};
 }
 
+// A call of a namespaced function names its namespace and the function as the client declared
+// them.
+const NamespacedFunction* namespaced(const ResponseEcho& e, const std::string& flat) {
+  for (const auto& f : e.namespaced) {
+    if (f.flat == flat) return &f;
+  }
+  return nullptr;
+}
+
 json call_item(const ResponseEcho& e, size_t i, const chat::ToolCall& c, const char* status) {
-  return json{{"id", call_item_id(e, i)}, {"type", "function_call"},
-              {"status", status},         {"call_id", c.id},
-              {"name", c.name},           {"arguments", c.arguments_json}};
+  const NamespacedFunction* ns = namespaced(e, c.name);
+  json item = {{"id", call_item_id(e, i)},
+               {"type", "function_call"},
+               {"status", status},
+               {"call_id", c.id},
+               {"name", ns ? ns->name : c.name}};
+  if (ns) item["namespace"] = ns->ns;
+  item["arguments"] = c.arguments_json;
+  return item;
 }
 
 // The output items of a finished turn, in the order a stream announces them.
@@ -103,6 +118,29 @@ json response_object(const ResponseEcho& e, const char* status, json output, jso
 
 }  // namespace
 
+std::string response_id_of_item(std::string_view item_id) {
+  for (std::string_view prefix : {"msg_", "rs_"}) {
+    if (item_id.starts_with(prefix)) return std::string(item_id.substr(prefix.size()));
+  }
+  if (item_id.starts_with("fc_")) {
+    const std::string_view rest = item_id.substr(3);
+    const auto cut = rest.rfind('_');
+    if (cut == std::string_view::npos) return "";
+    return std::string(rest.substr(0, cut));
+  }
+  return "";
+}
+
+std::optional<std::string> output_item_of(const std::string& response_json,
+                                          const std::string& item_id) {
+  const json r = json::parse(response_json, nullptr, false);
+  if (!r.is_object() || !r.contains("output") || !r["output"].is_array()) return std::nullopt;
+  for (const json& item : r["output"]) {
+    if (item.is_object() && item.value("id", "") == item_id) return dump_json(item);
+  }
+  return std::nullopt;
+}
+
 ResponseEcho response_echo(const ResponsesRequest& req, std::string id, std::string model,
                            std::int64_t created_at) {
   return {.id = std::move(id),
@@ -118,7 +156,8 @@ ResponseEcho response_echo(const ResponsesRequest& req, std::string id, std::str
           .temperature = req.chat.gen.sampling.temperature,
           .top_p = req.chat.gen.sampling.top_p,
           .parallel_tool_calls = req.chat.parallel_tool_calls,
-          .user = req.chat.gen.user};
+          .user = req.chat.gen.user,
+          .namespaced = req.namespaced};
 }
 
 ResponsesRenderer::ResponsesRenderer(ResponseEcho echo, bool stream, ResponseStoring storing)
@@ -256,7 +295,7 @@ bool ResponsesRenderer::finish(ChunkWriter& out, const TurnResult& r) {
                   {{"item_id", id}, {"output_index", output_index_}, {"delta", c.arguments_json}});
     tail += event("response.function_call_arguments.done", {{"item_id", id},
                                                             {"output_index", output_index_},
-                                                            {"name", c.name},
+                                                            {"name", added["name"]},
                                                             {"arguments", c.arguments_json}});
     tail += event("response.output_item.done",
                   {{"output_index", output_index_}, {"item", call_item(echo_, i, c, "completed")}});

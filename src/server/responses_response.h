@@ -34,6 +34,7 @@ struct ResponseEcho {
   double top_p = 1.0;
   bool parallel_tool_calls = true;
   std::string user;
+  std::vector<NamespacedFunction> namespaced;  // calls to these name their namespace
 };
 ResponseEcho response_echo(const ResponsesRequest& req, std::string id, std::string model,
                            std::int64_t created_at);
@@ -46,6 +47,13 @@ struct ResponseStoring {
   std::vector<chat::Message> input_messages;  // this turn's new messages (no instructions)
   std::shared_ptr<const StoredResponse> parent;
 };
+
+// The id of the response an output item id belongs to (its reasoning, message and function call
+// items are named after it); "" for an id of another form.
+std::string response_id_of_item(std::string_view item_id);
+// The output item `item_id` of a stored response body, as JSON text; nullopt when it has none.
+std::optional<std::string> output_item_of(const std::string& response_json,
+                                          const std::string& item_id);
 
 class ResponsesRenderer final : public TurnRenderer {
  public:

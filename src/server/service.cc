@@ -41,8 +41,12 @@ std::int64_t unix_now() {
 }
 
 HttpResponse respond_turn(const HttpRequest& http, std::shared_ptr<ChatTurn> turn) {
-  const bool stream = turn->request.gen.stream;  // read before the pointer moves into the call
-  return respond(stream, http, std::move(turn));
+  // Read before the pointer moves into the call.
+  const bool stream = turn->request.gen.stream;
+  const std::string dropped = dropped_tools_header(turn->request.dropped_tools);
+  HttpResponse r = respond(stream, http, std::move(turn));
+  if (!dropped.empty()) r.headers.emplace_back(kDroppedToolsHeader, dropped);
+  return r;
 }
 
 std::string api_key_identity(const HttpRequest& req) {
@@ -114,7 +118,8 @@ engine::GenerationRequest Service::engine_request(const GenerationFields& gen,
   r.sampling = gen.sampling;
   if (!gen.seed_given) r.sampling.seed = identity.seed;
   const auto n_prompt = static_cast<std::int64_t>(prompt.size());
-  r.max_tokens = gen.max_tokens.value_or(std::max<std::int64_t>(1, options_.ctx_size - n_prompt));
+  const std::int64_t ctx = backend_.engine->options().ctx_size;
+  r.max_tokens = gen.max_tokens.value_or(std::max<std::int64_t>(1, ctx - n_prompt));
   r.prompt = std::move(prompt);
   r.stop_strings = gen.stop;
   if (!gen.ignore_eos) r.stop_token_ids = backend_.stop_token_ids;
@@ -145,6 +150,8 @@ Parsed<chat::Prompt> Service::render_prompt(const ChatRequest& req) const {
   chat::ChatInputs in{.messages = req.messages,
                       .tools_json = req.tools_json,
                       .kwargs_json = req.chat_template_kwargs_json};
+  // Breakpoints only matter to a cache that keeps them.
+  if (backend_.cache != nullptr) in.cache_breakpoints = req.cache_breakpoints;
   auto prompt = backend_.formatter->build_prompt(in);
   if (!prompt) return invalid_request("messages", prompt.status().message());
   return std::move(prompt).value();
@@ -174,9 +181,14 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   if (options_.log_prompts) {
     log::debug("prompt id={} text={}", turn->id, quoted_for_log(turn->prompt.text));
   }
+  if (!req.dropped_tools.empty()) {
+    log::info("request {}: tools left out of the prompt (this server cannot run them): {}",
+              turn->id, dropped_tools_header(req.dropped_tools));
+  }
   engine::GenerationRequest ereq = engine_request(req.gen, identity, turn->prompt.tokens);
   ereq.history_boundary = turn->prompt.history_boundary;
   ereq.shared_boundary = turn->prompt.shared_boundary;
+  ereq.cache_points = turn->prompt.cache_points;
   ereq.cache_key = turn->key;
   turn->timing.submitted = RequestTiming::Clock::now();
   auto channel = backend_.engine->submit(std::move(ereq));

@@ -27,7 +27,6 @@ namespace recur::server {
 struct ServiceOptions {
   std::string model_id;  // what /v1/models reports and requests may name
   RequestLimits limits;
-  std::int64_t ctx_size = 8192;
   bool log_prompts = false;            // --log-prompts: prompt and completion text in debug logs
   ResponseStoreLimits response_store;  // what /v1/responses keeps for previous_response_id
 };

@@ -32,11 +32,19 @@ std::string id_of(const HttpRequest& http) {
 
 HttpResponse Service::responses_create(const HttpRequest& http) {
   if (auto e = unavailable()) return HttpResponse::error(*e);
-  auto parsed = parse_responses_request(http.body, options_.limits);
+  const std::string tenant = api_key_identity(http);
+  // item_reference: an output item of one of this tenant's stored responses.
+  const ItemResolver resolve = [&](const std::string& item_id) -> std::optional<std::string> {
+    const std::string response_id = response_id_of_item(item_id);
+    if (response_id.empty()) return std::nullopt;
+    auto stored = response_store_.get(response_id, tenant);
+    if (!stored) return std::nullopt;
+    return output_item_of(stored->response_json, item_id);
+  };
+  auto parsed = parse_responses_request(http.body, options_.limits, resolve);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return HttpResponse::error(*e);
   ResponsesRequest& req = std::get<ResponsesRequest>(parsed);
   const RequestIdentity identity = request_ids_.next("resp");
-  const std::string tenant = api_key_identity(http);
 
   std::shared_ptr<const StoredResponse> parent;
   if (!req.previous_response_id.empty()) {
@@ -46,11 +54,14 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
           response_not_found(req.previous_response_id, "previous_response_id"));
     }
   }
-  // The chain is one conversation: its cache session is the client's key or the chain's first
-  // response id, so each turn finds the snapshot its predecessor left.
+  // A chain is one conversation: its cache session is the client's key or its first response's
+  // session, so each turn finds the snapshot its predecessor left. Without either, a request
+  // is in the tenant's anonymous session, as on chat completions: a stateless conversation
+  // (store: false, its output echoed back as input) finds its previous turn's snapshot there by
+  // its exact token prefix.
   GenerationFields& gen = req.chat.gen;
-  if (gen.prompt_cache_key.empty() && http.header("x-session-id").empty()) {
-    gen.prompt_cache_key = parent ? parent->session : identity.id;
+  if (gen.prompt_cache_key.empty() && http.header("x-session-id").empty() && parent) {
+    gen.prompt_cache_key = parent->session;
   }
   ResponseStoring storing;
   if (req.store) {

@@ -130,7 +130,6 @@ TEST(Settings, ServeFlagsAndEnvironmentLandInTheirFields) {
   EXPECT_EQ(s.http.write_timeout_ms, 60000);
 
   EXPECT_EQ(s.service.model_id, "Qwen3-0.6B") << "the directory's name, trailing slash or not";
-  EXPECT_EQ(s.service.ctx_size, 4096);
   EXPECT_TRUE(s.service.log_prompts);
 
   EXPECT_EQ(s.engine.parallel, 8);
@@ -170,7 +169,7 @@ TEST(Settings, ServeDefaults) {
   EXPECT_EQ(s.engine.prefill_chunk, 256);
   EXPECT_EQ(s.engine.step_tokens, 64);
   EXPECT_TRUE(s.prompt_cache.cache.shared);
-  EXPECT_EQ(s.engine.ctx_size, 8192);
+  EXPECT_EQ(s.engine.ctx_size, 0) << "0: the model's trained context, resolved once it is loaded";
   EXPECT_TRUE(s.prompt_cache.cache.warmup);
   EXPECT_EQ(s.prompt_cache.cache.capacity_bytes, std::nullopt);
   EXPECT_EQ(s.shutdown_grace, std::chrono::milliseconds(10000));

@@ -59,6 +59,8 @@ TEST(Budgets, MemoryShareCapsTheBudgetAndOneWarningNamesTheFlag) {
       << b.warnings[0];
   EXPECT_NE(b.warnings[0].find("RECUR_PROMPT_CACHE_SNAPSHOT_CAPACITY_BYTES"), std::string::npos);
   EXPECT_NE(b.warnings[0].find("1360720000"), std::string::npos) << b.warnings[0];
+  // (512 MiB - 50 MB) / 10 kB per token: the longest entry the budget holds.
+  EXPECT_NE(b.warnings[0].find("up to 48687 tokens"), std::string::npos) << b.warnings[0];
 }
 
 TEST(Budgets, ExplicitSettingsAlwaysWin) {

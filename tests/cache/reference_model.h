@@ -55,7 +55,9 @@ class ReferenceStore {
     const PartitionKey pk{key.tenant, key.bucket};
     InsertResult r;
     std::erase_if(items_, [&](const Item& e) {
-      const bool strict = e.partition == pk && e.session == key.session && e.origin == origin &&
+      // Shared prefixes are never superseded: many conversations branch from each.
+      const bool strict = origin != Origin::kShared && e.partition == pk &&
+                          e.session == key.session && e.origin == origin &&
                           e.tokens.size() < t.size() && is_prefix(e.tokens, t);
       r.superseded += strict;
       return strict;

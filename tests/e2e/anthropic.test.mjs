@@ -164,8 +164,8 @@ describe('Anthropic Messages API', () => {
       (e) => e.status === 400 && /messages\[0\]\.content\[0\]\.type/.test(e.message));
     await assert.rejects(client.messages.create({ ...ok, model: 'claude-x' }),
       (e) => e.status === 404 && e.error.error.type === 'not_found_error');
-    await assert.rejects(client.messages.create({ ...ok, max_tokens: 1 << 20 }),
-      (e) => e.status === 400 && /context/.test(e.message));
+    await assert.rejects(client.messages.create({ ...ok, max_tokens: (1 << 20) + 1 }),
+      (e) => e.status === 400 && /max_tokens/.test(e.message));
     const raw = await server.json('/v1/messages', { method: 'POST', body: '{"messages": [' });
     assert.equal(raw.status, 400);
     assert.equal(raw.body.type, 'error');

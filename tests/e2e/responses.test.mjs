@@ -65,7 +65,9 @@ describe('OpenAI Responses API', () => {
     uncached = await startServer(dir, ['--no-prompt-cache']);
     const instructions = 'You are a concise assistant.';
     const chained = await converse(server, { chain: true, instructions });
-    const streamed = await converse(server, { chain: true, instructions, stream: true });
+    // Its own session: the same turns in the anonymous session would find the chain's entries.
+    const streamed = await converse(server, { chain: true, instructions, stream: true,
+                                              key: 'responses-streamed' });
     const resent = await converse(server, { chain: false, instructions, key: 'responses-resent' });
     const without = await converse(uncached, { chain: true, instructions });
     assert.deepEqual(generated(chained), generated(without));
@@ -158,9 +160,6 @@ describe('OpenAI Responses API', () => {
                          (e) => e.status === 400 && e.param === 'input');
     await assert.rejects(client.responses.create({ model: MODEL, input: [{ type: 'web_search_call' }] }),
                          (e) => e.status === 400 && e.param === 'input[0].type');
-    await assert.rejects(client.responses.create({ model: MODEL, input: 'x',
-                                                   tools: [{ type: 'web_search' }] }),
-                         (e) => e.status === 400 && e.param === 'tools[0].type');
     await assert.rejects(client.responses.create({ model: 'gpt-5', input: 'x' }),
                          (e) => e.status === 404 && e.code === 'model_not_found');
   });

@@ -94,10 +94,6 @@ TEST(MessagesRequest, ErrorsNameTheField) {
   EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": "x"}], "system": 3})").param,
             "system");
   EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": "x"}],
-                    "tools": [{"type": "web_search_20250305", "name": "w"}]})")
-                .param,
-            "tools[0].type");
-  EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": "x"}],
                     "tool_choice": {"type": "tool"}})")
                 .param,
             "tool_choice.name");

@@ -79,7 +79,6 @@ TEST(ResponsesRequest, ErrorsNameTheField) {
   EXPECT_EQ(bad(R"({"input": [{"role": "tool", "content": "x"}]})").param, "input[0].role");
   EXPECT_EQ(bad(R"({"input": [{"role": "user", "content": [{"type": "input_image"}]}]})").param,
             "input[0].content[0].type");
-  EXPECT_EQ(bad(R"({"input": "x", "tools": [{"type": "file_search"}]})").param, "tools[0].type");
   EXPECT_EQ(bad(R"({"input": "x", "background": true})").param, "background");
   EXPECT_EQ(bad(R"({"input": "x", "text": {"format": {"type": "json_schema"}}})").param,
             "text.format");
