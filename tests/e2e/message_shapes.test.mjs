@@ -67,7 +67,7 @@ for (const family of FAMILIES) {
       ];
       const first = await client.responses.create({ model: family, input, max_output_tokens: 8,
                                                     temperature: 0 });
-      assert.equal(first.status, 'completed');
+      assert.ok(['completed', 'incomplete'].includes(first.status), first.status);  // max_output_tokens
       await server.warmupsSettled();
       const second = await client.responses.create({
         model: family, previous_response_id: first.id, max_output_tokens: 8, temperature: 0,
