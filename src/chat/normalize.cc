@@ -76,10 +76,13 @@ class Prober {
     if (!has(dev, kNeedleA)) return false;
     auto generic = run({text_message(kUnknownRole, kNeedleA), text_message("user", kQuestion)});
     if (!generic) return true;
+    // The unknown role's rendering with the role's name put back: equal when developer was
+    // rendered as any role would be.
     std::string as_dev = *generic;
-    const std::string_view from = kUnknownRole;
-    for (auto pos = as_dev.find(from); pos != std::string::npos; pos = as_dev.find(from, pos + 9)) {
-      as_dev.replace(pos, from.size(), "developer");
+    const std::string_view from = kUnknownRole, to = "developer";
+    for (auto pos = as_dev.find(from); pos != std::string::npos;
+         pos = as_dev.find(from, pos + to.size())) {
+      as_dev.replace(pos, from.size(), to);
     }
     return as_dev != *dev;
   }
