@@ -97,6 +97,7 @@ int cmd_serve(const ServeSettings& settings) {
   std::unique_ptr<chat::ChatFormatter> formatter;
   if (auto f = chat::ChatFormatter::create(*rt->tokenizer); f.is_ok()) {
     formatter = std::make_unique<chat::ChatFormatter>(std::move(f).value());
+    log::info("chat template caps: {}", formatter->caps().to_string());
   } else if (f.status().code() == StatusCode::kNotFound) {
     log::warn("no chat template: /v1/chat/completions is off ({})", f.status().message());
   } else {

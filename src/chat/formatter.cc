@@ -9,7 +9,7 @@
 namespace recur::chat {
 namespace {
 
-tmpl::Value message_value(const Message& m) {
+tmpl::Value message_value(const Message& m, bool object_arguments) {
   tmpl::Value v = tmpl::Value::dict();
   auto& d = v.as_dict();
   d.set("role", tmpl::Value(m.role));
@@ -32,12 +32,13 @@ tmpl::Value message_value(const Message& m) {
     tmpl::Value calls = tmpl::Value::list();
     for (const auto& c : m.tool_calls) {
       // Templates iterate arguments|items (Qwen3.5) or print them (Qwen3): an object when the
-      // JSON parses, else the text as given.
+      // JSON parses (as vLLM passes them), else the text as given; the text for a template that
+      // only prints strings.
       auto args = tmpl::value_from_json(c.arguments_json);
+      const bool as_object = object_arguments && args.is_ok() && args->is_dict();
       tmpl::Value fn = tmpl::Value::dict();
       fn.as_dict().set("name", tmpl::Value(c.name));
-      fn.as_dict().set("arguments",
-                       args.is_ok() && args->is_dict() ? *args : tmpl::Value(c.arguments_json));
+      fn.as_dict().set("arguments", as_object ? *args : tmpl::Value(c.arguments_json));
       tmpl::Value call = tmpl::Value::dict();
       call.as_dict().set("id", tmpl::Value(c.id));
       call.as_dict().set("type", tmpl::Value("function"));
@@ -51,15 +52,15 @@ tmpl::Value message_value(const Message& m) {
   return v;
 }
 
-Result<tmpl::Value> build_context(const ChatInputs& in, bool add_generation_prompt,
-                                  const tokenizer::SpecialTokens& special, const Message* extra1,
-                                  const Message* extra2) {
+// The context apply_chat_template builds: messages (already normalised), tools, the flag, the
+// tokenizer's special tokens and the kwargs.
+Result<tmpl::Value> build_context(std::span<const Message> messages, const ChatInputs& in,
+                                  bool add_generation_prompt,
+                                  const tokenizer::SpecialTokens& special, bool object_arguments) {
   tmpl::Value ctx = tmpl::Value::dict();
   auto& d = ctx.as_dict();
   tmpl::Value msgs = tmpl::Value::list();
-  for (const auto& m : in.messages) msgs.as_list().push_back(message_value(m));
-  if (extra1) msgs.as_list().push_back(message_value(*extra1));
-  if (extra2) msgs.as_list().push_back(message_value(*extra2));
+  for (const auto& m : messages) msgs.as_list().push_back(message_value(m, object_arguments));
   d.set("messages", msgs);
   if (!in.tools_json.empty()) {
     auto tools = tmpl::value_from_json(in.tools_json);
@@ -98,6 +99,14 @@ ChatFormatter::ChatFormatter(const tokenizer::Tokenizer& tok, std::string source
                              tmpl::Template parsed)
     : tok_(&tok), source_(std::move(source)), template_(std::move(parsed)) {
   has_reasoning_ = source_.find("<think>") != std::string::npos;
+  caps_ = detect_caps([this](std::span<const Message> msgs,
+                             bool object_arguments) -> std::optional<std::string> {
+    auto ctx = build_context(msgs, ChatInputs{}, false, tok_->special_tokens(), object_arguments);
+    if (!ctx) return std::nullopt;
+    auto text = template_.render(*ctx);
+    if (!text) return std::nullopt;
+    return std::move(text).value();
+  });
 }
 
 Result<ChatFormatter> ChatFormatter::create(const tokenizer::Tokenizer& tok) {
@@ -115,11 +124,55 @@ Result<ChatFormatter> ChatFormatter::create(const tokenizer::Tokenizer& tok, std
   return ChatFormatter(tok, std::move(source), std::move(parsed).value());
 }
 
-Result<std::string> ChatFormatter::render(const ChatInputs& in, bool add_generation_prompt) const {
-  RECUR_ASSIGN_OR_RETURN(
-      auto ctx, build_context(in, add_generation_prompt, tok_->special_tokens(), nullptr, nullptr));
+Result<std::string> ChatFormatter::render_normalized(std::span<const Message> messages,
+                                                     const ChatInputs& in,
+                                                     bool add_generation_prompt) const {
+  RECUR_ASSIGN_OR_RETURN(auto ctx, build_context(messages, in, add_generation_prompt,
+                                                 tok_->special_tokens(), caps_.object_arguments));
   auto text = template_.render(ctx);
   if (!text) return text.status().with_context("chat template");
+  return text;
+}
+
+Result<std::string> ChatFormatter::render(const ChatInputs& in, bool add_generation_prompt) const {
+  return render_normalized(normalize_messages(in.messages, caps_), in, add_generation_prompt);
+}
+
+namespace {
+
+std::string_view strip(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+}  // namespace
+
+Result<std::string> ChatFormatter::continuation(std::span<const Message> messages,
+                                                const ChatInputs& in) const {
+  if (messages.empty() || messages.back().role != "assistant") {
+    return Error(StatusCode::kInvalidArgument,
+                 "continuing the final message needs a final assistant message");
+  }
+  // As Hugging Face's continue_final_message: the rendering without a generation prompt, cut
+  // right after the last occurrence of the final message's (stripped) text.
+  const Message& last = messages.back();
+  std::string_view needle;
+  if (!last.content_is_parts && last.content) needle = *last.content;
+  if (last.content_is_parts && !last.content_parts.empty()) needle = last.content_parts.back().text;
+  needle = strip(needle);
+  if (needle.empty()) {
+    return Error(StatusCode::kInvalidArgument,
+                 "the final assistant message has no text to continue");
+  }
+  RECUR_ASSIGN_OR_RETURN(std::string text, render_normalized(messages, in, false));
+  const auto pos = text.rfind(needle);
+  if (pos == std::string::npos) {
+    return Error(StatusCode::kInvalidArgument,
+                 "the chat template does not print the final assistant message's text, so it "
+                 "cannot be continued");
+  }
+  text.resize(pos + needle.size());
   return text;
 }
 
@@ -127,29 +180,29 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
   using Clock = std::chrono::steady_clock;
   Prompt p;
   const Clock::time_point t0 = Clock::now();
-  RECUR_ASSIGN_OR_RETURN(p.text, render(in, true));
-  RECUR_ASSIGN_OR_RETURN(std::string history, render(in, false));
+  const std::vector<Message> msgs = normalize_messages(in.messages, caps_);
+  if (in.continue_final_message) {
+    RECUR_ASSIGN_OR_RETURN(p.text, continuation(msgs, in));
+  } else {
+    RECUR_ASSIGN_OR_RETURN(p.text, render_normalized(msgs, in, in.add_generation_prompt));
+  }
+  RECUR_ASSIGN_OR_RETURN(std::string history, render_normalized(msgs, in, false));
   // The leading system messages followed by a placeholder user message, twice with placeholders
   // that share nothing: where the two renderings part is where a conversation's own messages
   // begin, whatever they say (a template may refuse a conversation without a user message, and
   // Gemma's puts the system text inside the first user turn). Conversations with the same system
   // prompt share every token before it.
   std::size_t n_system = 0;
-  while (n_system < in.messages.size() &&
-         (in.messages[n_system].role == "system" || in.messages[n_system].role == "developer")) {
+  while (n_system < msgs.size() &&
+         (msgs[n_system].role == "system" || msgs[n_system].role == "developer")) {
     ++n_system;
   }
   std::optional<std::string> head_a, head_b;
-  if (n_system > 0 && n_system < in.messages.size()) {
-    ChatInputs cut = in;
-    cut.messages = in.messages.first(n_system);
+  if (n_system > 0 && n_system < msgs.size()) {
     auto with_user = [&](const char* text) -> std::optional<std::string> {
-      Message user;
-      user.role = "user";
-      user.content = text;
-      auto ctx = build_context(cut, false, tok_->special_tokens(), &user, nullptr);
-      if (!ctx) return std::nullopt;
-      auto rendered = template_.render(*ctx);
+      std::vector<Message> cut(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(n_system));
+      cut.push_back(Message{.role = "user", .content = text});
+      auto rendered = render_normalized(cut, in, false);
       if (!rendered) return std::nullopt;
       return std::move(rendered).value();
     };
@@ -186,19 +239,21 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
 
 std::int64_t ChatFormatter::breakpoint_position(const ChatInputs& in, const CacheBreakpoint& at,
                                                 std::span<const TokenId> prompt) const {
-  ChatInputs cut = in;
-  cut.messages = in.messages.first(at.message);
+  // The cut is made on the client's messages and normalised like the whole conversation (a
+  // breakpoint counts the messages as sent; normalising may merge some), so it renders as the
+  // prompt does up to the breakpoint.
   const std::string kept = in.messages[at.message].text().substr(0, at.content_bytes);
   auto with_next = [&](const char* text) -> std::optional<std::vector<TokenId>> {
+    std::vector<Message> cut(in.messages.begin(),
+                             in.messages.begin() + static_cast<std::ptrdiff_t>(at.message));
     Message next = in.messages[at.message];
     next.content = kept + text;
     next.content_parts.clear();
     next.content_is_parts = false;
     next.reasoning_content.reset();
     next.tool_calls.clear();
-    auto ctx = build_context(cut, false, tok_->special_tokens(), &next, nullptr);
-    if (!ctx) return std::nullopt;
-    auto rendered = template_.render(*ctx);
+    cut.push_back(std::move(next));
+    auto rendered = render_normalized(normalize_messages(cut, caps_), in, false);
     if (!rendered) return std::nullopt;
     return tok_->encode(*rendered, {.parse_special = true, .add_special_tokens = false});
   };
@@ -214,13 +269,14 @@ std::vector<TokenId> ChatFormatter::next_turn_prefix(const ChatInputs& in,
   // After tool calls the next turn is a tool result; otherwise a user message.
   const bool tool_turn = !reply.tool_calls.empty();
   auto probe = [&](const char* placeholder) -> std::optional<std::vector<TokenId>> {
+    std::vector<Message> msgs(in.messages.begin(), in.messages.end());
+    msgs.push_back(reply);
     Message next;
     next.role = tool_turn ? "tool" : "user";
     next.content = placeholder;
     if (tool_turn) next.tool_call_id = reply.tool_calls.front().id;
-    auto ctx = build_context(in, true, tok_->special_tokens(), &reply, &next);
-    if (!ctx) return std::nullopt;
-    auto text = template_.render(*ctx);
+    msgs.push_back(std::move(next));
+    auto text = render_normalized(normalize_messages(msgs, caps_), in, true);
     if (!text) return std::nullopt;
     return tok_->encode(*text, {.parse_special = true, .add_special_tokens = false});
   };

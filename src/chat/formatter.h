@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chat/message.h"
+#include "chat/normalize.h"
 #include "template/template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -26,6 +27,10 @@ struct ChatInputs {
   std::string_view kwargs_json;  // "" or a JSON object: chat_template_kwargs
   // Client cache breakpoints (Anthropic cache_control), in message order.
   std::span<const CacheBreakpoint> cache_breakpoints;
+  // How build_prompt ends the prompt: with the generation prompt (a new assistant turn), or
+  // without it; or, continuing the final assistant message (a prefill), right after its text.
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
 };
 
 struct Prompt {
@@ -53,9 +58,17 @@ class ChatFormatter {
   static Result<ChatFormatter> create(const tokenizer::Tokenizer& tok);
   static Result<ChatFormatter> create(const tokenizer::Tokenizer& tok, std::string template_source);
 
-  // The rendered text; errors from the template (raise_exception, limits) carry line and column.
+  // The rendered text of the normalised messages (normalize.h); errors from the template
+  // (raise_exception, limits) carry line and column.
   Result<std::string> render(const ChatInputs& in, bool add_generation_prompt) const;
-  // The prompt for a request: rendered with the generation prompt, tokenized, with its boundary.
+  // The messages rendered as given, without normalisation, as Hugging Face's
+  // apply_chat_template renders them (tests compare the two).
+  Result<std::string> render_as_given(const ChatInputs& in, bool add_generation_prompt) const {
+    return render_normalized(in.messages, in, add_generation_prompt);
+  }
+  // The prompt for a request: rendered as `in` says, tokenized, with its boundaries. Continuing
+  // the final message fails (kInvalidArgument) when it is not an assistant message with text, or
+  // when the template does not print that text.
   Result<Prompt> build_prompt(const ChatInputs& in) const;
   // The tokens the next turn's prompt will start with, given this turn's messages and the
   // assistant's reply: the part two renderings with different placeholder turns agree on.
@@ -66,6 +79,8 @@ class ChatFormatter {
   // Whether the template knows reasoning blocks (<think>): generated text is split then.
   bool has_reasoning() const { return has_reasoning_; }
   const std::string& template_source() const { return source_; }
+  // What the template can express, detected when the formatter was created.
+  const TemplateCaps& caps() const { return caps_; }
 
  private:
   ChatFormatter(const tokenizer::Tokenizer& tok, std::string source, tmpl::Template parsed);
@@ -74,10 +89,14 @@ class ChatFormatter {
   // point. 0 when the template cannot render the cut.
   std::int64_t breakpoint_position(const ChatInputs& in, const CacheBreakpoint& at,
                                    std::span<const TokenId> prompt) const;
+  Result<std::string> render_normalized(std::span<const Message> messages, const ChatInputs& in,
+                                        bool add_generation_prompt) const;
+  Result<std::string> continuation(std::span<const Message> messages, const ChatInputs& in) const;
   const tokenizer::Tokenizer* tok_;
   std::string source_;
   tmpl::Template template_;
   bool has_reasoning_ = false;
+  TemplateCaps caps_;
 };
 
 // Longest common prefix length of two token vectors.

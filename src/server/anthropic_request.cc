@@ -31,10 +31,7 @@ std::optional<ApiError> read_text_or_blocks(const json& v, const std::string& at
     if (!v[i].is_object()) return wrong_type(bat, "an object", v[i]);
     std::string type, t;
     RECUR_TRY_FIELD(read_string(v[i], "type", type, bat + "."));
-    if (type != "text") {
-      return invalid_request(bat + ".type",
-                             fmt::format("'{}.type' must be 'text' here, got '{}'", bat, type));
-    }
+    if (type != "text") return unsupported_part(bat + ".type", type, "text blocks");
     RECUR_TRY_FIELD(read_string(v[i], "text", t, bat + "."));
     append_text(text, t);
   }
@@ -43,10 +40,10 @@ std::optional<ApiError> read_text_or_blocks(const json& v, const std::string& at
 }
 
 ApiError unsupported_block(const std::string& at, const std::string& type, const char* role) {
-  return invalid_request(at + ".type",
-                         fmt::format("content block type '{}' is not supported in {} messages "
-                                     "(text, tool_use, tool_result and thinking are)",
-                                     type, role));
+  return unsupported_part(at + ".type", type,
+                          role == std::string_view("user")
+                              ? "in user messages text and tool_result"
+                              : "in assistant messages text, thinking and tool_use");
 }
 
 // A user message: tool_result blocks become tool messages, text blocks user messages, in order.
@@ -58,6 +55,8 @@ std::optional<ApiError> parse_user_blocks(const json& blocks, const std::string&
     out.push_back(chat::Message{.role = "user", .content = std::move(text)});
     text.reset();
   };
+  // An empty array is an empty message, as the string "" is.
+  if (blocks.empty()) text = "";
   for (size_t i = 0; i < blocks.size(); ++i) {
     const json& b = blocks[i];
     const std::string bat = fmt::format("{}[{}]", at, i);
@@ -191,11 +190,10 @@ std::optional<ApiError> parse_messages(const json& body, const RequestLimits& li
     if (!m.is_object()) return wrong_type(at, "an object", m);
     std::string role;
     RECUR_TRY_FIELD(read_string(m, "role", role, at + "."));
-    if (role != "user" && role != "assistant") {
-      return invalid_request(at + ".role",
-                             fmt::format("'{}.role' must be user or assistant, got '{}' (the "
-                                         "system prompt is the top-level 'system' field)",
-                                         at, role));
+    if (role != "user" && role != "assistant" && role != "system") {
+      return invalid_request(
+          at + ".role",
+          fmt::format("'{}.role' must be user, assistant or system, got '{}'", at, role));
     }
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
@@ -203,6 +201,15 @@ std::optional<ApiError> parse_messages(const json& body, const RequestLimits& li
     }
     const std::size_t first = out.size();
     const bool marked = marks_cache_breakpoint(m) || any_marked(*content);
+    if (role == "system") {
+      // Claude Code's mid-conversation system messages: the chat template places them
+      // (src/chat/normalize.h).
+      std::string text;
+      RECUR_TRY_FIELD(read_text_or_blocks(*content, at + ".content", text));
+      out.push_back(chat::Message{.role = "system", .content = std::move(text)});
+      if (marked) add_message_breakpoints(*content, first, out, breakpoints);
+      continue;
+    }
     if (content->is_string()) {
       out.push_back(chat::Message{.role = role, .content = content->get<std::string>()});
       if (marked) add_message_breakpoints(*content, first, out, breakpoints);
@@ -405,6 +412,9 @@ Parsed<ChatRequest> parse_messages_request(std::string_view text, const RequestL
   if (auto e = parse_tools(body, limits, req)) return *e;
   if (auto e = parse_tool_choice(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req)) return *e;
+  // A final assistant message is a prefill: the reply continues it (Anthropic's API).
+  req.continue_final_message = ends_with_prefill(req.messages);
+  req.add_generation_prompt = !req.continue_final_message;
   return req;
 }
 

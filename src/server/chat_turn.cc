@@ -156,16 +156,25 @@ void ChatTurn::run(ChunkWriter& out) {
   if (stream && parse_tools)
     r.unstreamed_content = calls.calls.empty() ? filter.held() : calls.trailing;
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.
+  // A continued (prefilled) message comes back whole: its text, then what was generated.
+  std::span<const chat::Message> history = request.messages;
   r.reply.role = "assistant";
   r.reply.content = r.content;
   r.reply.reasoning_content = r.reasoning;
   r.reply.tool_calls = r.tool_calls;
+  if (request.continue_final_message) {
+    const chat::Message& prefill = history.back();
+    history = history.first(history.size() - 1);
+    r.reply.content = prefill.text() + r.content;
+    if (!r.reasoning) r.reply.reasoning_content = prefill.reasoning_content;
+  }
   if (!renderer->finish(out, r)) return;
 
   if (!backend->engine->accepts_warmups()) return;
-  chat::ChatInputs in{.messages = request.messages,
-                      .tools_json = request.tools_json,
-                      .kwargs_json = request.chat_template_kwargs_json};
+  chat::ChatInputs in = request.inputs();
+  in.messages = history;
+  in.continue_final_message = false;
+  in.add_generation_prompt = true;
   auto prefix = backend->formatter->next_turn_prefix(in, r.reply);
   if (!prefix.empty()) {
     backend->engine->continue_turn(done.turn_end, std::move(prefix));

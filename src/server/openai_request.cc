@@ -122,6 +122,50 @@ std::optional<ApiError> parse_tool_calls(const json& arr, const std::string& whe
   return std::nullopt;
 }
 
+// One content part: text, or an assistant's refusal (its text); media are refused by name.
+std::optional<ApiError> parse_part(const json& part, const std::string& at, chat::Message& out) {
+  if (!part.is_object()) return wrong_type(at, "an object", part);
+  chat::ContentPart p;
+  RECUR_TRY_FIELD(read_string(part, "type", p.type, at + "."));
+  if (p.type == "refusal") {
+    RECUR_TRY_FIELD(read_string(part, "refusal", p.text, at + "."));
+    p.type = "text";
+  } else if (p.type == "text") {
+    RECUR_TRY_FIELD(read_string(part, "text", p.text, at + "."));
+  } else {
+    return unsupported_part(at + ".type", p.type, "text and refusal");
+  }
+  out.content_parts.push_back(std::move(p));
+  return std::nullopt;
+}
+
+// vLLM's continue_final_message and add_generation_prompt; without them a final assistant
+// message with text is continued, as llama.cpp does.
+std::optional<ApiError> parse_prompt_end(const json& body, ChatRequest& req) {
+  std::optional<bool> add, cont;
+  for (auto [key, out] :
+       {std::pair{"add_generation_prompt", &add}, std::pair{"continue_final_message", &cont}}) {
+    bool v = false;
+    if (body.contains(key) && !body[key].is_null()) {
+      RECUR_TRY_FIELD(read_bool(body, key, v));
+      *out = v;
+    }
+  }
+  if (cont.value_or(false) && add.value_or(false)) {
+    return invalid_request("continue_final_message",
+                           "'continue_final_message' and 'add_generation_prompt' cannot both be "
+                           "true");
+  }
+  if (cont.value_or(false) && !ends_with_prefill(req.messages)) {
+    return invalid_request("continue_final_message",
+                           "'continue_final_message' needs a final assistant message with text "
+                           "and no tool calls");
+  }
+  req.continue_final_message = cont.value_or(!add.has_value() && ends_with_prefill(req.messages));
+  req.add_generation_prompt = !req.continue_final_message && add.value_or(true);
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message& out) {
   std::string at = fmt::format("messages[{}]", index);
   if (!m.is_object()) return wrong_type(at, "an object", m);
@@ -142,28 +186,19 @@ std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message
     } else if (content->is_array()) {
       out.content_is_parts = true;
       for (size_t j = 0; j < content->size(); ++j) {
-        const json& part = (*content)[j];
-        std::string pat = fmt::format("{}.content[{}]", at, j);
-        if (!part.is_object()) return wrong_type(pat, "an object", part);
-        chat::ContentPart p;
-        RECUR_TRY_FIELD(read_string(part, "type", p.type, pat + "."));
-        if (p.type != "text") {
-          return invalid_request(pat + ".type",
-                                 fmt::format("content part type '{}' is not supported "
-                                             "(only 'text')",
-                                             p.type));
-        }
-        RECUR_TRY_FIELD(read_string(part, "text", p.text, pat + "."));
-        out.content_parts.push_back(std::move(p));
+        RECUR_TRY_FIELD(parse_part((*content)[j], fmt::format("{}.content[{}]", at, j), out));
       }
     } else {
       return wrong_type(at + ".content", "a string or an array of content parts", *content);
     }
   }
-  std::string reasoning;
-  if (m.contains("reasoning_content") && !m["reasoning_content"].is_null()) {
-    RECUR_TRY_FIELD(read_string(m, "reasoning_content", reasoning, at + "."));
-    out.reasoning_content = reasoning;
+  // reasoning_content as vLLM and recur return it; reasoning as some clients echo it back.
+  for (const char* key : {"reasoning_content", "reasoning"}) {
+    std::string reasoning;
+    if (m.contains(key) && !m[key].is_null() && !out.reasoning_content) {
+      RECUR_TRY_FIELD(read_string(m, key, reasoning, at + "."));
+      out.reasoning_content = reasoning;
+    }
   }
   if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
     if (out.role != "assistant") {
@@ -192,6 +227,28 @@ Parsed<json> parse_body(std::string_view body, const RequestLimits& limits) {
 }
 
 }  // namespace
+
+bool ends_with_prefill(const std::vector<chat::Message>& messages) {
+  if (messages.empty()) return false;
+  const chat::Message& m = messages.back();
+  return m.role == "assistant" && m.tool_calls.empty() &&
+         m.text().find_first_not_of(" \t\r\n") != std::string::npos;
+}
+
+ApiError unsupported_part(const std::string& param, std::string_view type, const char* accepted) {
+  static constexpr std::string_view kMedia[] = {
+      "image_url", "input_image", "image", "input_audio", "audio",        "input_file",
+      "file",      "document",    "video", "video_url",   "search_result"};
+  for (std::string_view media : kMedia) {
+    if (type == media) {
+      return invalid_request(param, fmt::format("content part type '{}' is not supported: recur "
+                                                "serves text-only models",
+                                                type));
+    }
+  }
+  return invalid_request(
+      param, fmt::format("content part type '{}' is not supported ({} are)", type, accepted));
+}
 
 Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimits& limits) {
   auto parsed = parse_body(text, limits);
@@ -260,6 +317,7 @@ Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimit
     req.tool_choice_json = tc->dump();
   }
   if (auto e = read_bool(body, "parallel_tool_calls", req.parallel_tool_calls)) return *e;
+  if (auto e = parse_prompt_end(body, req)) return *e;
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);
     req.chat_template_kwargs_json = k->dump();

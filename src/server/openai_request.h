@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "chat/formatter.h"
 #include "chat/message.h"
 #include "engine/sampler.h"
 #include "server/api_error.h"
@@ -60,7 +61,26 @@ struct ChatRequest {
   // Client cache breakpoints (Anthropic cache_control), in message order: hybrid and recurrent
   // models keep a shared snapshot where each falls.
   std::vector<chat::CacheBreakpoint> cache_breakpoints;
+  // The prompt ends with the generation prompt, or (add_generation_prompt false) without it, or
+  // (continue_final_message: a prefill) right after the final assistant message's text.
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+
+  // What the chat formatter renders (borrows this request's fields).
+  chat::ChatInputs inputs() const {
+    return {.messages = messages,
+            .tools_json = tools_json,
+            .kwargs_json = chat_template_kwargs_json,
+            .add_generation_prompt = add_generation_prompt,
+            .continue_final_message = continue_final_message};
+  }
 };
+
+// A final assistant message with text and no tool calls: what a prefill looks like.
+bool ends_with_prefill(const std::vector<chat::Message>& messages);
+
+// The refusal of a content part or block recur cannot take: media are refused as such.
+ApiError unsupported_part(const std::string& param, std::string_view type, const char* accepted);
 
 struct CompletionRequest {
   GenerationFields gen;

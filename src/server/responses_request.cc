@@ -23,13 +23,13 @@ std::optional<ApiError> read_content(const json& c, const std::string& at, std::
     if (!c[i].is_object()) return wrong_type(pat, "an object", c[i]);
     std::string type, text;
     RECUR_TRY_FIELD(read_string(c[i], "type", type, pat + "."));
-    if (type != "input_text" && type != "output_text" && type != "text") {
-      return invalid_request(pat + ".type",
-                             fmt::format("content part type '{}' is not supported (input_text "
-                                         "and output_text are)",
-                                         type));
+    if (type == "refusal") {
+      RECUR_TRY_FIELD(read_string(c[i], "refusal", text, pat + "."));
+    } else if (type == "input_text" || type == "output_text" || type == "text") {
+      RECUR_TRY_FIELD(read_string(c[i], "text", text, pat + "."));
+    } else {
+      return unsupported_part(pat + ".type", type, "input_text, output_text and refusal");
     }
-    RECUR_TRY_FIELD(read_string(c[i], "text", text, pat + "."));
     if (i > 0) out += kPartSeparator;
     out += text;
   }
@@ -127,20 +127,33 @@ class ItemReader {
     return std::nullopt;
   }
 
+  // The reasoning's text: its `content` (reasoning_text parts, what recur returns), else its
+  // `summary` (summary_text parts, what OpenAI's models return), joined with a newline.
   std::optional<ApiError> reasoning(const json& item, const std::string& at) {
     flush();
-    std::string text;
-    if (auto c = item.find("content"); c != item.end() && !c->is_null()) {
-      if (!c->is_array()) return wrong_type(at + ".content", "an array", *c);
-      for (size_t i = 0; i < c->size(); ++i) {
-        const std::string pat = fmt::format("{}.content[{}]", at, i);
-        if (!(*c)[i].is_object()) return wrong_type(pat, "an object", (*c)[i]);
-        std::string t;
-        RECUR_TRY_FIELD(read_string((*c)[i], "text", t, pat + "."));
-        text += t;
-      }
+    std::string text, summary;
+    RECUR_TRY_FIELD(read_texts(item, "content", at, "", text));
+    RECUR_TRY_FIELD(read_texts(item, "summary", at, kPartSeparator, summary));
+    pending_ = chat::Message{
+        .role = "assistant", .content = "", .reasoning_content = text.empty() ? summary : text};
+    return std::nullopt;
+  }
+
+  static std::optional<ApiError> read_texts(const json& item, const char* key,
+                                            const std::string& at, std::string_view separator,
+                                            std::string& out) {
+    auto c = item.find(key);
+    if (c == item.end() || c->is_null()) return std::nullopt;
+    const std::string field = fmt::format("{}.{}", at, key);
+    if (!c->is_array()) return wrong_type(field, "an array", *c);
+    for (size_t i = 0; i < c->size(); ++i) {
+      const std::string pat = fmt::format("{}[{}]", field, i);
+      if (!(*c)[i].is_object()) return wrong_type(pat, "an object", (*c)[i]);
+      std::string t;
+      RECUR_TRY_FIELD(read_string((*c)[i], "text", t, pat + "."));
+      if (i > 0) out += separator;
+      out += t;
     }
-    pending_ = chat::Message{.role = "assistant", .content = "", .reasoning_content = text};
     return std::nullopt;
   }
 

@@ -147,9 +147,7 @@ Parsed<chat::Prompt> Service::render_prompt(const ChatRequest& req) const {
     return invalid_request(
         "messages", "this model has no chat template; use /v1/completions with a raw prompt");
   }
-  chat::ChatInputs in{.messages = req.messages,
-                      .tools_json = req.tools_json,
-                      .kwargs_json = req.chat_template_kwargs_json};
+  chat::ChatInputs in = req.inputs();
   // Breakpoints only matter to a cache that keeps them.
   if (backend_.cache != nullptr) in.cache_breakpoints = req.cache_breakpoints;
   auto prompt = backend_.formatter->build_prompt(in);
@@ -170,10 +168,7 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   turn->prompt = std::move(std::get<chat::Prompt>(prompt));
   turn->timing.render_s = turn->prompt.render_s;
   turn->timing.tokenize_s = turn->prompt.tokenize_s;
-  chat::ChatInputs in{.messages = req.messages,
-                      .tools_json = req.tools_json,
-                      .kwargs_json = req.chat_template_kwargs_json};
-  turn->key = cache_key(http, req.gen, backend_.formatter->signature(in));
+  turn->key = cache_key(http, req.gen, backend_.formatter->signature(req.inputs()));
   turn->id = identity.id;
   turn->backend = &backend_;
   turn->metrics = &metrics_;

@@ -157,7 +157,7 @@ describe('Anthropic Messages API', () => {
     await assert.rejects(client.messages.create({ ...ok, temperature: 5 }),
       (e) => e.status === 400 && e.error.type === 'error' &&
              e.error.error.type === 'invalid_request_error' && /temperature/.test(e.message));
-    await assert.rejects(client.messages.create({ ...ok, messages: [{ role: 'system', content: 'x' }] }),
+    await assert.rejects(client.messages.create({ ...ok, messages: [{ role: 'tool', content: 'x' }] }),
       (e) => e.status === 400 && /messages\[0\]\.role/.test(e.message));
     await assert.rejects(client.messages.create({ ...ok, messages: [{ role: 'user',
       content: [{ type: 'image', source: {} }] }] }),

@@ -86,7 +86,7 @@ TEST(MessagesRequest, AssistantContentIsAlwaysAString) {
 
 TEST(MessagesRequest, ErrorsNameTheField) {
   EXPECT_EQ(bad(R"({"max_tokens": 4})").param, "messages");
-  EXPECT_EQ(bad(R"({"messages": [{"role": "system", "content": "x"}]})").param, "messages[0].role");
+  EXPECT_EQ(bad(R"({"messages": [{"role": "tool", "content": "x"}]})").param, "messages[0].role");
   EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": [{"type": "image"}]}]})").param,
             "messages[0].content[0].type");
   EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": "x"}], "temperature": 1.5})").param,
@@ -102,6 +102,76 @@ TEST(MessagesRequest, ErrorsNameTheField) {
       "stop_sequences[0]");
   EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})").param,
             "max_tokens");
+}
+
+// Claude Code's shapes: system messages inside `messages`, cache_control on any block, tool
+// results as text blocks, empty content.
+TEST(MessagesRequest, SystemMessagesInsideMessagesAndBlockShapes) {
+  auto r =
+      ok(R"({"system": [{"type": "text", "text": "top", "cache_control": {"type": "ephemeral"}}],
+    "messages": [
+      {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+      {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hmm", "signature": "s"},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}, "cache_control": {"type": "ephemeral"}}]},
+      {"role": "system", "content": [{"type": "text", "text": "reminder"}]},
+      {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "is_error": false,
+         "content": [{"type": "text", "text": "line 1"}, {"type": "text", "text": "line 2"}]},
+        {"type": "text", "text": ""}]},
+      {"role": "system", "content": "late"},
+      {"role": "user", "content": []}
+    ]})");
+  ASSERT_EQ(r.messages.size(), 8u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "top");
+  EXPECT_EQ(r.messages[2].reasoning_content, "hmm");
+  EXPECT_EQ(r.messages[3].role, "system");
+  EXPECT_EQ(r.messages[3].content, "reminder");
+  EXPECT_EQ(r.messages[4].role, "tool");
+  EXPECT_EQ(r.messages[4].content, "line 1\nline 2");
+  EXPECT_EQ(r.messages[5].role, "user");
+  EXPECT_EQ(r.messages[5].content, "");
+  EXPECT_EQ(r.messages[6].content, "late");
+  EXPECT_EQ(r.messages[7].role, "user");
+  EXPECT_EQ(r.messages[7].content, "");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_TRUE(r.add_generation_prompt);
+}
+
+// A final assistant message is continued; one with only a tool call, or no text, is not.
+TEST(MessagesRequest, FinalAssistantMessageIsAPrefill) {
+  auto r = ok(R"({"messages": [{"role": "user", "content": "count"},
+                               {"role": "assistant", "content": "One, two,"}]})");
+  EXPECT_TRUE(r.continue_final_message);
+  EXPECT_FALSE(r.add_generation_prompt);
+  auto blocks = ok(R"({"messages": [{"role": "user", "content": "count"},
+                     {"role": "assistant", "content": [{"type": "text", "text": "One,"}]}]})");
+  EXPECT_TRUE(blocks.continue_final_message);
+  auto tool = ok(R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant",
+    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}]})");
+  EXPECT_FALSE(tool.continue_final_message);
+  auto empty = ok(R"({"messages": [{"role": "user", "content": "x"},
+                                   {"role": "assistant", "content": ""}]})");
+  EXPECT_FALSE(empty.continue_final_message);
+}
+
+// Images and documents are refused as media, naming the block.
+TEST(MessagesRequest, MediaBlocksAreRefusedByName) {
+  ApiError e = bad(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "x"},
+                     {"type": "image", "source": {"type": "base64", "data": ""}}]}]})");
+  EXPECT_EQ(e.param, "messages[0].content[1].type");
+  EXPECT_NE(e.message.find("content part type 'image' is not supported: recur serves text-only"),
+            std::string::npos)
+      << e.message;
+  e = bad(R"({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+            "content": [{"type": "image", "source": {}}]}]}]})");
+  EXPECT_EQ(e.param, "messages[0].content[0].content[0].type");
+  EXPECT_NE(e.message.find("text-only"), std::string::npos) << e.message;
+  e = bad(R"({"messages": [{"role": "user", "content": [{"type": "document"}]}]})");
+  EXPECT_NE(e.message.find("'document'"), std::string::npos);
+  e = bad(R"({"messages": [{"role": "system", "content": [{"type": "image"}]}]})");
+  EXPECT_EQ(e.param, "messages[0].content[0].type");
 }
 
 TEST(MessagesRequest, AnthropicVersionHeader) {

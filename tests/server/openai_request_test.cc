@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace recur::server {
@@ -137,6 +138,89 @@ TEST(ChatRequest, ErrorsNameTheField) {
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
   }
+}
+
+// The shapes the OpenAI SDK and coding agents send: the SDK's returned assistant message pushed
+// back (content null, refusal null, tool_calls), tool results as parts, developer and late system
+// messages, empty content, reasoning echoed under either name.
+TEST(ChatRequest, AgentShapes) {
+  auto r = ok_chat(R"({"messages": [
+    {"role": "developer", "content": "d1"},
+    {"role": "developer", "content": [{"type": "text", "text": "d2"}]},
+    {"role": "user", "content": ""},
+    {"role": "assistant", "content": null, "refusal": null, "annotations": [], "reasoning": "r1",
+     "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+    {"role": "system", "content": "late"},
+    {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}], "reasoning_content": "r2", "reasoning": "ignored"},
+    {"role": "user", "content": "next"}
+  ]})");
+  ASSERT_EQ(r.messages.size(), 8u);
+  EXPECT_EQ(r.messages[1].content_parts.size(), 1u);
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_FALSE(r.messages[3].content.has_value());
+  EXPECT_EQ(r.messages[3].reasoning_content, "r1");
+  EXPECT_TRUE(r.messages[4].content_is_parts);
+  EXPECT_EQ(r.messages[4].content_parts.size(), 2u);
+  EXPECT_EQ(r.messages[5].role, "system");
+  EXPECT_EQ(r.messages[6].text(), "no");
+  EXPECT_EQ(r.messages[6].reasoning_content, "r2");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_TRUE(r.add_generation_prompt);
+}
+
+// A final assistant message with text is continued (llama.cpp), unless the request says
+// otherwise with vLLM's fields.
+TEST(ChatRequest, PrefillAndItsFields) {
+  const std::string msgs =
+      R"("messages": [{"role": "user", "content": "count"}, {"role": "assistant", "content": "One,"}])";
+  auto r = ok_chat("{" + msgs + "}");
+  EXPECT_TRUE(r.continue_final_message);
+  EXPECT_FALSE(r.add_generation_prompt);
+  r = ok_chat("{" + msgs + R"(, "add_generation_prompt": true})");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_TRUE(r.add_generation_prompt);
+  r = ok_chat("{" + msgs + R"(, "continue_final_message": false})");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_TRUE(r.add_generation_prompt);
+  r = ok_chat("{" + msgs + R"(, "continue_final_message": true, "add_generation_prompt": false})");
+  EXPECT_TRUE(r.continue_final_message);
+  r = ok_chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": false})");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_FALSE(r.add_generation_prompt);
+  r = ok_chat(R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant",
+    "content": null, "tool_calls": [{"id": "c", "function": {"name": "f"}}]}]})");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_EQ(
+      bad_chat("{" + msgs + R"(, "continue_final_message": true, "add_generation_prompt": true})")
+          .param,
+      "continue_final_message");
+  EXPECT_EQ(
+      bad_chat(
+          R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true})")
+          .param,
+      "continue_final_message");
+  EXPECT_EQ(bad_chat("{" + msgs + R"(, "add_generation_prompt": 1})").param,
+            "add_generation_prompt");
+}
+
+TEST(ChatRequest, MediaPartsAreRefusedByName) {
+  for (const char* type : {"image_url", "input_audio", "file"}) {
+    ApiError e = bad_chat(fmt::format(
+        R"({{"messages": [{{"role": "user", "content": [{{"type": "text", "text": "x"}}, {{"type": "{}"}}]}}]}})",
+        type));
+    EXPECT_EQ(e.param, "messages[0].content[1].type");
+    EXPECT_EQ(e.message, fmt::format("content part type '{}' is not supported: recur serves "
+                                     "text-only models",
+                                     type));
+  }
+  ApiError e = bad_chat(
+      R"({"messages": [{"role": "tool", "tool_call_id": "c", "content": [{"type": "image_url"}]}]})");
+  EXPECT_EQ(e.param, "messages[0].content[0].type");
+  e = bad_chat(R"({"messages": [{"role": "user", "content": [{"type": "magic"}]}]})");
+  EXPECT_NE(e.message.find("'magic' is not supported (text and refusal are)"), std::string::npos)
+      << e.message;
 }
 
 TEST(ChatRequest, MessageCountLimit) {

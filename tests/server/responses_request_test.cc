@@ -72,6 +72,44 @@ TEST(ResponsesRequest, AnAssistantTurnsItemsMergeIntoOneMessage) {
   EXPECT_EQ(r.tool_choice_json, R"({"type":"function","name":"get_weather"})");
 }
 
+// Codex's shapes: developer messages, tool output as parts, reasoning with only a summary.
+TEST(ResponsesRequest, DeveloperMessagesPartsOutputsAndReasoningSummaries) {
+  auto r = ok(R"({"input": [
+    {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "d1"}]},
+    {"type": "message", "role": "developer", "content": "d2"},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "u"}]},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "s1"},
+                                                     {"type": "summary_text", "text": "s2"}],
+     "encrypted_content": null},
+    {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1",
+     "output": [{"type": "input_text", "text": "out 1"}, {"type": "output_text", "text": "out 2"}]},
+    {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
+    {"type": "message", "role": "user", "content": ""}
+  ]})");
+  ASSERT_EQ(r.chat.messages.size(), 7u);
+  EXPECT_EQ(r.chat.messages[0].role, "developer");
+  EXPECT_EQ(r.chat.messages[1].content, "d2");
+  EXPECT_EQ(r.chat.messages[3].reasoning_content, "s1\ns2");
+  ASSERT_EQ(r.chat.messages[3].tool_calls.size(), 1u);
+  EXPECT_EQ(r.chat.messages[4].role, "tool");
+  EXPECT_EQ(r.chat.messages[4].content, "out 1\nout 2");
+  EXPECT_EQ(r.chat.messages[5].content, "no");
+  EXPECT_EQ(r.chat.messages[6].content, "");
+}
+
+TEST(ResponsesRequest, MediaPartsAreRefusedByName) {
+  ApiError e = bad(R"({"input": [{"type": "function_call_output", "call_id": "c",
+                                  "output": [{"type": "input_image", "image_url": "x"}]}]})");
+  EXPECT_EQ(e.param, "input[0].output[0].type");
+  EXPECT_NE(e.message.find("'input_image' is not supported: recur serves text-only models"),
+            std::string::npos)
+      << e.message;
+  e = bad(R"({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]})");
+  EXPECT_EQ(e.param, "input[0].content[0].type");
+  EXPECT_NE(e.message.find("text-only"), std::string::npos);
+}
+
 TEST(ResponsesRequest, ErrorsNameTheField) {
   EXPECT_EQ(bad(R"({"model": "m"})").param, "input");
   EXPECT_EQ(bad(R"({"input": 3})").param, "input");
