@@ -6,7 +6,7 @@
 #   --for test (default): also the test and benchmark tooling (GoogleTest, Google Benchmark,
 #               oneDNN, Jinja2, clang and its sanitizer runtimes, clang-format, wrk, nginx,
 #               chromium, npm and the npm oracles, the OpenAI and Anthropic SDKs and puppeteer-core,
-#               promtool); builds every target.
+#               the coding agents of tests/agents, promtool); builds every target.
 # No service that a package installs is started, nor left enabled at boot (the tests start their own
 # nginx). Usage: scripts/setup.sh [--for demo|test] [BUILD_DIR]
 #   (env RECUR_SANITIZE=address,undefined|thread for sanitizer builds)
@@ -220,6 +220,7 @@ build_targets() {
 install_debian_packages
 if [ "$mode" = test ]; then
   install_npm_packages "$root/tests/node" "of the tests (oracles, OpenAI and Anthropic SDKs, puppeteer-core)"
+  install_npm_packages "$root/tests/agents" "of the coding agents the tests drive (Claude Code, Codex CLI, Qwen Code, OpenCode)"
   install_promtool
 fi
 configure

@@ -1,0 +1,7 @@
+// Codex CLI (npm @openai/codex), OpenAI Responses: the real agent, non-interactively, against recur serve on
+// qwen3, qwen3_5 and llama checkpoints (tests/e2e/agents.mjs says what is judged).
+import { describe, test } from 'node:test';
+import { makeModel, startServer } from './harness.mjs';
+import { agentSuite } from './agents.mjs';
+
+agentSuite('codex', { makeModel, startServer, describe, test });
