@@ -191,6 +191,7 @@ MakeModelSettings read_make_model_settings(const config::Options& opts) {
   spec.vocab_size = as_int(opts.get_int("vocab-size"));
   spec.bits = std::stoi(opts.get_string("bits"));
   spec.group_size = std::stoi(opts.get_string("group-size"));
+  spec.eos_bias = opts.get_float("eos-bias");
   return s;
 }
 

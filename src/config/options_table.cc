@@ -575,6 +575,16 @@ std::vector<OptionSpec> build_table() {
        .scopes = kMakeModel | kQuantize,
        .group = "make-model",
        .choices = {"0", "4", "8"}},
+      {.name = "eos-bias",
+       .type = T::kFloat,
+       .default_text = "0",
+       .help = "Make the generated model end its turns soon: its end-of-turn token leads the "
+               "logits by about 5 x this at every position (0: plain random weights). For "
+               "end-to-end tests of clients that treat a reply cut at max_tokens as an error.",
+       .scopes = kMakeModel,
+       .group = "make-model",
+       .min = 0,
+       .max = 100},
       {.name = "group-size",
        .type = T::kEnum,
        .default_text = "64",

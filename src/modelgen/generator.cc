@@ -78,10 +78,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// GenSpec::eos_bias as it applies to the embedding and head rows.
+struct EosBias {
+  double bias = 0;
+  std::int64_t token = -1;  // the end-of-turn token
+};
+constexpr double kEosChannel = 2.0;  // 8 standard deviations of an embedding value at d = 64
+
+bool is_head_or_embedding(const GenTensor& t) {
+  const std::string& n = t.entry.name;
+  return t.entry.shape.size() == 2 && (n == "lm_head.weight" || n.ends_with("embed_tokens.weight"));
+}
+
 // Values of one block of one tensor, from an RNG seeded by (seed, tensor key, block): the same
 // bytes whatever thread computes it.
 void fill_block(const GenTensor& t, std::uint64_t seed, std::int64_t block_idx,
-                std::span<float> out) {
+                std::span<float> out, const EosBias& eos = {}) {
   Rng rng(hash_combine(hash64(t.key, seed), static_cast<std::uint64_t>(block_idx)));
   const Init& init = t.init;
   for (float& v : out) {
@@ -102,6 +114,16 @@ void fill_block(const GenTensor& t, std::uint64_t seed, std::int64_t block_idx,
     }
     v = static_cast<float>(x);
   }
+  if (eos.bias <= 0 || !is_head_or_embedding(t)) return;
+  const std::int64_t cols = t.entry.shape[1];
+  const std::int64_t first = block_idx * kBlockElems;
+  for (std::int64_t i = 0; i < std::ssize(out); ++i) {
+    const std::int64_t e = first + i;
+    if (e % cols != 0) continue;
+    const bool end_of_turn = e / cols == eos.token;
+    out[static_cast<std::size_t>(i)] =
+        static_cast<float>(kEosChannel + (end_of_turn ? eos.bias : 0));
+  }
 }
 
 struct TextFile {
@@ -115,7 +137,7 @@ Status write_text(const fs::path& dir, const TextFile& f) {
 
 Status write_weights(const fs::path& dir, const std::vector<GenTensor>& table,
                      const std::vector<TensorEntry>& entries, const GenSpec& spec,
-                     GenSummary& summary) {
+                     const EosBias& eos, GenSummary& summary) {
   RECUR_ASSIGN_OR_RETURN(std::vector<ShardLayout> shards, plan_shards(entries, spec.shards));
   ThreadPool pool(available_cores());
   std::int64_t total_bytes = 0;
@@ -123,7 +145,7 @@ Status write_weights(const fs::path& dir, const std::vector<GenTensor>& table,
   // The pace in bytes written (blocks are filled on the pool: Progress is thread-safe).
   Progress progress("writing the weights", total_bytes, ProgressUnit::kBytes);
   const FillFn fill = [&](std::size_t t, std::int64_t block, std::span<float> out) {
-    fill_block(table[t], spec.seed, block, out);
+    fill_block(table[t], spec.seed, block, out, eos);
     progress.add(static_cast<std::int64_t>(out.size()) * entries[t].elem_bytes());
   };
   for (const ShardLayout& shard : shards) {
@@ -143,14 +165,14 @@ Status write_weights(const fs::path& dir, const std::vector<GenTensor>& table,
 
 // f32 values [begin, begin + out.size()) of a generated tensor: the blocks that hold them are
 // generated whole, so the values are those of the unquantized checkpoint.
-void read_generated(const GenTensor& t, std::uint64_t seed, std::int64_t begin,
+void read_generated(const GenTensor& t, std::uint64_t seed, const EosBias& eos, std::int64_t begin,
                     std::span<float> out) {
   thread_local std::vector<float> block;
   const std::int64_t end = begin + static_cast<std::int64_t>(out.size());
   for (std::int64_t at = begin; at < end;) {
     const std::int64_t block_idx = at / kBlockElems, block_begin = block_idx * kBlockElems;
     block.resize(static_cast<std::size_t>(std::min(kBlockElems, t.entry.n_elems() - block_begin)));
-    fill_block(t, seed, block_idx, block);
+    fill_block(t, seed, block_idx, block, eos);
     const std::int64_t stop = std::min(end, block_begin + std::ssize(block));
     std::copy(block.begin() + (at - block_begin), block.begin() + (stop - block_begin),
               out.begin() + (at - begin));
@@ -170,9 +192,9 @@ MlxPlan plan_generated(const std::vector<GenTensor>& table, const MlxRules& rule
 }
 
 Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const MlxPlan& plan,
-                 const GenSpec& spec, GenSummary& summary) {
+                 const GenSpec& spec, const EosBias& eos, GenSummary& summary) {
   const InputReadFn read_input = [&](std::size_t i, std::int64_t begin, std::span<float> out) {
-    read_generated(table[i], spec.seed, begin, out);
+    read_generated(table[i], spec.seed, eos, begin, out);
   };
   const SourceReadFn read = [&](std::size_t t, std::int64_t begin, std::span<float> out) {
     read_planned(plan, t, begin, out, read_input);
@@ -228,8 +250,11 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     summary.n_bytes += static_cast<std::int64_t>(f.contents.size());
     ++summary.n_files;
   }
-  if (spec.bits != 0) return write_mlx(dir, table, mlx, spec, summary);
-  return write_weights(dir, table, entries, spec, summary);
+  // Llama 3 ends a turn with <|eot_id|>; the other families with their <|im_end|> (Gemma's
+  // <end_of_turn>).
+  const EosBias eos{.bias = spec.eos_bias, .token = ids.eot != 0 ? ids.eot : ids.im_end};
+  if (spec.bits != 0) return write_mlx(dir, table, mlx, spec, eos, summary);
+  return write_weights(dir, table, entries, spec, eos, summary);
 }
 
 }  // namespace

@@ -61,6 +61,11 @@ struct GenSpec {
   int vocab_size = 0;
   int bits = 0;  // 0: not quantized
   int group_size = 64;
+  // > 0: the model ends its turns soon (end-to-end tests of clients that treat a reply cut at
+  // max_tokens as an error). Hidden dimension 0 of every embedding row is set to a constant, which
+  // the residual stream carries to the final norm, and the end-of-turn token's head row gets this
+  // much more of it: a logit lead of about eos_bias * 5 at every position.
+  double eos_bias = 0;
 };
 
 // What was written, for the one-line summary of `recur make-model`.

@@ -211,7 +211,9 @@ export function agentSuite(name, { families = ['qwen3', 'qwen3_5', 'llama'],
     for (const family of families) {
       test(`${family}: three turns of a session and a second session, every turn from the cache`,
            async (t) => {
-        const server = await startServer(makeModel(family));
+        // Random weights that end their turns within a few tokens: a reply cut at max_tokens is
+        // an error to Claude Code, and a plain random model can run on for thousands of tokens.
+        const server = await startServer(makeModel(family, ['--eos-bias', '6']));
         const proxy = await recordingProxy(server);
         try {
           const home = tempDir(`${name}-home`);

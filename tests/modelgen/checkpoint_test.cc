@@ -433,3 +433,48 @@ TEST(WriteCheckpoint, OverridesScaleTheGeometry) {
 
 }  // namespace
 }  // namespace recur::modelgen
+
+namespace recur::modelgen {
+namespace {
+
+// --eos-bias: hidden dimension 0 of every embedding (and untied head) row is the constant channel,
+// the end-of-turn token's row has `bias` more of it, and every other value is the plain seed's.
+TEST(EosBias, SetsTheConstantChannelAndTheEndOfTurnRowOnly) {
+  TempDir tmp;
+  const GenSpec plain{.family = Family::kLlama, .seed = 7};
+  GenSpec biased = plain;
+  biased.eos_bias = 6;
+  ASSERT_TRUE(write_checkpoint(plain, (tmp.path() / "a").string()).is_ok());
+  ASSERT_TRUE(write_checkpoint(biased, (tmp.path() / "b").string()).is_ok());
+  const StFile a = read_safetensors(tmp.path() / "a" / "model.safetensors");
+  const StFile b = read_safetensors(tmp.path() / "b" / "model.safetensors");
+  ASSERT_TRUE(a.error.empty() && b.error.empty());
+  const auto config = nlohmann::json::parse(slurp(tmp.path() / "b" / "config.json"));
+  const auto tok = nlohmann::json::parse(slurp(tmp.path() / "b" / "tokenizer.json"));
+  std::int64_t eot = -1;
+  for (const auto& t : tok["added_tokens"]) {
+    if (t["content"] == "<|eot_id|>") eot = t["id"].get<std::int64_t>();
+  }
+  ASSERT_GE(eot, 0);
+  const std::int64_t d = config["hidden_size"].get<std::int64_t>();
+  const std::string embed = "model.embed_tokens.weight";
+  const std::int64_t n = b.tensors.at(embed).shape[0] * d;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t row = i / d, col = i % d;
+    if (col != 0) {
+      ASSERT_EQ(a.value(embed, i), b.value(embed, i)) << i;
+    } else {
+      ASSERT_EQ(b.value(embed, i), row == eot ? 8.0f : 2.0f) << "row " << row;
+    }
+  }
+  for (const auto& [name, t] : a.tensors) {
+    if (name == embed) continue;
+    ASSERT_EQ(a.bytes.substr(a.data_start() + t.begin, t.end - t.begin),
+              b.bytes.substr(b.data_start() + b.tensors.at(name).begin,
+                             b.tensors.at(name).end - b.tensors.at(name).begin))
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace recur::modelgen
