@@ -101,7 +101,7 @@ void ChatTurn::run(ChunkWriter& out) {
   ToolCallStreamFilter filter;
   std::string reasoning, content;  // content before tool-call parsing
   // Which tokens are content (their logprobs) and which reasoning (counted in usage).
-  TokenSections sections(*backend->tokenizer);
+  TokenSections sections;
   std::vector<LogprobEntry> entries;
   bool first = true;
 
@@ -123,7 +123,7 @@ void ChatTurn::run(ChunkWriter& out) {
         reasoning += part.reasoning;
         content += part.content;
         std::vector<LogprobEntry> now;
-        if (logprobs || split) now = sections.push(ev.samples, ev.text, content.size(), ev.done);
+        if (logprobs || split) now = sections.push(ev.samples, ev.text, content.size());
         if (!logprobs) now.clear();
         if (!stream) {
           entries.insert(entries.end(), now.begin(), now.end());

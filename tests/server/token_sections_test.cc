@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "chat/reasoning.h"
+#include "tokenizer/tokenizer.h"
 
 namespace recur::server {
 namespace {
@@ -30,43 +31,47 @@ struct Turn {
   std::string logprob_bytes;  // the entries' bytes, concatenated
   std::int64_t before_content = 0;
   std::size_t n_tokens = 0;
+  std::size_t n_entries = 0;
 };
 
-// Generates `generated` as the engine would: `per_event` tokens an event, the last `cut` bytes
-// held back for good (a stop string), the text split like ChatTurn does.
+// Generates `generated` as the engine would: `per_event` tokens an event, each carrying the text
+// it made final; the last `cut` bytes are a stop string, never released. The text is split as
+// ChatTurn splits it.
 Turn run(std::string_view generated, bool starts_in_reasoning, std::size_t per_event = 1,
          std::size_t cut = 0) {
   const Tokenizer& tok = qwen3();
   const std::vector<engine::TokenId> ids = tok.encode(generated, {.parse_special = true});
   chat::ReasoningSplitter splitter(starts_in_reasoning);
-  TokenSections sections(tok);
+  TokenSections sections;
   Turn t{.n_tokens = ids.size()};
-  std::size_t text_bytes = 0;
+  std::size_t at = 0;  // bytes of `generated` the tokens so far cover
   const std::size_t final_bytes = generated.size() - cut;
   for (std::size_t i = 0; i < ids.size(); i += per_event) {
     const std::size_t n = std::min(per_event, ids.size() - i);
-    const bool done = i + n == ids.size();
     std::vector<engine::SampleResult> samples;
     std::string text;
     for (std::size_t k = i; k < i + n; ++k) {
-      samples.push_back({.id = ids[k], .logprob = -0.5f});
-      text += tok.decode_bytes(std::span<const engine::TokenId>(&ids[k], 1));
+      const std::size_t len = tok.decode_bytes(std::span<const engine::TokenId>(&ids[k], 1)).size();
+      const std::size_t b = std::min(at, final_bytes), e = std::min(at + len, final_bytes);
+      samples.push_back(
+          {.id = ids[k], .logprob = -0.5f, .text = std::string(generated.substr(b, e - b))});
+      text += samples.back().text;
+      at += len;
     }
-    // What the engine has made final: never past final_bytes.
-    text.resize(std::min(text.size(), final_bytes - std::min(final_bytes, text_bytes)));
-    text_bytes += text.size();
     chat::SplitText part = splitter.push(text);
-    if (done) {
+    if (i + n == ids.size()) {
       chat::SplitText tail = splitter.finish();
       part.reasoning += tail.reasoning;
       part.content += tail.content;
     }
     t.reasoning += part.reasoning;
     t.content += part.content;
-    for (const LogprobEntry& e : sections.push(samples, text, t.content.size(), done)) {
+    for (const LogprobEntry& e : sections.push(samples, text, t.content.size())) {
       t.logprob_bytes += e.bytes;
+      ++t.n_entries;
     }
   }
+  EXPECT_EQ(at, generated.size()) << "the tokens' bytes are the text";
   t.before_content = sections.tokens_before_content();
   return t;
 }
@@ -101,10 +106,12 @@ TEST(TokenSections, LeadingNewlinesTheSplitterDropsAreNotContent) {
   EXPECT_EQ(t.logprob_bytes, "Hello there");
 }
 
-TEST(TokenSections, AStopStringsTokensHaveNoEntry) {
+TEST(TokenSections, AStopStringAddsNoText) {
   Turn t = run("<think>\nok\n</think>\n\nAnswer: 42 STOP", false, 1, /*cut=*/5);
   EXPECT_EQ(t.content, "Answer: 42");
   EXPECT_EQ(t.logprob_bytes, "Answer: 42");
+  EXPECT_EQ(t.n_entries + static_cast<std::size_t>(t.before_content), t.n_tokens)
+      << "every token is counted once: before the content or an entry (the stop's, empty)";
 }
 
 TEST(TokenSections, AnUnclosedBlockIsAllReasoning) {
@@ -115,21 +122,35 @@ TEST(TokenSections, AnUnclosedBlockIsAllReasoning) {
 }
 
 TEST(TokenSections, ATokenAcrossTheContentsStartKeepsItsContentBytes) {
-  const Tokenizer& tok = qwen3();
-  // Content that begins one byte into the newlines' token (whatever the tokenization) gets
-  // that token's last byte.
-  TokenSections sections(tok);
-  const std::vector<engine::TokenId> ids = tok.encode("\n\nHi", {});
-  std::string text;
-  std::vector<engine::SampleResult> samples;
-  for (engine::TokenId id : ids) {
-    samples.push_back({.id = id});
-    text += tok.decode_bytes(std::span<const engine::TokenId>(&id, 1));
-  }
-  ASSERT_EQ(text, "\n\nHi");
+  TokenSections sections;
+  std::vector<engine::SampleResult> samples = {{.logprob = -1, .text = "\n\n"},
+                                               {.logprob = -2, .text = "Hi"}};
+  std::vector<LogprobEntry> got = sections.push(samples, "\n\nHi", /*content_bytes=*/3);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].bytes, "\n") << "content begins one byte into the newlines";
+  EXPECT_EQ(got[0].logprob, -1);
+  EXPECT_EQ(got[1].bytes, "Hi");
+  EXPECT_EQ(sections.tokens_before_content(), 0);
+}
+
+TEST(TokenSections, ACharacterSplitAcrossTokensIsTheCompletingTokensText) {
+  // The engine releases a character once whole: the first token's text is empty.
+  TokenSections sections;
+  std::vector<engine::SampleResult> samples = {{.text = "a"},
+                                               {.text = ""},
+                                               {.text = "\xc3\xa9"
+                                                        "b"}};
   std::string bytes;
-  for (const auto& e : sections.push(samples, text, /*content_bytes=*/3, true)) bytes += e.bytes;
-  EXPECT_EQ(bytes, "\nHi") << "content begins one byte into the newlines";
+  std::vector<LogprobEntry> got = sections.push(samples,
+                                                "a\xc3\xa9"
+                                                "b",
+                                                4);
+  ASSERT_EQ(got.size(), 3u) << "one entry per token, the empty one too";
+  for (const auto& e : got) bytes += e.bytes;
+  EXPECT_EQ(bytes,
+            "a\xc3\xa9"
+            "b");
+  EXPECT_EQ(got[1].bytes, "");
 }
 
 }  // namespace
