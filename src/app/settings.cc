@@ -21,9 +21,8 @@ std::optional<std::int64_t> unless_auto(const config::Options& opts, std::string
   return opts.get_int(name);
 }
 
-// What /v1/models reports: --served-model-name, else the checkpoint directory's name.
-std::string model_id(const config::Options& opts) {
-  if (!opts.get_string("served-model-name").empty()) return opts.get_string("served-model-name");
+// The model's name when --served-model-name gives none: the checkpoint directory's name.
+std::string model_folder_name(const config::Options& opts) {
   std::filesystem::path p(opts.get_string("model"));
   std::string name = p.filename().string();
   if (name.empty()) name = p.parent_path().filename().string();
@@ -42,7 +41,8 @@ server::HttpOptions read_http_options(const config::Options& opts) {
           .worker_threads = http_threads,
           .keep_alive_ms = opts.get_duration_ms("keep-alive-timeout"),
           .read_timeout_ms = opts.get_duration_ms("read-timeout"),
-          .write_timeout_ms = opts.get_duration_ms("write-timeout")};
+          .write_timeout_ms = opts.get_duration_ms("write-timeout"),
+          .cors_origins = opts.get_string("cors-origins")};
 }
 
 // A real-geometry preset names its family, so `--preset qwen3-0.6b` alone picks qwen3.
@@ -124,7 +124,8 @@ ServeSettings read_serve_settings(const config::Options& opts) {
   const std::int64_t ctx = opts.get_int("ctx-size");
   return {.runtime = read_runtime_settings(opts),
           .http = read_http_options(opts),
-          .service = {.model_id = model_id(opts),
+          .service = {.models = server::ModelNames(opts.get_string("served-model-name"),
+                                                   model_folder_name(opts)),
                       .limits = {.unsupported_tools = opts.get_bool("reject-unsupported-tools")
                                                           ? server::UnsupportedTools::kReject
                                                           : server::UnsupportedTools::kLeaveOut},

@@ -109,6 +109,7 @@ std::string render_env_markdown() {
           spec.type == OptionType::kDuration || spec.type == OptionType::kFloat) {
         type = allowed_text(spec);
       }
+      if (spec.repeatable) type = "comma list (flag may repeat)";
       out += fmt::format("| {} | `{}` | {} | `{}` | {} | {} |\n", flag, env_name(spec.name), type,
                          default_shown(spec), commands, spec.help);
     }

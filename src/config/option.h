@@ -51,6 +51,8 @@ struct OptionSpec {
   char short_flag = 0;                         // e.g. 'm' for -m
   bool allow_auto = false;  // "auto" is accepted: the value is picked at run time (model-aware)
   bool secret = false;      // never printed back (api keys)
+  // A comma-separated list: the flag may be given several times, its values joined with commas.
+  bool repeatable = false;
 };
 
 enum class Source : std::uint8_t { kDefault, kEnv, kCli };

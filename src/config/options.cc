@@ -224,7 +224,8 @@ Result<Options> parse_options(std::uint32_t scope, const std::vector<std::string
       return Error(StatusCode::kInvalidArgument, "--{} (env {}) needs a value: expected {}",
                    spec->name, env_name(spec->name), allowed_text(*spec));
     }
-    cli[std::string(spec->name)] = text;
+    std::string& given = cli[std::string(spec->name)];
+    given = spec->repeatable && !given.empty() ? given + "," + text : text;
   }
 
   for (const auto& spec : all_options()) {

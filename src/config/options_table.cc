@@ -48,10 +48,13 @@ std::vector<OptionSpec> build_table() {
       {.name = "served-model-name",
        .type = T::kString,
        .default_text = "",
-       .help = "Model id reported by /v1/models and accepted in requests (default: the "
-               "directory name of --model).",
+       .help = "Model names requests may use, separated by commas (the flag may be repeated); "
+               "the first is the primary, reported for requests that name none; '*' answers to "
+               "any name (agents' small-model requests). Responses report the name the request "
+               "used. Default: the directory name of --model.",
        .scopes = kServe,
-       .group = "model"},
+       .group = "model",
+       .repeatable = true},
       {.name = "ctx-size",
        .type = T::kInt,
        .default_text = "0",
@@ -150,6 +153,17 @@ std::vector<OptionSpec> build_table() {
                "and the log.",
        .scopes = kServe,
        .group = "server"},
+      {.name = "cors-origins",
+       .type = T::kString,
+       .default_text = "http://localhost:*,http://127.0.0.1:*,http://[::1]:*",
+       .help = "Origins whose web pages may call the API from a browser, separated by commas "
+               "(the flag may be repeated): 'scheme://host:port', 'scheme://host:*' for any "
+               "port, '*' for any origin, '' for none. A preflight from another origin gets a "
+               "403; its other requests are answered without CORS headers, so the browser hides "
+               "the answer. Default: pages served from this machine.",
+       .scopes = kServe,
+       .group = "server",
+       .repeatable = true},
       {.name = "webui",
        .type = T::kBool,
        .default_text = "true",

@@ -300,22 +300,26 @@ void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
   ++seq.n_generated;
   const auto& stops = seq.req.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), r.id) != stops.end()) {
-    seq.out.text += seq.detok->finish();
+    r.text = seq.detok->finish();
+    seq.out.text += r.text;
+    // The end token is a sample only when it released text held back (for a stop string that
+    // did not come): the samples' texts add up to the text.
+    if (!r.text.empty()) seq.out.samples.push_back(std::move(r));
     finish(seq, FinishReason::kStop);
     return;
   }
-  seq.out.samples.push_back(r);
-  seq.out.text += seq.detok->push(r.id);
+  r.text = seq.detok->push(r.id);
   seq.tokens.push_back(r.id);
   seq.pending = r.id;
-  if (seq.detok->stopped()) {
-    seq.out.stop_index = seq.detok->stop_index();
-    finish(seq, FinishReason::kStop);
-  } else if (seq.n_generated >= seq.req.max_tokens ||
-             static_cast<std::int64_t>(seq.tokens.size()) >= options_.ctx_size) {
-    seq.out.text += seq.detok->finish();
-    finish(seq, FinishReason::kLength);
-  }
+  const bool stopped = seq.detok->stopped();
+  const bool full = !stopped && (seq.n_generated >= seq.req.max_tokens ||
+                                 static_cast<std::int64_t>(seq.tokens.size()) >= options_.ctx_size);
+  if (stopped) seq.out.stop_index = seq.detok->stop_index();
+  if (full) r.text += seq.detok->finish();  // the last token carries what was held back
+  seq.out.text += r.text;
+  seq.out.samples.push_back(std::move(r));
+  if (stopped) finish(seq, FinishReason::kStop);
+  if (full) finish(seq, FinishReason::kLength);
 }
 
 void Engine::finish(Sequence& seq, FinishReason reason, Status error) {

@@ -42,6 +42,11 @@ struct SampleResult {
   TokenId id = -1;
   float logprob = 0;              // of the chosen token under the model's distribution
   std::vector<TokenLogprob> top;  // top_logprobs alternatives, most likely first
+  // Filled by the engine: the text this token made final, its share of Event::text (empty for a
+  // token that ends inside a character or may start a stop string; the token that completes
+  // such text carries it). The samples' texts add up to the generated text. An end-of-generation
+  // token is a sample only when it releases held-back text.
+  std::string text;
 };
 
 // splitmix64 stream: tiny, fast, and its output is fixed by its definition on every platform.

@@ -13,8 +13,10 @@ std::string ApiError::to_json() const {
 }
 
 ErrorShape error_shape_for_path(std::string_view path) {
-  return path == "/v1/messages" || path.starts_with("/v1/messages/") ? ErrorShape::kAnthropic
-                                                                     : ErrorShape::kOpenAI;
+  // The routes answer without the /v1 prefix too (clients configured with a bare base URL).
+  if (path.starts_with("/v1/")) path.remove_prefix(3);
+  return path == "/messages" || path.starts_with("/messages/") ? ErrorShape::kAnthropic
+                                                               : ErrorShape::kOpenAI;
 }
 
 std::string ApiError::to_anthropic_json() const {

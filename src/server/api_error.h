@@ -12,7 +12,8 @@
 namespace recur::server {
 
 enum class ErrorShape { kOpenAI, kAnthropic };
-// The shape the clients of a route read: Anthropic's under /v1/messages, OpenAI's elsewhere.
+// The shape the clients of a route read: Anthropic's under /v1/messages (or /messages), OpenAI's
+// elsewhere.
 ErrorShape error_shape_for_path(std::string_view path);
 
 struct ApiError {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/reasoning.h"
+#include "server/token_sections.h"
 #include "server/tool_calls.h"
 #include "util/log.h"
 
@@ -99,7 +100,9 @@ void ChatTurn::run(ChunkWriter& out) {
   chat::ReasoningSplitter splitter(prompt.starts_in_reasoning);
   ToolCallStreamFilter filter;
   std::string reasoning, content;  // content before tool-call parsing
-  std::vector<engine::SampleResult> samples;
+  // Which tokens are content (their logprobs) and which reasoning (counted in usage).
+  TokenSections sections;
+  std::vector<LogprobEntry> entries;
   bool first = true;
 
   if (stream && !renderer->start(out)) {
@@ -119,13 +122,18 @@ void ChatTurn::run(ChunkWriter& out) {
         }
         reasoning += part.reasoning;
         content += part.content;
-        if (logprobs) samples.insert(samples.end(), ev.samples.begin(), ev.samples.end());
-        if (!stream) return true;
+        std::vector<LogprobEntry> now;
+        if (logprobs || split) now = sections.push(ev.samples, ev.text, content.size());
+        if (!logprobs) now.clear();
+        if (!stream) {
+          entries.insert(entries.end(), now.begin(), now.end());
+          return true;
+        }
         TurnDelta d{.reasoning = part.reasoning,
+                    .logprobs = std::move(now),
                     .reasoning_block = split && splitter.saw_reasoning()};
         d.content = parse_tools ? filter.push(part.content) : part.content;
-        if (logprobs) d.samples = ev.samples;
-        return (d.content.empty() && d.reasoning.empty() && d.samples.empty()) ||
+        return (d.content.empty() && d.reasoning.empty() && d.logprobs.empty()) ||
                renderer->delta(out, d);
       });
   if (!ended) return;
@@ -141,18 +149,22 @@ void ChatTurn::run(ChunkWriter& out) {
     renderer->fail(out, finish_error(done));
     return;
   }
-  ParsedToolCalls calls = parse_tools ? parse_tool_calls(content, request.tools_json, id + "-call-")
-                                      : ParsedToolCalls{content, {}};
+  ParsedToolCalls calls = parse_tools
+                              ? parse_tool_calls(content, request.tools_json, call_id_prefix)
+                              : ParsedToolCalls{content, {}};
   TurnResult r{.content = calls.content,
                .tool_calls = calls.calls,
-               .samples = std::move(samples),
+               .logprobs = std::move(entries),
                .finish = done.finish,
                .stop_index = done.stop_index,
                .usage = done.usage,
                .trace = done.trace,
                .prompt_stored = done.completion_stored,
                .timing = &timing};
-  if (split && (splitter.saw_reasoning() || !reasoning.empty())) r.reasoning = reasoning;
+  if (split && (splitter.saw_reasoning() || !reasoning.empty())) {
+    r.reasoning = reasoning;
+    r.reasoning_tokens = sections.tokens_before_content();
+  }
   if (stream && parse_tools)
     r.unstreamed_content = calls.calls.empty() ? filter.held() : calls.trailing;
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.

@@ -26,7 +26,7 @@ namespace recur::server {
 struct TurnDelta {
   std::string reasoning;
   std::string content;
-  std::vector<engine::SampleResult> samples;  // when logprobs were asked
+  std::vector<LogprobEntry> logprobs;  // of content tokens, when logprobs were asked
   // The turn has a reasoning block, maybe still empty: APIs with reasoning blocks open one first.
   bool reasoning_block = false;
 };
@@ -37,10 +37,12 @@ struct TurnResult {
   // Set when the template splits reasoning and this turn had a reasoning block (maybe empty).
   std::optional<std::string> reasoning;
   std::vector<chat::ToolCall> tool_calls;
-  std::vector<engine::SampleResult> samples;
+  std::vector<LogprobEntry> logprobs;  // of content tokens, when logprobs were asked
   engine::FinishReason finish = engine::FinishReason::kStop;
   std::optional<std::size_t> stop_index;  // which request stop string ended the text
   engine::Usage usage;
+  // Generated tokens of the reasoning block, its tags included (0 without one).
+  std::int64_t reasoning_tokens = 0;
   engine::CacheTrace trace;
   // The prompt was stored in the cache by this turn (its completion snapshot was admitted).
   bool prompt_stored = false;
@@ -72,7 +74,10 @@ struct ChatTurn {
   ChatRequest request;
   chat::Prompt prompt;
   cache::CacheKey key;
-  std::string id;  // the response id: logs and tool-call ids
+  std::string id;     // the response id: logs and tool-call ids
+  std::string model;  // the model name the response reports (ModelNames::resolve)
+  // Tool-call ids are this and the call's index: "call_<token>0" (OpenAI), "toolu_<token>0".
+  std::string call_id_prefix;
   const Backend* backend = nullptr;
   std::shared_ptr<engine::RequestChannel> channel;
   ServerMetrics* metrics = nullptr;

@@ -26,6 +26,12 @@ std::string HttpRequest::header(const std::string& lower_name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
+std::optional<std::string> HttpRequest::query_param(const std::string& name) const {
+  auto it = query.find(name);
+  if (it == query.end()) return std::nullopt;
+  return it->second;
+}
+
 HttpResponse HttpResponse::json(int status, std::string body) {
   HttpResponse r;
   r.status = status;
@@ -154,6 +160,7 @@ HttpRequest to_request(const httplib::Request& req) {
   out.body = req.body;
   out.received_at = t_request_start;
   for (const auto& [k, v] : req.headers) out.headers[lower(k)] = v;
+  for (const auto& [k, v] : req.params) out.query[k] = v;
   // Found on first use: only requests that wait for the engine ask.
   out.client_gone = [fd = std::optional<int>(), local = req.local_addr, lport = req.local_port,
                      remote = req.remote_addr, rport = req.remote_port]() mutable {
@@ -219,18 +226,25 @@ struct HttpServer::Impl {
   // listening and after shutdown. Only HTTP workers render metrics, so the pool outlives a read.
   std::shared_ptr<std::atomic<WorkerPool*>> pool = std::make_shared<std::atomic<WorkerPool*>>();
 
-  std::set<std::string> id_prefixes;  // get_by_id / del_by_id routes
+  std::vector<IdRoute> id_routes;  // get_by_id / del_by_id routes
+  CorsPolicy cors;
 
-  Impl(HttpOptions o, ServerMetrics& m) : options(std::move(o)), metrics(m) {}
+  Impl(HttpOptions o, ServerMetrics& m)
+      : options(std::move(o)), metrics(m), cors(options.cors_origins) {}
 
-  // The metrics label of a path: a registered route, PREFIX{id}, or "other" (so unknown paths
-  // cannot grow the label set).
+  // The metrics label of a path: a registered route, PREFIX{id}SUFFIX, or "other" (so unknown
+  // paths cannot grow the label set).
   std::string route_label(const std::string& path) const {
     if (known_paths.count(path)) return path;
-    for (const std::string& p : id_prefixes) {
-      if (path.size() > p.size() && path.starts_with(p) &&
-          path.find('/', p.size()) == std::string::npos) {
-        return p + "{id}";
+    for (const IdRoute& r : id_routes) {
+      if (path.size() <= r.prefix.size() + r.suffix.size() || !path.starts_with(r.prefix) ||
+          !path.ends_with(r.suffix)) {
+        continue;
+      }
+      const std::string_view id(path.data() + r.prefix.size(),
+                                path.size() - r.prefix.size() - r.suffix.size());
+      if (r.any_text || id.find('/') == std::string_view::npos) {
+        return r.prefix + "{id}" + r.suffix;
       }
     }
     return "other";
@@ -238,8 +252,46 @@ struct HttpServer::Impl {
 
   httplib::Server::Handler wrap(Handler handler) {
     return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-      write_response(handler(to_request(req)), res);
+      HttpRequest r = to_request(req);
+      if (req.matches.size() > 1) r.path_id = req.matches[1].str();
+      write_response(handler(r), res);
     };
+  }
+
+  static std::string id_pattern(const IdRoute& r) {
+    return r.prefix + (r.any_text ? "(.+)" : "([A-Za-z0-9_.-]+)") + r.suffix;
+  }
+
+  // OPTIONS on a route: a browser's CORS preflight (with Origin), answered before the API-key
+  // check because a preflight never carries credentials.
+  void answer_options(const httplib::Request& req, httplib::Response& res) const {
+    if (route_label(req.path) == "other") {
+      res.status = 404;  // the error handler writes the body
+      return;
+    }
+    const std::string origin = req.get_header_value("Origin");
+    if (origin.empty()) {
+      res.status = 204;
+      res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
+      return;
+    }
+    if (!cors.allows(origin)) {
+      // The browser would block the call anyway; a 403 that names the flag tells the person
+      // reading the network log why.
+      ApiError err{.http_status = 403,
+                   .type = "permission_error",
+                   .code = "cors_origin_not_allowed",
+                   .message = fmt::format("origin '{}' may not call this server from a browser; "
+                                          "add it to --cors-origins",
+                                          origin)};
+      write_response(HttpResponse::error(err, error_shape_for_path(req.path)), res);
+      return;
+    }
+    res.status = 204;
+    for (auto& [k, v] :
+         cors.preflight_headers(origin, req.get_header_value("Access-Control-Request-Headers"))) {
+      res.set_header(k, v);
+    }
   }
 };
 
@@ -280,6 +332,10 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
 
   s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
+    if (req.method == "OPTIONS") {
+      s.answer_options(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (s.options.api_key.empty() || s.open_paths.count(req.path)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -317,6 +373,16 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
     write_response(HttpResponse::error(err, error_shape_for_path(req.path)), res);
   });
 
+  // Every response to an allowed origin, errors and streams included (their headers are written
+  // after this), lets the page read it.
+  s.server.set_post_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = req.get_header_value("Origin");
+    if (origin.empty() || res.has_header("Access-Control-Allow-Origin") || !s.cors.allows(origin)) {
+      return;
+    }
+    for (auto& [k, v] : s.cors.response_headers(origin)) res.set_header(k, v);
+  });
+
   s.server.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     double secs_taken =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_request_start).count();
@@ -339,14 +405,14 @@ void HttpServer::post(const std::string& path, Handler handler) {
   impl_->server.Post(path, impl_->wrap(std::move(handler)));
 }
 
-void HttpServer::get_by_id(const std::string& prefix, Handler handler) {
-  impl_->id_prefixes.insert(prefix);
-  impl_->server.Get(prefix + "[A-Za-z0-9_.-]+", impl_->wrap(std::move(handler)));
+void HttpServer::get_by_id(IdRoute route, Handler handler) {
+  impl_->server.Get(Impl::id_pattern(route), impl_->wrap(std::move(handler)));
+  impl_->id_routes.push_back(std::move(route));
 }
 
-void HttpServer::del_by_id(const std::string& prefix, Handler handler) {
-  impl_->id_prefixes.insert(prefix);
-  impl_->server.Delete(prefix + "[A-Za-z0-9_.-]+", impl_->wrap(std::move(handler)));
+void HttpServer::del_by_id(IdRoute route, Handler handler) {
+  impl_->server.Delete(Impl::id_pattern(route), impl_->wrap(std::move(handler)));
+  impl_->id_routes.push_back(std::move(route));
 }
 
 void HttpServer::allow_without_key(const std::string& path) { impl_->open_paths.insert(path); }

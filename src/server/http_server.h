@@ -1,6 +1,7 @@
 // The HTTP layer: listening socket, worker pool sizing, keep-alive and timeouts, body limit,
-// API-key check (a bearer token or x-api-key), errors for unknown routes and oversized bodies in
-// the route's API's shape, request metrics.
+// API-key check (a bearer token or x-api-key), CORS (preflights and the allow-origin header of
+// every response), errors for unknown routes and oversized bodies in the route's API's shape,
+// request metrics.
 // The only file that includes httplib.h; routes see the plain structs below.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/cors.h"
 #include "server/metrics.h"
 #include "util/status.h"
 
@@ -30,6 +32,7 @@ struct HttpOptions {
   std::int64_t keep_alive_ms = 5000;
   std::int64_t read_timeout_ms = 30000;
   std::int64_t write_timeout_ms = 60000;
+  std::string cors_origins = std::string(kLoopbackOrigins);  // CorsPolicy's list
 };
 
 struct HttpRequest {
@@ -37,12 +40,16 @@ struct HttpRequest {
   std::string path;
   std::string body;
   std::map<std::string, std::string> headers;  // names lower-cased
+  std::string path_id;  // the {id} segment of a get_by_id / del_by_id route; empty elsewhere
+  std::map<std::string, std::string> query;  // the URL's query parameters (the last of a name)
   // When the request's headers were read (its body is read after): where its timing starts.
   std::chrono::steady_clock::time_point received_at;
   // True once the client has closed its end of the connection (checked without reading or
   // writing). Null in requests that were not received over a socket (tests).
   std::function<bool()> client_gone;
   std::string header(const std::string& lower_name) const;
+  // The query parameter `name`; nullopt when absent.
+  std::optional<std::string> query_param(const std::string& name) const;
 };
 
 // Where a response body goes while it is produced. write() returns false once the client is
@@ -104,10 +111,18 @@ class HttpServer {
 
   void get(const std::string& path, Handler handler);
   void post(const std::string& path, Handler handler);
-  // GET and DELETE of PREFIX + one path segment (an id: letters, digits, '_', '-', '.'); the
-  // handler reads the id from HttpRequest::path. Metrics label the route PREFIX{id}.
-  void get_by_id(const std::string& prefix, Handler handler);
-  void del_by_id(const std::string& prefix, Handler handler);
+  // A route with an id in its path: PREFIX{id}SUFFIX.
+  struct IdRoute {
+    std::string prefix;  // "/v1/responses/"
+    std::string suffix;  // "" or "/input_items"
+    // The id is one path segment (letters, digits, '_', '-', '.'), or with this, any text up to
+    // the suffix (model names such as "Qwen/Qwen3-0.6B" or "qwen3:8b").
+    bool any_text = false;
+  };
+  // GET and DELETE of an IdRoute; the handler reads the id from HttpRequest::path_id. Metrics
+  // label the route PREFIX{id}SUFFIX.
+  void get_by_id(IdRoute route, Handler handler);
+  void del_by_id(IdRoute route, Handler handler);
   // Paths that never need the API key (health checks from load balancers).
   void allow_without_key(const std::string& path);
 

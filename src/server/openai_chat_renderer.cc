@@ -17,7 +17,7 @@ bool OpenAIChatRenderer::start(ChunkWriter& out) {
 bool OpenAIChatRenderer::delta(ChunkWriter& out, const TurnDelta& d) {
   ChatDelta chunk{.content = d.content,
                   .reasoning_content = d.reasoning,
-                  .samples = d.samples,
+                  .logprob_entries = d.logprobs,
                   .logprobs = logprobs_};
   return out.write(chat_chunk_sse(meta_, chunk, *tok_));
 }
@@ -33,7 +33,7 @@ bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
     }
     std::string body = chat_chunk_sse(meta_, tail, *tok_);
     if (r.timing != nullptr) add_timing_to_sse(body, *r.timing);
-    if (include_usage_) body += chat_usage_chunk_sse(meta_, r.usage);
+    if (include_usage_) body += chat_usage_chunk_sse(meta_, r.usage, r.reasoning_tokens);
     // The cache trace as an SSE comment: ignored by clients, visible to people and tests.
     body += ": x-recur-cache " + r.trace.to_header() + "\n\n";
     body += sse_done();
@@ -42,10 +42,11 @@ bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
   ChatResult result{.content = r.content,
                     .reasoning_content = r.reasoning,
                     .tool_calls = r.tool_calls,
-                    .samples = r.samples,
+                    .logprob_entries = r.logprobs,
                     .logprobs = logprobs_,
                     .finish_reason = finish,
-                    .usage = r.usage};
+                    .usage = r.usage,
+                    .reasoning_tokens = r.reasoning_tokens};
   std::string body = chat_completion_json(meta_, result, *tok_);
   add_trace(body, r.trace);
   if (r.timing != nullptr) add_timing(body, *r.timing);

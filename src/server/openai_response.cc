@@ -21,11 +21,12 @@ json token_entry(engine::TokenId id, float logprob, const tokenizer::Tokenizer& 
   return json{{"token", tok.decode(one)}, {"logprob", logprob}, {"bytes", bytes_of(raw)}};
 }
 
-json logprobs_content(const std::vector<engine::SampleResult>& samples,
-                      const tokenizer::Tokenizer& tok) {
+json logprobs_content(const std::vector<LogprobEntry>& entries, const tokenizer::Tokenizer& tok) {
   json content = json::array();
-  for (const auto& s : samples) {
-    json e = token_entry(s.id, s.logprob, tok);
+  for (const auto& s : entries) {
+    // `token` is the bytes as text (a token that ends inside a character shows U+FFFD there);
+    // `bytes` are exact, so their concatenation is the content.
+    json e = {{"token", s.bytes}, {"logprob", s.logprob}, {"bytes", bytes_of(s.bytes)}};
     json top = json::array();
     for (const auto& t : s.top) top.push_back(token_entry(t.id, t.logprob, tok));
     e["top_logprobs"] = std::move(top);
@@ -34,11 +35,15 @@ json logprobs_content(const std::vector<engine::SampleResult>& samples,
   return content;
 }
 
-json usage_object(const engine::Usage& u) {
-  return json{{"prompt_tokens", u.prompt_tokens},
+json usage_object(const engine::Usage& u, std::optional<std::int64_t> reasoning_tokens) {
+  json out = {{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
               {"total_tokens", u.prompt_tokens + u.completion_tokens},
               {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  if (reasoning_tokens) {
+    out["completion_tokens_details"] = {{"reasoning_tokens", *reasoning_tokens}};
+  }
+  return out;
 }
 
 json tool_calls_array(const std::vector<chat::ToolCall>& calls, bool with_index) {
@@ -66,12 +71,14 @@ std::string finish_reason_text(engine::FinishReason reason, bool has_tool_calls)
   return reason == engine::FinishReason::kLength ? "length" : "stop";
 }
 
-std::string chat_logprobs_json(const std::vector<engine::SampleResult>& samples,
+std::string chat_logprobs_json(const std::vector<LogprobEntry>& entries,
                                const tokenizer::Tokenizer& tok) {
-  return dump(logprobs_content(samples, tok));
+  return dump(logprobs_content(entries, tok));
 }
 
-std::string usage_json(const engine::Usage& usage) { return dump(usage_object(usage)); }
+std::string usage_json(const engine::Usage& usage, std::optional<std::int64_t> reasoning_tokens) {
+  return dump(usage_object(usage, reasoning_tokens));
+}
 
 std::string chat_completion_json(const ResponseMeta& meta, const ChatResult& r,
                                  const tokenizer::Tokenizer& tok) {
@@ -81,11 +88,11 @@ std::string chat_completion_json(const ResponseMeta& meta, const ChatResult& r,
   if (!r.tool_calls.empty()) msg["tool_calls"] = tool_calls_array(r.tool_calls, false);
   json choice = {{"index", 0}, {"message", std::move(msg)}};
   choice["logprobs"] =
-      r.logprobs ? json{{"content", logprobs_content(r.samples, tok)}} : json(nullptr);
+      r.logprobs ? json{{"content", logprobs_content(r.logprob_entries, tok)}} : json(nullptr);
   choice["finish_reason"] = r.finish_reason;
   json out = envelope(meta, "chat.completion");
   out["choices"] = json::array({std::move(choice)});
-  out["usage"] = usage_object(r.usage);
+  out["usage"] = usage_object(r.usage, r.reasoning_tokens);
   return dump(out);
 }
 
@@ -97,8 +104,8 @@ std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& d,
   if (!d.reasoning_content.empty()) delta["reasoning_content"] = d.reasoning_content;
   if (!d.tool_calls.empty()) delta["tool_calls"] = tool_calls_array(d.tool_calls, true);
   json choice = {{"index", 0}, {"delta", std::move(delta)}};
-  choice["logprobs"] = d.logprobs && !d.samples.empty()
-                           ? json{{"content", logprobs_content(d.samples, tok)}}
+  choice["logprobs"] = d.logprobs && !d.logprob_entries.empty()
+                           ? json{{"content", logprobs_content(d.logprob_entries, tok)}}
                            : json(nullptr);
   choice["finish_reason"] = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
   json out = envelope(meta, "chat.completion.chunk");
@@ -108,20 +115,21 @@ std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& d,
 
 namespace {
 std::string usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage,
-                            const char* object) {
+                            const char* object, std::optional<std::int64_t> reasoning_tokens) {
   json out = envelope(meta, object);
   out["choices"] = json::array();
-  out["usage"] = usage_object(usage);
+  out["usage"] = usage_object(usage, reasoning_tokens);
   return "data: " + dump(out) + "\n\n";
 }
 }  // namespace
 
 std::string text_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage) {
-  return usage_chunk_sse(meta, usage, "text_completion");
+  return usage_chunk_sse(meta, usage, "text_completion", std::nullopt);
 }
 
-std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage) {
-  return usage_chunk_sse(meta, usage, "chat.completion.chunk");
+std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage,
+                                 std::int64_t reasoning_tokens) {
+  return usage_chunk_sse(meta, usage, "chat.completion.chunk", reasoning_tokens);
 }
 
 std::string sse_done() { return "data: [DONE]\n\n"; }
@@ -152,7 +160,7 @@ std::string text_completion_json(const ResponseMeta& meta, const TextResult& r,
   choice["finish_reason"] = r.finish_reason;
   json out = envelope(meta, "text_completion");
   out["choices"] = json::array({std::move(choice)});
-  out["usage"] = usage_object(r.usage);
+  out["usage"] = usage_object(r.usage, std::nullopt);
   return dump(out);
 }
 

@@ -19,23 +19,34 @@ struct ResponseMeta {
   std::int64_t created = 0;  // unix seconds
 };
 
+// One generated token of chat logprobs: its bytes (only those inside the content where the token
+// straddles the content's start or end: see TokenSections), its logprob and alternatives.
+struct LogprobEntry {
+  std::string bytes;
+  float logprob = 0;
+  std::vector<engine::TokenLogprob> top;
+};
+
 // "stop", "length" or "tool_calls".
 std::string finish_reason_text(engine::FinishReason reason, bool has_tool_calls);
 
-// Logprob entries of sampled tokens, as chat logprobs.content items.
-std::string chat_logprobs_json(const std::vector<engine::SampleResult>& samples,
+// Logprob entries as chat logprobs.content items.
+std::string chat_logprobs_json(const std::vector<LogprobEntry>& entries,
                                const tokenizer::Tokenizer& tok);
 
-std::string usage_json(const engine::Usage& usage);
+// Chat usage carries completion_tokens_details.reasoning_tokens; text completions have none.
+std::string usage_json(const engine::Usage& usage,
+                       std::optional<std::int64_t> reasoning_tokens = std::nullopt);
 
 struct ChatResult {
   std::string content;
   std::optional<std::string> reasoning_content;
   std::vector<chat::ToolCall> tool_calls;
-  std::vector<engine::SampleResult> samples;  // when logprobs were asked
+  std::vector<LogprobEntry> logprob_entries;  // when logprobs were asked
   bool logprobs = false;
   std::string finish_reason;
   engine::Usage usage;
+  std::int64_t reasoning_tokens = 0;
 };
 std::string chat_completion_json(const ResponseMeta& meta, const ChatResult& result,
                                  const tokenizer::Tokenizer& tok);
@@ -46,14 +57,15 @@ struct ChatDelta {
   std::string content;
   std::string reasoning_content;
   std::vector<chat::ToolCall> tool_calls;
-  std::vector<engine::SampleResult> samples;
+  std::vector<LogprobEntry> logprob_entries;
   bool logprobs = false;
   std::optional<std::string> finish_reason;
 };
 std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& delta,
                            const tokenizer::Tokenizer& tok);
 // The final usage chunk of stream_options.include_usage: empty choices, usage set.
-std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage);
+std::string chat_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage,
+                                 std::int64_t reasoning_tokens);
 // The same for /v1/completions streams (object "text_completion").
 std::string text_usage_chunk_sse(const ResponseMeta& meta, const engine::Usage& usage);
 std::string sse_done();

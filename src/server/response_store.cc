@@ -32,8 +32,8 @@ std::vector<chat::Message> StoredResponse::history() const {
 }
 
 std::size_t StoredResponse::own_bytes() const {
-  std::size_t n =
-      kNodeOverheadBytes + id.size() + tenant.size() + session.size() + response_json.size();
+  std::size_t n = kNodeOverheadBytes + id.size() + tenant.size() + session.size() +
+                  response_json.size() + input_json.size();
   for (const auto& m : messages) n += message_bytes(m);
   return n;
 }

@@ -49,8 +49,9 @@ struct StoredResponse {
   std::vector<chat::Message> messages;           // this turn's input messages and its reply
   std::shared_ptr<const StoredResponse> parent;  // the previous_response_id's node, or null
   std::string response_json;                     // what GET /v1/responses/{id} returns
-  std::size_t chain_bytes = 0;                   // this node's bytes plus its ancestors'
-  LiveCharge charge;                             // set by ResponseStore::put
+  std::string input_json;       // its request's `input` as sent: GET /v1/responses/{id}/input_items
+  std::size_t chain_bytes = 0;  // this node's bytes plus its ancestors'
+  LiveCharge charge;            // set by ResponseStore::put
 
   // Every message of the conversation through this response, oldest first.
   std::vector<chat::Message> history() const;

@@ -426,6 +426,7 @@ Parsed<ResponsesRequest> parse_responses_request(std::string_view text, const Re
   if (auto e = refuse_unsupported(body)) return *e;
   if (auto e = parse_generation(body, limits, req)) return *e;
   if (auto e = parse_input(body, limits, resolve_item, req.chat.messages)) return *e;
+  if (req.store) req.input_json = body["input"].dump();
   if (auto e = parse_tools(body, limits, req)) return *e;
   if (auto e = parse_tool_choice(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req.chat)) return *e;

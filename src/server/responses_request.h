@@ -39,6 +39,8 @@ struct ResponsesRequest {
   std::string metadata_json = "{}";
   std::optional<std::int64_t> max_output_tokens;
   std::vector<NamespacedFunction> namespaced;
+  // `input` as the client sent it (JSON; only with store): GET /v1/responses/{id}/input_items.
+  std::string input_json;
 };
 
 // An `item_reference` input item's id -> the referenced item as JSON text (an output item of a

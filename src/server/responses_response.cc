@@ -15,17 +15,20 @@ json parsed_or_null(const std::string& text) {
   return j.is_discarded() ? json(nullptr) : j;
 }
 
-json responses_usage(const engine::Usage& u) {
+json responses_usage(const TurnResult& r) {
+  const engine::Usage& u = r.usage;
   return json{{"input_tokens", u.prompt_tokens},
               {"input_tokens_details", {{"cached_tokens", u.cached_tokens}}},
               {"output_tokens", u.completion_tokens},
+              {"output_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}},
               {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
-std::string reasoning_id(const ResponseEcho& e) { return "rs_" + e.id; }
-std::string message_id(const ResponseEcho& e) { return "msg_" + e.id; }
+// Item ids have OpenAI's prefixes and the response's unique token.
+std::string reasoning_id(const ResponseEcho& e) { return "rs_" + e.token; }
+std::string message_id(const ResponseEcho& e) { return "msg_" + e.token; }
 std::string call_item_id(const ResponseEcho& e, size_t i) {
-  return fmt::format("fc_{}_{}", e.id, i);
+  return fmt::format("fc_{}_{}", e.token, i);
 }
 
 json reasoning_item(const ResponseEcho& e, const std::string& text, const char* status) {
@@ -119,14 +122,15 @@ json response_object(const ResponseEcho& e, const char* status, json output, jso
 }  // namespace
 
 std::string response_id_of_item(std::string_view item_id) {
+  // rs_TOKEN, msg_TOKEN and fc_TOKEN_INDEX belong to resp_TOKEN.
   for (std::string_view prefix : {"msg_", "rs_"}) {
-    if (item_id.starts_with(prefix)) return std::string(item_id.substr(prefix.size()));
+    if (item_id.starts_with(prefix)) return "resp_" + std::string(item_id.substr(prefix.size()));
   }
   if (item_id.starts_with("fc_")) {
     const std::string_view rest = item_id.substr(3);
     const auto cut = rest.rfind('_');
     if (cut == std::string_view::npos) return "";
-    return std::string(rest.substr(0, cut));
+    return "resp_" + std::string(rest.substr(0, cut));
   }
   return "";
 }
@@ -247,7 +251,8 @@ void ResponsesRenderer::keep(const TurnResult& r, const std::string& response_js
                    .session = storing_.session,
                    .messages = std::move(storing_.input_messages),
                    .parent = std::move(storing_.parent),
-                   .response_json = response_json};
+                   .response_json = response_json,
+                   .input_json = std::move(storing_.input_json)};
   s.messages.push_back(r.reply);
   if (!storing_.store->put(std::move(s))) {
     log::warn("response {} not stored: its conversation exceeds --responses-store-bytes ({})",
@@ -259,8 +264,8 @@ bool ResponsesRenderer::finish(ChunkWriter& out, const TurnResult& r) {
   const bool incomplete = r.finish == engine::FinishReason::kLength;
   json output = json::array();
   for (auto& item : output_items(echo_, r)) output.push_back(std::move(item));
-  json response = response_object(echo_, incomplete ? "incomplete" : "completed", output,
-                                  responses_usage(r.usage));
+  json response =
+      response_object(echo_, incomplete ? "incomplete" : "completed", output, responses_usage(r));
   if (incomplete) response["incomplete_details"] = {{"reason", "max_output_tokens"}};
   std::string body = dump_json(response);
   add_trace(body, r.trace);

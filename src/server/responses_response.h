@@ -21,6 +21,7 @@ namespace recur::server {
 // What the response object repeats of its request.
 struct ResponseEcho {
   std::string id;
+  std::string token;  // RequestIdentity::token: the items' ids are made of it
   std::string model;
   std::int64_t created_at = 0;
   std::optional<std::string> instructions;
@@ -45,11 +46,13 @@ struct ResponseStoring {
   std::string tenant;
   std::string session;
   std::vector<chat::Message> input_messages;  // this turn's new messages (no instructions)
+  std::string input_json;                     // the request's `input` as sent
   std::shared_ptr<const StoredResponse> parent;
 };
 
 // The id of the response an output item id belongs to (its reasoning, message and function call
-// items are named after it); "" for an id of another form.
+// items carry its token: rs_TOKEN, msg_TOKEN, fc_TOKEN_INDEX of resp_TOKEN); "" for an id of
+// another form.
 std::string response_id_of_item(std::string_view item_id);
 // The output item `item_id` of a stored response body, as JSON text; nullopt when it has none.
 std::optional<std::string> output_item_of(const std::string& response_json,

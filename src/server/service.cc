@@ -70,15 +70,27 @@ const Backend* Service::ready_backend() const {
 }
 
 void Service::register_routes(HttpServer& http) {
-  http.post("/v1/chat/completions", [this](const HttpRequest& r) { return chat_completions(r); });
-  http.post("/v1/completions", [this](const HttpRequest& r) { return completions(r); });
-  http.post("/v1/messages", [this](const HttpRequest& r) { return messages(r); });
-  http.post("/v1/messages/count_tokens",
-            [this](const HttpRequest& r) { return messages_count_tokens(r); });
-  http.post("/v1/responses", [this](const HttpRequest& r) { return responses_create(r); });
-  http.get_by_id("/v1/responses/", [this](const HttpRequest& r) { return responses_get(r); });
-  http.del_by_id("/v1/responses/", [this](const HttpRequest& r) { return responses_delete(r); });
-  http.get("/v1/models", [this](const HttpRequest& r) { return models(r); });
+  // The API routes answer without the /v1 prefix too: some clients are configured with a base
+  // URL that lacks it.
+  for (const std::string v1 : {"/v1", ""}) {
+    http.post(v1 + "/chat/completions",
+              [this](const HttpRequest& r) { return chat_completions(r); });
+    http.post(v1 + "/completions", [this](const HttpRequest& r) { return completions(r); });
+    http.post(v1 + "/messages", [this](const HttpRequest& r) { return messages(r); });
+    http.post(v1 + "/messages/count_tokens",
+              [this](const HttpRequest& r) { return messages_count_tokens(r); });
+    http.post(v1 + "/responses", [this](const HttpRequest& r) { return responses_create(r); });
+    const std::string responses = v1 + "/responses/";
+    http.get_by_id({.prefix = responses},
+                   [this](const HttpRequest& r) { return responses_get(r); });
+    http.del_by_id({.prefix = responses},
+                   [this](const HttpRequest& r) { return responses_delete(r); });
+    http.get_by_id({.prefix = responses, .suffix = "/input_items"},
+                   [this](const HttpRequest& r) { return responses_input_items(r); });
+    http.get(v1 + "/models", [this](const HttpRequest& r) { return models(r); });
+    http.get_by_id({.prefix = v1 + "/models/", .any_text = true},
+                   [this](const HttpRequest& r) { return model_by_id(r); });
+  }
   http.get("/health", [this](const HttpRequest& r) { return health(r); });
   http.allow_without_key("/health");
   http.get("/v1/cache/stats", [this](const HttpRequest& r) { return cache_stats(r); });
@@ -86,11 +98,9 @@ void Service::register_routes(HttpServer& http) {
   http.get("/metrics", [this](const HttpRequest& r) { return metrics(r); });
 }
 
-std::optional<ApiError> Service::check_model(const std::string& requested) const {
-  if (requested.empty() || requested == options_.model_id) return std::nullopt;
-  return not_found(fmt::format("model '{}' is not served here; this server serves '{}'", requested,
-                               options_.model_id),
-                   "model_not_found");
+Parsed<std::string> Service::resolve_model(const std::string& requested) const {
+  if (auto name = options_.models.resolve(requested)) return *std::move(name);
+  return unknown_model(requested, options_.models);
 }
 
 cache::CacheKey Service::cache_key(const HttpRequest& req, const GenerationFields& gen,
@@ -100,7 +110,7 @@ cache::CacheKey Service::cache_key(const HttpRequest& req, const GenerationField
   // the request's cache_salt: either one differing keeps two requests' entries apart.
   key.tenant.api_key_identity = api_key_identity(req);
   key.tenant.cache_salt = gen.cache_salt;
-  key.bucket.model_id = options_.model_id;
+  key.bucket.model_id = options_.models.primary();
   key.bucket.template_signature = template_signature;
   // X-Session-Id names the conversation where the body does not: the same header a reverse proxy
   // hashes on for session affinity (docs/operations.md).
@@ -157,8 +167,10 @@ Parsed<chat::Prompt> Service::render_prompt(const ChatRequest& req) const {
 
 Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, ChatRequest request,
                                                       const RequestIdentity& identity) {
-  if (auto e = check_model(request.gen.model)) return *e;
+  auto model = resolve_model(request.gen.model);
+  if (const ApiError* e = as_error(model)) return *e;
   auto turn = std::make_shared<ChatTurn>();
+  turn->model = std::get<std::string>(std::move(model));
   turn->timing.received = http.received_at;
   turn->timing.parsed = RequestTiming::Clock::now();
   turn->request = std::move(request);
@@ -170,6 +182,7 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   turn->timing.tokenize_s = turn->prompt.tokenize_s;
   turn->key = cache_key(http, req.gen, backend_.formatter->signature(req.inputs()));
   turn->id = identity.id;
+  turn->call_id_prefix = "call_" + identity.token;
   turn->backend = &backend_;
   turn->metrics = &metrics_;
   turn->log_text = options_.log_prompts;
@@ -196,11 +209,11 @@ HttpResponse Service::chat_completions(const HttpRequest& http) {
   if (auto e = unavailable()) return HttpResponse::error(*e);
   auto parsed = parse_chat_request(http.body, options_.limits);
   if (const ApiError* e = as_error(parsed)) return HttpResponse::error(*e);
-  const RequestIdentity identity = request_ids_.next("chatcmpl");
+  const RequestIdentity identity = request_ids_.next("chatcmpl-");
   auto started = start_chat(http, std::move(std::get<ChatRequest>(parsed)), identity);
   if (const ApiError* e = as_error(started)) return HttpResponse::error(*e);
   auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
-  ResponseMeta meta{.id = identity.id, .model = options_.model_id, .created = unix_now()};
+  ResponseMeta meta{.id = identity.id, .model = turn->model, .created = unix_now()};
   turn->renderer =
       std::make_unique<OpenAIChatRenderer>(std::move(meta), turn->request, *backend_.tokenizer);
   return respond_turn(http, std::move(turn));
@@ -216,7 +229,8 @@ HttpResponse Service::completions(const HttpRequest& http) {
   turn->timing.parsed = RequestTiming::Clock::now();
   turn->request = std::move(std::get<CompletionRequest>(parsed));
   CompletionRequest& req = turn->request;
-  if (auto e = check_model(req.gen.model)) return HttpResponse::error(*e);
+  auto model = resolve_model(req.gen.model);
+  if (const ApiError* e = as_error(model)) return HttpResponse::error(*e);
   std::vector<engine::TokenId> tokens;
   if (auto* text = std::get_if<std::string>(&req.prompt)) {
     turn->prompt_text = *text;
@@ -228,8 +242,9 @@ HttpResponse Service::completions(const HttpRequest& http) {
     tokens = std::get<std::vector<std::int32_t>>(req.prompt);
     turn->prompt_text = be->tokenizer->decode(tokens);
   }
-  const RequestIdentity identity = request_ids_.next("cmpl");
-  turn->meta = {.id = identity.id, .model = options_.model_id, .created = unix_now()};
+  const RequestIdentity identity = request_ids_.next("cmpl-");
+  turn->meta = {
+      .id = identity.id, .model = std::get<std::string>(std::move(model)), .created = unix_now()};
   turn->backend = be;
   turn->metrics = &metrics_;
   turn->log_text = options_.log_prompts;

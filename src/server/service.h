@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/model_names.h"
 #include "server/openai_request.h"
 #include "server/request_ids.h"
 #include "server/response_store.h"
@@ -25,7 +26,7 @@
 namespace recur::server {
 
 struct ServiceOptions {
-  std::string model_id;  // what /v1/models reports and requests may name
+  ModelNames models{std::string("recur")};  // what /v1/models reports and requests may name
   RequestLimits limits;
   bool log_prompts = false;            // --log-prompts: prompt and completion text in debug logs
   ResponseStoreLimits response_store;  // what /v1/responses keeps for previous_response_id
@@ -41,6 +42,9 @@ struct Backend {
 };
 
 struct ChatTurn;
+
+// Seconds since the Unix epoch: the `created` of responses.
+std::int64_t unix_now();
 
 class Service {
  public:
@@ -59,7 +63,9 @@ class Service {
   HttpResponse responses_create(const HttpRequest& req);       // service_responses.cc
   HttpResponse responses_get(const HttpRequest& req);          // service_responses.cc
   HttpResponse responses_delete(const HttpRequest& req);       // service_responses.cc
-  HttpResponse models(const HttpRequest& req) const;
+  HttpResponse responses_input_items(const HttpRequest& req);  // service_responses.cc
+  HttpResponse models(const HttpRequest& req) const;           // service_models.cc
+  HttpResponse model_by_id(const HttpRequest& req) const;      // service_models.cc
   HttpResponse health(const HttpRequest& req) const;
   HttpResponse cache_stats(const HttpRequest& req) const;
   HttpResponse cache_reset(const HttpRequest& req);
@@ -73,7 +79,8 @@ class Service {
   Parsed<std::shared_ptr<ChatTurn>> start_chat(const HttpRequest& http, ChatRequest request,
                                                const RequestIdentity& identity);
   Parsed<chat::Prompt> render_prompt(const ChatRequest& request) const;
-  std::optional<ApiError> check_model(const std::string& requested) const;
+  // The name a response reports for the request's `model`, or the 404 of a name not served.
+  Parsed<std::string> resolve_model(const std::string& requested) const;
   cache::CacheKey cache_key(const HttpRequest& req, const GenerationFields& gen,
                             std::uint64_t template_signature) const;
   engine::GenerationRequest engine_request(const GenerationFields& gen,
@@ -87,13 +94,11 @@ class Service {
   std::atomic<bool> draining_{false};
   RequestIds request_ids_;
   ResponseStore response_store_;
+  std::int64_t started_at_ = unix_now();  // the `created` of /v1/models
 };
 
 // The response of a started turn: run here for a held body, after the SSE headers for a stream.
 HttpResponse respond_turn(const HttpRequest& http, std::shared_ptr<ChatTurn> turn);
-
-// Seconds since the Unix epoch: the `created` of responses.
-std::int64_t unix_now();
 
 // Who presented which API key (`Authorization: Bearer` or `x-api-key`), as an identity that never
 // reveals the key: "" without one. The tenant of cache entries and stored responses.

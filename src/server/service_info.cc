@@ -1,4 +1,4 @@
-// The informational routes: models, health, cache stats and reset, Prometheus metrics.
+// The informational routes: health, cache stats and reset, Prometheus metrics.
 #include <malloc.h>
 
 #include <nlohmann/json.hpp>
@@ -176,12 +176,6 @@ void sync_store_metrics(ServerMetrics& m, const char* store, const cache::StoreS
 }
 
 }  // namespace
-
-HttpResponse Service::models(const HttpRequest&) const {
-  json model = {
-      {"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "recur"}};
-  return HttpResponse::json(200, json{{"object", "list"}, {"data", json::array({model})}}.dump());
-}
 
 HttpResponse Service::health(const HttpRequest&) const {
   if (ready_backend() == nullptr) return HttpResponse::json(503, R"({"status":"loading"})");

@@ -24,12 +24,13 @@ HttpResponse Service::messages(const HttpRequest& http) {
   }
   auto parsed = parse_messages_request(http.body, options_.limits);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return anthropic_error(*e);
-  const RequestIdentity identity = request_ids_.next("msg");
+  const RequestIdentity identity = request_ids_.next("msg_");
   auto started = start_chat(http, std::move(std::get<ChatRequest>(parsed)), identity);
   if (const ApiError* e = std::get_if<ApiError>(&started)) return anthropic_error(*e);
   auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
+  turn->call_id_prefix = "toolu_" + identity.token;
   turn->renderer =
-      std::make_unique<AnthropicRenderer>(identity.id, options_.model_id, turn->request,
+      std::make_unique<AnthropicRenderer>(identity.id, turn->model, turn->request,
                                           static_cast<std::int64_t>(turn->prompt.tokens.size()));
   HttpResponse r = respond_turn(http, std::move(turn));
   r.headers.emplace_back("request-id", identity.id);
@@ -44,7 +45,8 @@ HttpResponse Service::messages_count_tokens(const HttpRequest& http) {
   auto parsed = parse_messages_request(http.body, options_.limits);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return anthropic_error(*e);
   const ChatRequest& req = std::get<ChatRequest>(parsed);
-  if (auto e = check_model(req.gen.model)) return anthropic_error(*e);
+  auto model = resolve_model(req.gen.model);
+  if (const ApiError* e = std::get_if<ApiError>(&model)) return anthropic_error(*e);
   auto prompt = render_prompt(req);
   if (const ApiError* e = std::get_if<ApiError>(&prompt)) return anthropic_error(*e);
   const auto n = std::get<chat::Prompt>(prompt).tokens.size();

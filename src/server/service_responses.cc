@@ -1,8 +1,10 @@
 // OpenAI's Responses routes: POST /v1/responses through the shared chat pipeline, with
-// previous_response_id continued from the ResponseStore; GET and DELETE /v1/responses/{id}.
+// previous_response_id continued from the ResponseStore; GET and DELETE /v1/responses/{id} and
+// GET /v1/responses/{id}/input_items.
 #include <nlohmann/json.hpp>
 
 #include "server/chat_turn.h"
+#include "server/responses_input_items.h"
 #include "server/responses_request.h"
 #include "server/responses_response.h"
 #include "server/service.h"
@@ -10,8 +12,6 @@
 namespace recur::server {
 
 namespace {
-
-constexpr std::string_view kResponsesPrefix = "/v1/responses/";
 
 ApiError response_not_found(const std::string& id, const char* param) {
   ApiError e =
@@ -22,10 +22,6 @@ ApiError response_not_found(const std::string& id, const char* param) {
                             id));
   e.param = param;
   return e;
-}
-
-std::string id_of(const HttpRequest& http) {
-  return http.path.substr(std::min(http.path.size(), kResponsesPrefix.size()));
 }
 
 }  // namespace
@@ -44,7 +40,7 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
   auto parsed = parse_responses_request(http.body, options_.limits, resolve);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return HttpResponse::error(*e);
   ResponsesRequest& req = std::get<ResponsesRequest>(parsed);
-  const RequestIdentity identity = request_ids_.next("resp");
+  const RequestIdentity identity = request_ids_.next("resp_");
 
   std::shared_ptr<const StoredResponse> parent;
   if (!req.previous_response_id.empty()) {
@@ -70,6 +66,7 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
                .session = gen.prompt_cache_key.empty() ? http.header("x-session-id")
                                                        : gen.prompt_cache_key,
                .input_messages = req.chat.messages,
+               .input_json = std::move(req.input_json),
                .parent = parent};
   }
   std::vector<chat::Message> messages;
@@ -91,7 +88,7 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
   }
   req.chat.messages = std::move(messages);
 
-  ResponseEcho echo = response_echo(req, identity.id, options_.model_id, unix_now());
+  ResponseEcho echo = response_echo(req, identity.id, "", unix_now());
   const bool stream = gen.stream;
   auto started = start_chat(http, std::move(req.chat), identity);
   if (const ApiError* e = std::get_if<ApiError>(&started)) {
@@ -100,24 +97,39 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
     return HttpResponse::error(err);
   }
   auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
+  echo.model = turn->model;
+  echo.token = identity.token;
   turn->renderer = std::make_unique<ResponsesRenderer>(std::move(echo), stream, std::move(storing));
   return respond_turn(http, std::move(turn));
 }
 
 HttpResponse Service::responses_get(const HttpRequest& http) {
-  const std::string id = id_of(http);
+  const std::string& id = http.path_id;
   auto r = response_store_.get(id, api_key_identity(http));
   if (!r) return HttpResponse::error(response_not_found(id, ""));
   return HttpResponse::json(200, r->response_json);
 }
 
 HttpResponse Service::responses_delete(const HttpRequest& http) {
-  const std::string id = id_of(http);
+  const std::string& id = http.path_id;
   if (!response_store_.erase(id, api_key_identity(http))) {
     return HttpResponse::error(response_not_found(id, ""));
   }
   return HttpResponse::json(
       200, nlohmann::json{{"id", id}, {"object", "response"}, {"deleted", true}}.dump());
+}
+
+HttpResponse Service::responses_input_items(const HttpRequest& http) {
+  const std::string& id = http.path_id;
+  auto query = parse_input_items_query(http.query);
+  if (const ApiError* e = std::get_if<ApiError>(&query)) return HttpResponse::error(*e);
+  auto r = response_store_.get(id, api_key_identity(http));
+  if (!r) return HttpResponse::error(response_not_found(id, ""));
+  // The item ids are made of the response's token: its id without "resp_".
+  const std::string_view token = std::string_view(r->id).substr(r->id.find('_') + 1);
+  auto page = input_items_page(r->input_json, token, std::get<InputItemsQuery>(query));
+  if (const ApiError* e = std::get_if<ApiError>(&page)) return HttpResponse::error(*e);
+  return HttpResponse::json(200, std::get<std::string>(std::move(page)));
 }
 
 }  // namespace recur::server

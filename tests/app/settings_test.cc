@@ -129,7 +129,8 @@ TEST(Settings, ServeFlagsAndEnvironmentLandInTheirFields) {
   EXPECT_EQ(s.http.read_timeout_ms, 30000);
   EXPECT_EQ(s.http.write_timeout_ms, 60000);
 
-  EXPECT_EQ(s.service.model_id, "Qwen3-0.6B") << "the directory's name, trailing slash or not";
+  EXPECT_EQ(s.service.models.primary(), "Qwen3-0.6B")
+      << "the directory's name, trailing slash or not";
   EXPECT_TRUE(s.service.log_prompts);
 
   EXPECT_EQ(s.engine.parallel, 8);
@@ -162,7 +163,7 @@ TEST(Settings, ServeDefaults) {
   EXPECT_EQ(s.runtime.isa, kernels::Isa::kAuto);
   EXPECT_EQ(s.runtime.n_threads, 0);
   EXPECT_GE(s.runtime.threads_or_cores(), 1);
-  EXPECT_EQ(s.service.model_id, "recur");
+  EXPECT_EQ(s.service.models.primary(), "recur");
   EXPECT_EQ(s.http.port, 8080);
   EXPECT_EQ(s.http.worker_threads, 8 + 64 + 128);
   EXPECT_EQ(s.engine.parallel, 8);
@@ -177,7 +178,20 @@ TEST(Settings, ServeDefaults) {
   const ServeSettings named =
       read_serve_settings(parse(scope_of("serve"), {"-m", "/m/dir", "--served-model-name", "chat",
                                                     "--http-threads", "7", "--no-prompt-cache"}));
-  EXPECT_EQ(named.service.model_id, "chat");
+  EXPECT_EQ(named.service.models.primary(), "chat");
+  EXPECT_FALSE(named.service.models.wildcard());
+
+  // Several names: a comma list, the flag repeated (its values add up), `*` for any name.
+  const ServeSettings several = read_serve_settings(
+      parse(scope_of("serve"), {"-m", "/m/dir", "--served-model-name", "big, small",
+                                "--served-model-name", "*", "--served-model-name=haiku"}));
+  EXPECT_EQ(several.service.models.names(), (std::vector<std::string>{"big", "small", "haiku"}));
+  EXPECT_TRUE(several.service.models.wildcard());
+  const ServeSettings any =
+      read_serve_settings(parse(scope_of("serve"), {"-m", "/m/dir", "--served-model-name", "*"}));
+  EXPECT_EQ(any.service.models.names(), (std::vector<std::string>{"dir"}))
+      << "only the wildcard: the folder's name is the primary";
+  EXPECT_TRUE(any.service.models.wildcard());
   EXPECT_EQ(named.http.worker_threads, 7);
   EXPECT_FALSE(named.prompt_cache.cache.enabled);
   EXPECT_EQ(named.prompt_cache.described.enabled, "false (cli)");

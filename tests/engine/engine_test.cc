@@ -513,6 +513,46 @@ TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {
   EXPECT_EQ(together, solo);
 }
 
+// The server lines logprobs up with the content by each token's text: the samples' texts must
+// add up to the events' text, whether the turn runs to max_tokens, ends on a stop string (the
+// tokens held back for it release nothing) or on an end token.
+TEST_P(EngineTest, EachSampleCarriesItsShareOfTheText) {
+  ThreadPool pool(1);
+  Engine engine(EngineOptions{.parallel = 1, .ctx_size = 512}, *model_, *tok_, nullptr, pool);
+  engine.start();
+  auto run = [&](GenerationRequest req) {
+    auto ch = engine.submit(std::move(req));
+    EXPECT_TRUE(ch.is_ok());
+    std::string text, sample_text;
+    std::vector<TokenId> ids;
+    for (;;) {
+      auto e = (*ch)->pop(std::chrono::milliseconds(10000));
+      if (!e) {
+        ADD_FAILURE() << "no event in 10 s";
+        break;
+      }
+      text += e->text;
+      for (const auto& s : e->samples) {
+        sample_text += s.text;
+        ids.push_back(s.id);
+      }
+      if (e->done) break;
+    }
+    EXPECT_EQ(sample_text, text);
+    return std::pair{text, ids};
+  };
+  auto [text, ids] = run(request(prompt_of("tell me a story"), 3, 24));
+  ASSERT_EQ(ids.size(), 24u);
+  GenerationRequest stopped = request(prompt_of("tell me a story"), 3, 24);
+  if (text.size() > 8) stopped.stop_strings = {text.substr(text.size() / 2, 3)};
+  auto [stopped_text, stopped_ids] = run(std::move(stopped));
+  EXPECT_LE(stopped_text.size(), text.size());
+  GenerationRequest ended = request(prompt_of("tell me a story"), 3, 24);
+  ended.stop_token_ids = {ids[10]};
+  ended.stop_strings = {"\x01\x02"};  // never seen: nothing but incomplete text is held back
+  run(std::move(ended));
+}
+
 TEST_P(EngineTest, CancelledRequestIsFreed) {
   ThreadPool pool(1);
   Engine engine(EngineOptions{.parallel = 1, .ctx_size = 512}, *model_, *tok_, nullptr, pool);

@@ -116,15 +116,15 @@ TEST(NamespaceTools, AreOfferedFlatAndEchoedCallsFlattenTheSameWay) {
 TEST(ItemReference, ResolvesToTheStoredItemOrIsA404NamingIt) {
   const std::string stored =
       R"({"id": "resp_1", "output": [
-          {"id": "rs_resp_1", "type": "reasoning", "summary": [],
+          {"id": "rs_1", "type": "reasoning", "summary": [],
            "content": [{"type": "reasoning_text", "text": "thinking"}]},
-          {"id": "msg_resp_1", "type": "message", "role": "assistant", "status": "completed",
+          {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
            "content": [{"type": "output_text", "text": "Hello", "annotations": []}]},
-          {"id": "fc_resp_1_0", "type": "function_call", "call_id": "call_7", "name": "f",
+          {"id": "fc_1_0", "type": "function_call", "call_id": "call_7", "name": "f",
            "arguments": "{\"a\":1}", "status": "completed"}]})";
-  EXPECT_EQ(response_id_of_item("msg_resp_1"), "resp_1");
-  EXPECT_EQ(response_id_of_item("rs_resp_1"), "resp_1");
-  EXPECT_EQ(response_id_of_item("fc_resp_1_0"), "resp_1");
+  EXPECT_EQ(response_id_of_item("msg_1"), "resp_1");
+  EXPECT_EQ(response_id_of_item("rs_1"), "resp_1");
+  EXPECT_EQ(response_id_of_item("fc_1_0"), "resp_1");
   EXPECT_EQ(response_id_of_item("fc_x"), "");
   EXPECT_EQ(response_id_of_item("item_9"), "");
   const ItemResolver resolve = [&](const std::string& id) -> std::optional<std::string> {
@@ -132,8 +132,8 @@ TEST(ItemReference, ResolvesToTheStoredItemOrIsA404NamingIt) {
     return output_item_of(stored, id);
   };
   ResponsesRequest r = accepted(parse_responses_request(R"({"input": [
-      {"role": "user", "content": "Hi"}, {"type": "item_reference", "id": "rs_resp_1"},
-      {"id": "msg_resp_1"}, {"type": "item_reference", "id": "fc_resp_1_0"},
+      {"role": "user", "content": "Hi"}, {"type": "item_reference", "id": "rs_1"},
+      {"id": "msg_1"}, {"type": "item_reference", "id": "fc_1_0"},
       {"type": "function_call_output", "call_id": "call_7", "output": "ok"}]})",
                                                         kLeaveOut, resolve));
   ASSERT_EQ(r.chat.messages.size(), 3u);
@@ -147,16 +147,15 @@ TEST(ItemReference, ResolvesToTheStoredItemOrIsA404NamingIt) {
 
   ApiError e = refused(parse_responses_request(
       R"({"input": [{"role": "user", "content": "Hi"},
-                    {"type": "item_reference", "id": "msg_resp_2"}]})",
+                    {"type": "item_reference", "id": "msg_2"}]})",
       kLeaveOut, resolve));
   EXPECT_EQ(e.http_status, 404);
   EXPECT_EQ(e.param, "input[1].id");
-  EXPECT_NE(e.message.find("msg_resp_2"), std::string::npos);
-  EXPECT_EQ(
-      refused(parse_responses_request(
-                  R"({"input": [{"type": "item_reference", "id": "msg_resp_1"}]})", kLeaveOut))
-          .param,
-      "input[0].type")
+  EXPECT_NE(e.message.find("msg_2"), std::string::npos);
+  EXPECT_EQ(refused(parse_responses_request(
+                        R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", kLeaveOut))
+                .param,
+            "input[0].type")
       << "without a store to resolve from";
 }
 

@@ -38,5 +38,16 @@ TEST(ApiError, InvalidUtf8InMessageStillGivesValidJson) {
   EXPECT_FALSE(j.is_discarded()) << text;
 }
 
+TEST(ErrorShape, AnthropicUnderMessagesWithOrWithoutV1) {
+  for (const char* path :
+       {"/v1/messages", "/v1/messages/count_tokens", "/messages", "/messages/count_tokens"}) {
+    EXPECT_EQ(error_shape_for_path(path), ErrorShape::kAnthropic) << path;
+  }
+  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/responses",
+                           "/v1/messagesx", "/v1/models", "/messages_x"}) {
+    EXPECT_EQ(error_shape_for_path(path), ErrorShape::kOpenAI) << path;
+  }
+}
+
 }  // namespace
 }  // namespace recur::server

@@ -28,6 +28,13 @@ class HttpServerTest : public testing::Test {
       };
       return r;
     });
+    server_->get_by_id({.prefix = "/items/", .suffix = "/parts"}, [](const HttpRequest& r) {
+      nlohmann::json q = r.query;
+      return HttpResponse::json(200, nlohmann::json{{"id", r.path_id}, {"query", q}}.dump());
+    });
+    server_->get_by_id({.prefix = "/names/", .any_text = true}, [](const HttpRequest& r) {
+      return HttpResponse::json(200, nlohmann::json{{"id", r.path_id}}.dump());
+    });
     ASSERT_TRUE(server_->bind().is_ok());
     thread_ = std::thread([this] { server_->serve(); });
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -102,6 +109,79 @@ TEST_F(HttpServerTest, CountsRequestsByRoute) {
   EXPECT_NE(text.find("route=\"/health\""), std::string::npos);
   EXPECT_NE(text.find("route=\"other\""), std::string::npos);
   EXPECT_EQ(text.find("/unknown/path/abc"), std::string::npos) << "raw paths must not be labels";
+}
+
+TEST_F(HttpServerTest, IdRoutesHandTheIdAndTheQuery) {
+  start({});
+  auto res = client_->Get("/items/resp_ab.c-1/parts?order=asc&limit=3");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto j = nlohmann::json::parse(res->body);
+  EXPECT_EQ(j["id"], "resp_ab.c-1");
+  EXPECT_EQ(j["query"]["order"], "asc");
+  EXPECT_EQ(j["query"]["limit"], "3");
+  EXPECT_EQ(client_->Get("/items/a/b/parts")->status, 404) << "an id is one segment";
+  EXPECT_EQ(client_->Get("/items/a")->status, 404) << "the suffix is part of the route";
+  res = client_->Get("/names/Qwen/Qwen3-0.6B");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(nlohmann::json::parse(res->body)["id"], "Qwen/Qwen3-0.6B");
+}
+
+// A browser's preflight: answered before the API key (it never carries one), 204 with the
+// Access-Control headers for an allowed origin, 403 naming the flag for another.
+TEST_F(HttpServerTest, PreflightOfAnAllowedOriginIsAnswered) {
+  start({.api_key = "sk-test"});
+  httplib::Headers h = {{"Origin", "http://localhost:5173"},
+                        {"Access-Control-Request-Method", "POST"},
+                        {"Access-Control-Request-Headers", "authorization,x-stainless-os"}};
+  auto res = client_->Options("/echo", h);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 204);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "http://localhost:5173");
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Headers"), "authorization,x-stainless-os");
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Methods"), "GET, POST, DELETE, OPTIONS");
+  EXPECT_EQ(res->get_header_value("Access-Control-Max-Age"), "7200");
+  EXPECT_EQ(res->get_header_value_count("Access-Control-Allow-Origin"), 1u);
+  EXPECT_EQ(client_->Options("/items/x/parts", h)->status, 204) << "id routes too";
+
+  httplib::Headers evil = {{"Origin", "https://evil.example"},
+                           {"Access-Control-Request-Method", "POST"}};
+  res = client_->Options("/echo", evil);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+  EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin"));
+  EXPECT_NE(res->body.find("--cors-origins"), std::string::npos) << res->body;
+  EXPECT_EQ(client_->Options("/nope", h)->status, 404);
+  res = client_->Options("/echo");
+  EXPECT_EQ(res->status, 204) << "a plain OPTIONS";
+  EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin"));
+}
+
+TEST_F(HttpServerTest, ResponsesToAnAllowedOriginCarryAllowOrigin) {
+  start({.api_key = "sk-test", .cors_origins = "https://app.example"});
+  httplib::Headers h = {{"Origin", "https://app.example"}, {"Authorization", "Bearer sk-test"}};
+  auto res = client_->Post("/echo", h, "{}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_EQ(res->get_header_value("Vary"), "Origin");
+  res = client_->Get("/stream", h);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "data: 0\n\ndata: 1\n\ndata: 2\n\n");
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://app.example")
+      << "streams too";
+  // Errors too, so the page can read why (a 401 before any route ran).
+  res = client_->Post("/echo", {{"Origin", "https://app.example"}}, "{}", "application/json");
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  // Another origin is answered without them: the browser hides the answer from its page.
+  res = client_->Post("/echo",
+                      {{"Origin", "http://localhost:3000"}, {"Authorization", "Bearer sk-test"}},
+                      "{}", "application/json");
+  EXPECT_EQ(res->status, 200);
+  EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin"));
+  res = client_->Post("/echo", {{"Authorization", "Bearer sk-test"}}, "{}", "application/json");
+  EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin")) << "no Origin: not a browser";
 }
 
 TEST(ConstantTimeEqual, Compares) {

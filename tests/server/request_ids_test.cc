@@ -21,7 +21,7 @@ TEST(RequestIds, ConcurrentRequestsNeverShareAnIdOrASeed) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < kEach; ++i) got[t].push_back(ids.next("chatcmpl"));
+      for (int i = 0; i < kEach; ++i) got[t].push_back(ids.next("chatcmpl-"));
     });
   }
   for (auto& th : threads) th.join();
@@ -36,6 +36,21 @@ TEST(RequestIds, ConcurrentRequestsNeverShareAnIdOrASeed) {
   }
   EXPECT_EQ(id_set.size(), static_cast<std::size_t>(kThreads * kEach));
   EXPECT_EQ(seed_set.size(), static_cast<std::size_t>(kThreads * kEach));
+}
+
+TEST(RequestIds, IdsAreThePrefixAndAnUnguessableToken) {
+  RequestIds ids;
+  const RequestIdentity a = ids.next("resp_");
+  const RequestIdentity b = ids.next("resp_");
+  EXPECT_EQ(a.id, "resp_" + a.token);
+  ASSERT_EQ(a.token.size(), 32u);
+  EXPECT_EQ(a.token.find_first_not_of("0123456789abcdef"), std::string::npos) << a.token;
+  // Half of the token comes from the kernel's random source: consecutive requests share no
+  // predictable suffix (a stored response is read by its id).
+  EXPECT_NE(a.token.substr(16), b.token.substr(16));
+  EXPECT_NE(a.token.substr(0, 16), b.token.substr(0, 16));
+  RequestIds other;
+  EXPECT_NE(other.next("resp_").id, a.id) << "another server (or a restart) draws other ids";
 }
 
 }  // namespace

@@ -32,6 +32,15 @@ TEST(ResponseStore, ChainsShareTheirHistory) {
   EXPECT_EQ(b->chain_bytes, a->chain_bytes + b->own_bytes());
 }
 
+TEST(ResponseStore, TheInputAsSentCountsInItsBytes) {
+  StoredResponse r = response("a", "one");
+  const std::size_t without = r.own_bytes();
+  r.input_json = std::string(5000, 'x');
+  EXPECT_EQ(r.own_bytes(), without + 5000);
+  ResponseStore store({.capacity_bytes = 4000, .ttl = 1h});
+  EXPECT_FALSE(store.put(std::move(r))) << "the kept input alone exceeds the budget";
+}
+
 TEST(ResponseStore, AnotherTenantNeverFindsIt) {
   ResponseStore store({.capacity_bytes = 1 << 20, .ttl = 1h});
   ASSERT_TRUE(store.put(response("a", "one")));

@@ -1,0 +1,42 @@
+#include "server/token_sections.h"
+
+#include <algorithm>
+
+namespace recur::server {
+
+std::vector<LogprobEntry> TokenSections::push(std::span<const engine::SampleResult> samples,
+                                              std::string_view text, std::size_t content_bytes) {
+  for (const engine::SampleResult& s : samples) {
+    const std::size_t begin = tokens_.empty() ? 0 : tokens_.back().end;
+    tokens_.push_back(
+        {.begin = begin, .end = begin + s.text.size(), .logprob = s.logprob, .top = s.top});
+  }
+  text_.append(text);
+  std::vector<LogprobEntry> out;
+  // The splitter releases content as soon as it sees it, so the content ends where the text
+  // does, and begins content_bytes before.
+  if (content_bytes > 0 && !content_seen_) {
+    content_seen_ = true;
+    content_begin_ = text_.size() - std::min(content_bytes, text_.size());
+  }
+  if (!content_seen_) return out;
+  for (; next_ < tokens_.size(); ++next_) {
+    const Token& t = tokens_[next_];
+    // A token without text (inside a character, a stop string, a special token) is an entry
+    // where it lies inside the content.
+    const bool inside =
+        t.begin == t.end ? t.begin > content_begin_ || content_begin_ == 0 : t.end > content_begin_;
+    if (!inside) continue;
+    const std::size_t b = std::max(t.begin, content_begin_);
+    out.push_back({.bytes = text_.substr(b, t.end - b), .logprob = t.logprob, .top = t.top});
+  }
+  return out;
+}
+
+std::int64_t TokenSections::tokens_before_content() const {
+  if (!content_seen_) return static_cast<std::int64_t>(tokens_.size());
+  return std::count_if(tokens_.begin(), tokens_.end(),
+                       [&](const Token& t) { return t.end <= content_begin_; });
+}
+
+}  // namespace recur::server
