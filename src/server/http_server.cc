@@ -359,7 +359,16 @@ HttpServer::HttpServer(HttpOptions options, ServerMetrics& metrics)
   s.server.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a route already wrote its own error
     ApiError err;
-    if (res.status == 413) {
+    if (res.status == 413 && req.get_header_value("Content-Type")
+                                 .starts_with("application/x-www-form-urlencoded")) {
+      // cpp-httplib caps form bodies far below --body-limit-bytes; clients meet it by leaving
+      // out the content type (curl -d), not by sending too much.
+      err = payload_too_large(s.options.body_limit_bytes);
+      err.message =
+          "a body sent as application/x-www-form-urlencoded (what curl -d sends without a "
+          "Content-Type header) may have at most 8192 bytes; send the JSON with "
+          "'Content-Type: application/json'";
+    } else if (res.status == 413) {
       err = payload_too_large(s.options.body_limit_bytes);
     } else if (res.status == 404) {
       err = not_found(fmt::format("no route for {} {}", req.method, req.path), "unknown_route");

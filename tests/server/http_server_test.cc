@@ -84,6 +84,20 @@ TEST_F(HttpServerTest, BodyLimitGives413NamingTheLimit) {
   EXPECT_EQ(client_->Post("/echo", std::string(1000, 'x'), "application/json")->status, 200);
 }
 
+// curl -d without a Content-Type sends JSON as a form, which the HTTP library caps at 8192 bytes:
+// the 413 says so rather than blaming --body-limit-bytes (the bug this test was written for).
+TEST_F(HttpServerTest, AFormEncodedBodyOverTheLibrarysFormCapSaysToSendJson) {
+  start({});
+  auto res =
+      client_->Post("/echo", std::string(20000, 'x'), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  const std::string message = nlohmann::json::parse(res->body)["error"]["message"];
+  EXPECT_NE(message.find("Content-Type: application/json"), std::string::npos) << message;
+  EXPECT_EQ(message.find("--body-limit-bytes"), std::string::npos) << message;
+  EXPECT_EQ(client_->Post("/echo", std::string(20000, 'x'), "application/json")->status, 200);
+}
+
 TEST_F(HttpServerTest, StreamsChunks) {
   start({});
   auto res = client_->Get("/stream");
