@@ -86,8 +86,18 @@ bool AnthropicRenderer::first_event(ChunkWriter& out, const engine::Event& ev) {
 
 std::string AnthropicRenderer::close_block() {
   if (open_ == Block::kNone) return "";
+  std::string out;
+  if (open_ == Block::kThinking) {
+    // Anthropic ends every thinking block with its signature; clients that keep reasoning in the
+    // history (the Vercel AI SDK) read it from this delta only and drop a block without one, so
+    // the next turn would render without this reply. recur signs nothing: an empty signature.
+    out = event("content_block_delta",
+                json{{"type", "content_block_delta"},
+                     {"index", index_},
+                     {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
+  }
   open_ = Block::kNone;
-  return event("content_block_stop", json{{"type", "content_block_stop"}, {"index", index_}});
+  return out + event("content_block_stop", json{{"type", "content_block_stop"}, {"index", index_}});
 }
 
 std::string AnthropicRenderer::switch_block(Block kind) {

@@ -105,6 +105,27 @@ std::optional<ApiError> read_int(const J& obj, const char* key, std::optional<st
   return std::nullopt;
 }
 
+// OpenAI's reasoning effort (Chat Completions' `reasoning_effort`, Responses' `reasoning.effort`)
+// as the chat templates' thinking switch: none and minimal turn it off, low, medium and high on
+// (recur does not budget reasoning by effort). Absent or null leaves `thinking` alone.
+template <typename J>
+std::optional<ApiError> read_reasoning_effort(const J& obj, const char* key,
+                                              std::optional<bool>& thinking,
+                                              const std::string& where = "") {
+  std::string effort;
+  if (auto e = read_string(obj, key, effort, where)) return e;
+  if (effort == "none" || effort == "minimal") {
+    thinking = false;
+  } else if (effort == "low" || effort == "medium" || effort == "high") {
+    thinking = true;
+  } else if (!effort.empty()) {
+    return invalid_request(where + key, fmt::format("'{}{}' must be none, minimal, low, medium or "
+                                                    "high, got '{}'",
+                                                    where, key, effort));
+  }
+  return std::nullopt;
+}
+
 // The body as a JSON object, its nesting checked before parsing: dump(), which tools and
 // arguments go through, recurses once per level, so "[[[[..." a few hundred kilobytes deep would
 // overflow the stack.

@@ -166,6 +166,21 @@ std::optional<ApiError> parse_prompt_end(const json& body, ChatRequest& req) {
   return std::nullopt;
 }
 
+// OpenAI's reasoning_effort (the Vercel AI SDK sends it for `reasoningEffort`) and the
+// chat_template_kwargs extension become the template's variables; an explicit kwarg wins.
+std::optional<ApiError> parse_template_kwargs(const json& body, ChatRequest& req) {
+  std::optional<bool> thinking;
+  RECUR_TRY_FIELD(read_reasoning_effort(body, "reasoning_effort", thinking));
+  json kwargs = json::object();
+  if (thinking) kwargs["enable_thinking"] = *thinking;
+  if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+    if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);
+    for (const auto& [name, value] : k->items()) kwargs[name] = value;
+  }
+  if (!kwargs.empty()) req.chat_template_kwargs_json = kwargs.dump();
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_message(const json& m, size_t index, chat::Message& out) {
   std::string at = fmt::format("messages[{}]", index);
   if (!m.is_object()) return wrong_type(at, "an object", m);
@@ -318,10 +333,7 @@ Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimit
   }
   if (auto e = read_bool(body, "parallel_tool_calls", req.parallel_tool_calls)) return *e;
   if (auto e = parse_prompt_end(body, req)) return *e;
-  if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
-    if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);
-    req.chat_template_kwargs_json = k->dump();
-  }
+  if (auto e = parse_template_kwargs(body, req)) return *e;
   auto lp = body.find("logprobs");
   if (lp != body.end() && !lp->is_null()) {
     if (!lp->is_boolean()) return wrong_type("logprobs", "a boolean", *lp);

@@ -329,18 +329,9 @@ std::optional<ApiError> parse_template_kwargs(const json& body, ChatRequest& r) 
   json kwargs = json::object();
   if (auto re = body.find("reasoning"); re != body.end() && !re->is_null()) {
     if (!re->is_object()) return wrong_type("reasoning", "an object", *re);
-    std::string effort;
-    RECUR_TRY_FIELD(read_string(*re, "effort", effort, "reasoning."));
-    if (effort == "none" || effort == "minimal") {
-      kwargs["enable_thinking"] = false;
-    } else if (effort == "low" || effort == "medium" || effort == "high") {
-      kwargs["enable_thinking"] = true;
-    } else if (!effort.empty()) {
-      return invalid_request("reasoning.effort",
-                             fmt::format("'reasoning.effort' must be none, minimal, low, medium "
-                                         "or high, got '{}'",
-                                         effort));
-    }
+    std::optional<bool> thinking;
+    RECUR_TRY_FIELD(read_reasoning_effort(*re, "effort", thinking, "reasoning."));
+    if (thinking) kwargs["enable_thinking"] = *thinking;
   }
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);

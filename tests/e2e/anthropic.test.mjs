@@ -92,13 +92,17 @@ describe('Anthropic Messages API', () => {
         assert.ok(b?.open);
         if (ev.delta.type === 'text_delta') b.text += ev.delta.text;
         else if (ev.delta.type === 'thinking_delta') b.thinking += ev.delta.thinking;
-        else assert.fail(`unexpected delta ${ev.delta.type}`);
+        else if (ev.delta.type === 'signature_delta' && b.type === 'thinking') {
+          b.signature = ev.delta.signature;  // a thinking block ends with it, as Anthropic's do
+          b.signed = true;
+        } else assert.fail(`unexpected delta ${ev.delta.type}`);
       } else if (ev.type === 'content_block_stop') {
         blocks[ev.index].open = false;
       }
     }
     assert.ok(blocks.every((b) => !b.open));
-    assert.deepEqual(blocks.map(({ open, ...b }) => b), whole.content);
+    assert.ok(blocks.every((b) => b.type !== 'thinking' || b.signed), JSON.stringify(blocks));
+    assert.deepEqual(blocks.map(({ open, signed, ...b }) => b), whole.content);
     const delta = events.at(-2);
     assert.equal(delta.delta.stop_reason, whole.stop_reason);
     assert.equal(delta.usage.output_tokens, whole.usage.output_tokens);

@@ -70,6 +70,23 @@ TEST(ChatRequest, FullRequest) {
   EXPECT_NE(r.tools_json.find("get_weather"), std::string::npos);
 }
 
+// The Vercel AI SDK's Chat Completions provider sends reasoningEffort as reasoning_effort.
+TEST(ChatRequest, ReasoningEffortIsTheThinkingSwitch) {
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "none"})").chat_template_kwargs_json,
+            R"({"enable_thinking":false})");
+  EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "minimal"})").chat_template_kwargs_json,
+            R"({"enable_thinking":false})");
+  EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "high"})").chat_template_kwargs_json,
+            R"({"enable_thinking":true})");
+  EXPECT_EQ(ok_chat("{" + user + "}").chat_template_kwargs_json, "");
+  // An explicit template variable wins; others are kept beside it.
+  EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "low",
+                    "chat_template_kwargs": {"enable_thinking": false, "x": 1}})")
+                .chat_template_kwargs_json,
+            R"({"enable_thinking":false,"x":1})");
+}
+
 TEST(ChatRequest, MaxTokensFallsBackToLegacyField) {
   auto r = ok_chat(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":5})");
   EXPECT_EQ(r.gen.max_tokens, 5);
@@ -127,6 +144,10 @@ TEST(ChatRequest, ErrorsNameTheField) {
        "auto"},
       {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
        "chat_template_kwargs", "an object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})",
+       "reasoning_effort", "none, minimal, low, medium or high, got 'max'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": 1})",
+       "reasoning_effort", "a string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": 1})", "stream_options",
        "an object"},
       {R"({"messages": [{"role": "user", "content": "x"}], "prompt_cache_key": 7})",

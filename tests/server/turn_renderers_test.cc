@@ -71,11 +71,17 @@ TEST(AnthropicRenderer, StreamsThinkingThenToolUse) {
   ASSERT_TRUE(r.delta(out, {.reasoning = "think", .reasoning_block = true}));
   ASSERT_TRUE(r.finish(out, tool_turn()));
   EXPECT_EQ(event_names(out.text),
-            (std::vector<std::string>{"message_start", "ping", "content_block_start",
-                                      "content_block_delta", "content_block_stop",
-                                      "content_block_start", "content_block_delta",
-                                      "content_block_stop", "message_delta", "message_stop"}));
+            (std::vector<std::string>{
+                "message_start", "ping", "content_block_start", "content_block_delta",
+                "content_block_delta", "content_block_stop", "content_block_start",
+                "content_block_delta", "content_block_stop", "message_delta", "message_stop"}));
   EXPECT_NE(out.text.find(R"("cache_read_input_tokens":60)"), std::string::npos);
+  // The thinking block ends with its (empty) signature, as Anthropic's stream does.
+  EXPECT_NE(out.text.find(R"({"type":"content_block_delta","index":0,)"
+                          R"("delta":{"type":"signature_delta","signature":""}})"
+                          "\n\nevent: content_block_stop"),
+            std::string::npos)
+      << out.text;
   EXPECT_NE(
       out.text.find(R"({"type":"tool_use","id":"id-call-0","name":"get_weather","input":{}})"),
       std::string::npos);
