@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include "util/hash.h"
@@ -237,13 +238,29 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
   return p;
 }
 
+std::optional<std::pair<std::vector<TokenId>, std::vector<TokenId>>> ChatFormatter::render_two_ways(
+    const ChatInputs& in, bool add_generation_prompt,
+    const std::function<std::vector<Message>(const char*)>& with) const {
+  auto render = [&](const char* placeholder) -> std::optional<std::vector<TokenId>> {
+    auto text =
+        render_normalized(normalize_messages(with(placeholder), caps_), in, add_generation_prompt);
+    if (!text) return std::nullopt;
+    return tok_->encode(*text, {.parse_special = true, .add_special_tokens = false});
+  };
+  // Placeholders that share no first character or character class.
+  auto a = render("Alpha placeholder 1");
+  auto b = render("? 2 zeta");
+  if (!a || !b) return std::nullopt;
+  return std::make_pair(std::move(*a), std::move(*b));
+}
+
 std::int64_t ChatFormatter::breakpoint_position(const ChatInputs& in, const CacheBreakpoint& at,
                                                 std::span<const TokenId> prompt) const {
   // The cut is made on the client's messages and normalised like the whole conversation (a
   // breakpoint counts the messages as sent; normalising may merge some), so it renders as the
   // prompt does up to the breakpoint.
   const std::string kept = in.messages[at.message].text().substr(0, at.content_bytes);
-  auto with_next = [&](const char* text) -> std::optional<std::vector<TokenId>> {
+  auto two = render_two_ways(in, false, [&](const char* text) {
     std::vector<Message> cut(in.messages.begin(),
                              in.messages.begin() + static_cast<std::ptrdiff_t>(at.message));
     Message next = in.messages[at.message];
@@ -253,22 +270,17 @@ std::int64_t ChatFormatter::breakpoint_position(const ChatInputs& in, const Cach
     next.reasoning_content.reset();
     next.tool_calls.clear();
     cut.push_back(std::move(next));
-    auto rendered = render_normalized(normalize_messages(cut, caps_), in, false);
-    if (!rendered) return std::nullopt;
-    return tok_->encode(*rendered, {.parse_special = true, .add_special_tokens = false});
-  };
-  // Placeholders that share no first character or character class.
-  auto a = with_next("Alpha placeholder 1");
-  auto b = with_next("? 2 zeta");
-  if (!a || !b) return 0;
-  return std::min(common_prefix(*a, *b), common_prefix(*a, prompt));
+    return cut;
+  });
+  if (!two) return 0;
+  return std::min(common_prefix(two->first, two->second), common_prefix(two->first, prompt));
 }
 
 std::vector<TokenId> ChatFormatter::next_turn_prefix(const ChatInputs& in,
                                                      const Message& reply) const {
   // After tool calls the next turn is a tool result; otherwise a user message.
   const bool tool_turn = !reply.tool_calls.empty();
-  auto probe = [&](const char* placeholder) -> std::optional<std::vector<TokenId>> {
+  auto two = render_two_ways(in, true, [&](const char* placeholder) {
     std::vector<Message> msgs(in.messages.begin(), in.messages.end());
     msgs.push_back(reply);
     Message next;
@@ -276,16 +288,11 @@ std::vector<TokenId> ChatFormatter::next_turn_prefix(const ChatInputs& in,
     next.content = placeholder;
     if (tool_turn) next.tool_call_id = reply.tool_calls.front().id;
     msgs.push_back(std::move(next));
-    auto text = render_normalized(normalize_messages(msgs, caps_), in, true);
-    if (!text) return std::nullopt;
-    return tok_->encode(*text, {.parse_special = true, .add_special_tokens = false});
-  };
-  // Placeholders that share no first character or character class.
-  auto a = probe("Alpha placeholder 1");
-  auto b = probe("? 2 zeta");
-  if (!a || !b) return {};
-  a->resize(static_cast<std::size_t>(common_prefix(*a, *b)));
-  return *a;
+    return msgs;
+  });
+  if (!two) return {};
+  two->first.resize(static_cast<std::size_t>(common_prefix(two->first, two->second)));
+  return std::move(two->first);
 }
 
 std::uint64_t ChatFormatter::signature(const ChatInputs& in) const {

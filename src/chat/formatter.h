@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "chat/message.h"
@@ -89,6 +91,12 @@ class ChatFormatter {
   // point. 0 when the template cannot render the cut.
   std::int64_t breakpoint_position(const ChatInputs& in, const CacheBreakpoint& at,
                                    std::span<const TokenId> prompt) const;
+  // The messages `with(placeholder)` builds, normalised, rendered and tokenized for two
+  // placeholders that share no first character or character class: where the two part is where
+  // the placeholder begins. nullopt when the template cannot render them.
+  std::optional<std::pair<std::vector<TokenId>, std::vector<TokenId>>> render_two_ways(
+      const ChatInputs& in, bool add_generation_prompt,
+      const std::function<std::vector<Message>(const char*)>& with) const;
   Result<std::string> render_normalized(std::span<const Message> messages, const ChatInputs& in,
                                         bool add_generation_prompt) const;
   Result<std::string> continuation(std::span<const Message> messages, const ChatInputs& in) const;

@@ -136,12 +136,12 @@ const AGENTS = {
 };
 
 // One agent pointed at `base`: run(prompt, resume) runs one turn and resolves with its exit.
-export function agentSession(name, { base, model, home }) {
+// A second session in the same project passes the first one's `project`.
+export function agentSession(name, { base, model, home, project = tempDir(`${name}-project`) }) {
   const agent = AGENTS[name];
-  const project = tempDir(`${name}-project`);
   const ctx = { base, model, home, project };
   const extra = agent.setup(ctx);
-  return async (prompt, resume) => {
+  const run = async (prompt, resume) => {
     const env = { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', TERM: 'dumb', CI: '1',
                   NO_COLOR: '1', ...extra, ...agent.env(ctx) };
     const proc = spawn(join(BIN, name), agent.args(ctx, prompt, resume),
@@ -150,11 +150,13 @@ export function agentSession(name, { base, model, home }) {
     proc.stdout.on('data', (c) => { out += c; });
     proc.stderr.on('data', (c) => { out += c; });
     const code = await new Promise((resolve) => {
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 240000);
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 180000);
       proc.on('exit', (c, signal) => { clearTimeout(timer); resolve(c ?? signal); });
     });
     return { code, out };
   };
+  run.project = project;
+  return run;
 }
 
 // The conversation part of a request, without the marks that move as a conversation grows.
@@ -175,8 +177,8 @@ const isPrefix = (a, b) => a.length < b.length &&
 // - a request that extends an earlier one of the same bucket (its conversation starts with all of
 //   the earlier one's) computed at most the tokens past the earlier prompt (plus the few of the
 //   earlier generation prompt it replaces): everything before came from the cache;
-// - every later request of a bucket seen before reused at least half its prompt (the agent's tools
-//   and system prompt, even where the agent rewrote earlier messages).
+// - every later request with tools of a bucket seen before reused at least half its prompt (the
+//   agent's tools and system prompt, even where the agent rewrote earlier messages).
 // Returns the number of extending requests found.
 export function judge(exchanges, label) {
   for (const e of exchanges) {
@@ -190,7 +192,11 @@ export function judge(exchanges, label) {
     if (earlier.length === 0) return;
     const computed = e.usage.prompt - e.usage.cached;
     const what = `${label}: request ${k + 1} (${e.path}) ${JSON.stringify(e.usage)}`;
-    assert.ok(e.usage.cached * 2 >= e.usage.prompt, `${what}: reused less than half its prompt`);
+    if ((e.body.tools ?? []).length > 0) {
+      // An agent's own turns: tools and instructions are most of the prompt. (Side requests
+      // without tools, such as OpenCode's title, share only a short system prompt.)
+      assert.ok(e.usage.cached * 2 >= e.usage.prompt, `${what}: reused less than half its prompt`);
+    }
     const conv = conversation(e.body);
     const base = earlier.filter((p) => isPrefix(conversation(p.body), conv)).at(-1);
     if (base) {
@@ -228,7 +234,8 @@ export function agentSuite(name, { families = ['qwen3', 'qwen3_5', 'llama'],
           }
           const first = judge(proxy.exchanges, `${name} on ${family}`);
           assert.ok(first.requests >= prompts.length, JSON.stringify(first));
-          const r = await agentSession(name, ctx)('Say hello.', false);
+          // A new session in the same project, as a developer starts one the next morning.
+          const r = await agentSession(name, { ...ctx, project: run.project })('Say hello.', false);
           assert.equal(r.code, 0, `${name} second session exited ${r.code}:\n${r.out.slice(-3000)}`);
           const all = judge(proxy.exchanges, `${name} on ${family}, second session`);
           assert.ok(all.requests > first.requests, 'the second session sent its request');
