@@ -37,9 +37,11 @@ demo_packages=(
 # ocl-icd-opencl-dev: libdnnl-dev's CMake package requires OpenCL's, only a Recommends of it.
 # libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes (scripts/fuzz.sh).
 # chromium: the headless browser that tests/e2e/webui.test.mjs drives (through puppeteer-core).
+# ccache: the test command builds recur four ways (plain, ASan, TSan, fuzzers); a machine that
+# builds again reuses what did not change.
 test_packages=(
   clang clang-format libclang-rt-14-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev ocl-icd-opencl-dev python3 python3-jinja2 wrk nginx-light chromium
+  libdnnl-dev ocl-icd-opencl-dev python3 python3-jinja2 wrk nginx-light chromium ccache
 )
 
 say() { echo "setup: $*" >&2; }
@@ -186,6 +188,9 @@ configure() {
   else
     args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
     [ -z "${RECUR_SANITIZE:-}" ] || args+=(-DRECUR_SANITIZE="$RECUR_SANITIZE")
+    if command -v ccache >/dev/null 2>&1; then
+      args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    fi
   fi
   if [ "$mode" = demo ]; then
     args+=(-DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_BENCH=OFF)
@@ -216,6 +221,9 @@ build_targets() {
   logged "the build" cmake --build "$build" --parallel "$(nproc)" "${target_args[@]}"
   done_step
 }
+
+# Paths relative to the checkout in ccache's keys: another clone of the same sources hits.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 
 install_debian_packages
 if [ "$mode" = test ]; then

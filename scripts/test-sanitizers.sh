@@ -12,6 +12,7 @@ suites=("$@")
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 
 run_asan() {
   local build=$root/build-asan
@@ -24,9 +25,12 @@ run_asan() {
 
 run_tsan() {
   local build=$root/build-tsan
+  local launcher=()
+  command -v ccache >/dev/null 2>&1 &&
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   [ -f "$build/build.ninja" ] ||
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DRECUR_SANITIZE=thread -DRECUR_BUILD_BENCH=OFF >/dev/null
+      -DRECUR_SANITIZE=thread -DRECUR_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
   local tests=(cache_test engine_test server_test util_test)
   cmake --build "$build" --parallel "$(nproc)" --target "${tests[@]}"
   for t in "${tests[@]}"; do

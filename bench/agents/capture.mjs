@@ -27,7 +27,8 @@ const PROMPTS = [
   'Summarise what we changed.', 'Write a commit message.', 'Thanks, that is all for today.',
 ];
 
-const server = await startServer(makeModel(opt.family, ['--eos-bias', '6']));
+const server = await startServer(makeModel(opt.family, ['--eos-bias', '2']),
+                                 ['--chat-template-kwargs', '{"enable_thinking": false}']);
 const proxy = await recordingProxy(server);
 const ctx = { base: proxy.base, model: opt.family, home: tempDir('capture-home') };
 const lines = [];

@@ -73,6 +73,11 @@ int cmd_serve(const ServeSettings& settings) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (Status s = server::check_template_kwargs(settings.service.default_template_kwargs);
+      !s.is_ok()) {
+    log::error("recur serve: {}", s.message());
+    return kExitUsage;
+  }
   server::ServerMetrics metrics;
   server::Service service(settings.service, metrics);
   server::HttpServer http(settings.http, metrics);

@@ -133,7 +133,8 @@ ServeSettings read_serve_settings(const config::Options& opts) {
                       .response_store = {.capacity_bytes = static_cast<std::size_t>(
                                              opts.get_size_bytes("responses-store-bytes")),
                                          .ttl = std::chrono::milliseconds(
-                                             opts.get_duration_ms("responses-store-ttl"))}},
+                                             opts.get_duration_ms("responses-store-ttl"))},
+                      .default_template_kwargs = opts.get_string("chat-template-kwargs")},
           .engine = {.parallel = as_int(opts.get_int("parallel")),
                      .max_queue = as_int(opts.get_int("max-queue")),
                      .prefill_chunk = opts.get_int("prefill-chunk"),

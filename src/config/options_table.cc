@@ -144,6 +144,15 @@ std::vector<OptionSpec> build_table() {
        .scopes = kServe,
        .group = "server",
        .secret = true},
+      {.name = "chat-template-kwargs",
+       .type = T::kString,
+       .default_text = "",
+       .help = "A JSON object of chat template variables every chat request gets unless it sets "
+               "them itself (its chat_template_kwargs, Anthropic thinking, Responses "
+               "reasoning.effort), e.g. '{\"enable_thinking\": false}' to serve a thinking "
+               "model without its reasoning to clients that cannot turn it off.",
+       .scopes = kServe,
+       .group = "server"},
       {.name = "reject-unsupported-tools",
        .type = T::kBool,
        .default_text = "false",

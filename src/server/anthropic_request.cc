@@ -128,6 +128,21 @@ std::optional<ApiError> parse_assistant_blocks(const json& blocks, const std::st
   return std::nullopt;
 }
 
+// Claude Code opens its system prompt with a block "x-anthropic-billing-header: cc_version=...;"
+// whose suffix changes from session to session: metadata for Anthropic's API, not text for the
+// model. Left in, it is the first thing two sessions differ in, and no session would share a
+// cached system prompt with another.
+json without_billing_header(const json& system) {
+  if (!system.is_array()) return system;
+  json kept = json::array();
+  for (const json& b : system) {
+    const bool billing = b.is_object() && b.contains("text") && b["text"].is_string() &&
+                         b["text"].get<std::string>().starts_with("x-anthropic-billing-header:");
+    if (!billing) kept.push_back(b);
+  }
+  return kept;
+}
+
 // Whether a block carries cache_control: the client's mark that the prompt up to its end is a
 // prefix it will send again.
 bool marks_cache_breakpoint(const json& block) {
@@ -395,7 +410,7 @@ Parsed<ChatRequest> parse_messages_request(std::string_view text, const RequestL
   if (auto t = body.find("tools"); t != body.end()) tools_marked = any_marked(*t);
   if (auto sys = body.find("system"); sys != body.end() && !sys->is_null()) {
     std::string system;
-    if (auto e = read_text_or_blocks(*sys, "system", system)) return *e;
+    if (auto e = read_text_or_blocks(without_billing_header(*sys), "system", system)) return *e;
     req.messages.push_back(chat::Message{.role = "system", .content = std::move(system)});
     if (tools_marked || any_marked(*sys)) {
       req.cache_breakpoints.push_back(

@@ -1,6 +1,7 @@
 #include "server/service.h"
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "server/chat_turn.h"
 #include "server/openai_chat_renderer.h"
@@ -152,6 +153,28 @@ std::optional<ApiError> Service::unavailable() const {
   return overloaded(be ? "the server is shutting down" : "the model is loading", 2);
 }
 
+Status check_template_kwargs(std::string_view text) {
+  if (text.empty()) return Status::ok();
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error(StatusCode::kInvalidArgument,
+                 "--chat-template-kwargs must be a JSON object, e.g. '{{\"enable_thinking\": "
+                 "false}}'; got '{}'",
+                 text);
+  }
+  return Status::ok();
+}
+
+void Service::apply_default_kwargs(ChatRequest& req) const {
+  if (options_.default_template_kwargs.empty()) return;
+  auto merged = nlohmann::json::parse(options_.default_template_kwargs);
+  if (!req.chat_template_kwargs_json.empty()) {
+    const auto own = nlohmann::json::parse(req.chat_template_kwargs_json);
+    for (const auto& [k, v] : own.items()) merged[k] = v;
+  }
+  req.chat_template_kwargs_json = merged.dump();
+}
+
 Parsed<chat::Prompt> Service::render_prompt(const ChatRequest& req) const {
   if (backend_.formatter == nullptr) {
     return invalid_request(
@@ -174,6 +197,7 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   turn->timing.received = http.received_at;
   turn->timing.parsed = RequestTiming::Clock::now();
   turn->request = std::move(request);
+  apply_default_kwargs(turn->request);
   const ChatRequest& req = turn->request;
   auto prompt = render_prompt(req);
   if (const ApiError* e = as_error(prompt)) return *e;

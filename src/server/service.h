@@ -30,7 +30,13 @@ struct ServiceOptions {
   RequestLimits limits;
   bool log_prompts = false;            // --log-prompts: prompt and completion text in debug logs
   ResponseStoreLimits response_store;  // what /v1/responses keeps for previous_response_id
+  // --chat-template-kwargs: a JSON object of template variables every chat request gets unless
+  // it sets them itself (e.g. {"enable_thinking": false}); "" for none. Checked at startup.
+  std::string default_template_kwargs;
 };
+
+// Whether `text` is a JSON object (the --chat-template-kwargs check); the error says what is wrong.
+Status check_template_kwargs(std::string_view text);
 
 // What the routes serve once the model is loaded. Everything must outlive the service.
 struct Backend {
@@ -79,6 +85,8 @@ class Service {
   Parsed<std::shared_ptr<ChatTurn>> start_chat(const HttpRequest& http, ChatRequest request,
                                                const RequestIdentity& identity);
   Parsed<chat::Prompt> render_prompt(const ChatRequest& request) const;
+  // The request's chat_template_kwargs over the server's defaults.
+  void apply_default_kwargs(ChatRequest& request) const;
   // The name a response reports for the request's `model`, or the 404 of a name not served.
   Parsed<std::string> resolve_model(const std::string& requested) const;
   cache::CacheKey cache_key(const HttpRequest& req, const GenerationFields& gen,

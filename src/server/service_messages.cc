@@ -44,9 +44,10 @@ HttpResponse Service::messages_count_tokens(const HttpRequest& http) {
   }
   auto parsed = parse_messages_request(http.body, options_.limits);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return anthropic_error(*e);
-  const ChatRequest& req = std::get<ChatRequest>(parsed);
+  ChatRequest& req = std::get<ChatRequest>(parsed);
   auto model = resolve_model(req.gen.model);
   if (const ApiError* e = std::get_if<ApiError>(&model)) return anthropic_error(*e);
+  apply_default_kwargs(req);
   auto prompt = render_prompt(req);
   if (const ApiError* e = std::get_if<ApiError>(&prompt)) return anthropic_error(*e);
   const auto n = std::get<chat::Prompt>(prompt).tokens.size();

@@ -56,6 +56,35 @@ describe('context', () => {
   });
 });
 
+describe('--chat-template-kwargs', () => {
+  let server, plain;
+  after(async () => { await server?.stop(); await plain?.stop(); });
+
+  test('every request gets the server\'s template variables unless it sets them', async () => {
+    const dir = makeModel('qwen3_5');
+    server = await startServer(dir, ['--chat-template-kwargs', '{"enable_thinking": false}']);
+    plain = await startServer(dir);
+    const body = (kwargs) => ({ messages: [{ role: 'user', content: 'Hello.' }], max_tokens: 2,
+                                temperature: 0, ...(kwargs ? { chat_template_kwargs: kwargs } : {}) });
+    const tokens = async (s, kwargs) =>
+      (await post(s, '/v1/chat/completions', body(kwargs))).body.usage.prompt_tokens;
+    const off = await tokens(plain, { enable_thinking: false });
+    const on = await tokens(plain, { enable_thinking: true });
+    assert.notEqual(off, on, 'the variable changes the prompt');
+    assert.equal(await tokens(server), off, 'the default applies');
+    assert.equal(await tokens(server, { enable_thinking: true }), on, 'the request wins');
+    const m = await post(server, '/v1/messages/count_tokens',
+                         { messages: [{ role: 'user', content: 'Hello.' }] });
+    assert.equal(m.body.input_tokens, off - 0, JSON.stringify(m.body));
+  });
+
+  test('a value that is not a JSON object stops the server with a message naming the flag',
+       async () => {
+    await assert.rejects(startServer(makeModel('qwen3_5'), ['--chat-template-kwargs', '[1]']),
+                         /--chat-template-kwargs must be a JSON object/);
+  });
+});
+
 describe('tools recur cannot run', () => {
   const dir = makeModel('qwen3_5');
   let server, strict;

@@ -208,6 +208,10 @@ export function judge(exchanges, label) {
   return { requests: chats.length, extending };
 }
 
+// How strongly each family's generated checkpoint ends its turns (modelgen --eos-bias): measured
+// so that replies are mostly a few tens of tokens and seldom empty.
+const EOS_BIAS = { qwen3: '5', qwen3_5: '2', llama: '1' };
+
 // The suite each agent's test file runs: on a checkpoint of each family, three turns of one
 // session (the first, then two follow-ups that continue it), then the first turn of a second
 // session, all judged from the recorded exchanges.
@@ -217,9 +221,12 @@ export function agentSuite(name, { families = ['qwen3', 'qwen3_5', 'llama'],
     for (const family of families) {
       test(`${family}: three turns of a session and a second session, every turn from the cache`,
            async (t) => {
-        // Random weights that end their turns within a few tokens: a reply cut at max_tokens is
-        // an error to Claude Code, and a plain random model can run on for thousands of tokens.
-        const server = await startServer(makeModel(family, ['--eos-bias', '6']));
+        // Random weights that end their turns within some tens of tokens (a reply cut at
+        // max_tokens is an error to Claude Code, an empty one to Qwen Code, and a plain random
+        // model can run on for thousands), served without the thinking block, whose text agents
+        // do not count as a reply.
+        const server = await startServer(makeModel(family, ['--eos-bias', EOS_BIAS[family]]),
+                                         ['--chat-template-kwargs', '{"enable_thinking": false}']);
         const proxy = await recordingProxy(server);
         try {
           const home = tempDir(`${name}-home`);

@@ -188,6 +188,16 @@ TEST(CacheBreakpoints, AnthropicCacheControlMarksWhereStablePrefixesEnd) {
             (std::vector<chat::CacheBreakpoint>{{.message = 0, .content_bytes = 1}}));
 }
 
+TEST(ClaudeCode, TheBillingHeaderBlockIsNotPartOfTheSystemPrompt) {
+  ChatRequest r = accepted(parse_messages_request(R"({
+      "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli;"},
+                 {"type": "text", "text": "You are an agent."}],
+      "messages": [{"role": "user", "content": "x"}]})",
+                                                  kLeaveOut));
+  ASSERT_FALSE(r.messages.empty());
+  EXPECT_EQ(r.messages[0].content.value_or(""), "You are an agent.");
+}
+
 TEST(CacheBreakpoints, AtMostTheFourDeepestAreKept) {
   std::string msgs;
   for (int i = 0; i < 6; ++i) {
