@@ -6,7 +6,7 @@
 // issue's targets: turns 2+ within 1.2x of the engine's own time for their new tokens; a second
 // session's first turn computes at most 10% of its prompt.
 //   node bench/agents/replay.mjs --session build/bench-agents/codex.jsonl \
-//        --model build/bench-models/qwen3.5-0.8b [--serve-args "--quantize 4"]
+//        --model build/bench-models/qwen3.5-0.8b [--serve-args="--quantize q4"]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startRecur } from '../multiturn/server.mjs';
