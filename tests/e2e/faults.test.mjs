@@ -140,8 +140,9 @@ describe('failing requests never disturb another session\'s cache', () => {
     const cases = [
       ['{"messages": [', 400],
       [JSON.stringify({ messages: user('x '.repeat(3000)), prompt_cache_key: 'other' }), 400],
-      [JSON.stringify({ messages: user('hello'), max_tokens: 5000, prompt_cache_key: 'other' }), 400],
-      [JSON.stringify({ messages: [...user('a'), { role: 'system', content: 'late' }],
+      [JSON.stringify({ messages: user('hello'), max_tokens: (1 << 20) + 1, prompt_cache_key: 'other' }),
+       400],
+      [JSON.stringify({ messages: [...user('a'), { role: 'narrator', content: 'late' }],
                         prompt_cache_key: 'other' }), 400],
       [JSON.stringify({ messages: user('hello'), temperature: -1, prompt_cache_key: 'conv' }), 400],
     ];
