@@ -144,16 +144,22 @@ install_debian_packages() {
   disable_new_services "$before" "$after"
 }
 
-# npm ci in DIR when its lock file is newer than the last install.
+# npm ci in DIR when its lock file is newer than the last install. With a third argument
+# `install`: npm install --no-save (the lock file still pins every version; npm ci refuses a lock
+# whose packages name platform builds the registry does not have, as the agents' do).
 install_npm_packages() {
-  local dir=$1 what=$2
+  local dir=$1 what=$2 how=${3:-ci}
   local stamp=$dir/node_modules/.recur-stamp
   if [ -f "$stamp" ] && [ ! "$dir/package.json" -nt "$stamp" ] &&
      [ ! "$dir/package-lock.json" -nt "$stamp" ]; then
     return 0
   fi
   step "installing the npm packages $what"
-  (cd "$dir" && logged "npm ci in $dir" npm ci --no-audit --no-fund --loglevel=error)
+  if [ "$how" = install ]; then
+    (cd "$dir" && logged "npm install in $dir" npm install --no-save --no-audit --no-fund --loglevel=error)
+  else
+    (cd "$dir" && logged "npm ci in $dir" npm ci --no-audit --no-fund --loglevel=error)
+  fi
   touch "$stamp"
   done_step
 }
@@ -228,7 +234,7 @@ export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 install_debian_packages
 if [ "$mode" = test ]; then
   install_npm_packages "$root/tests/node" "of the tests (oracles, OpenAI and Anthropic SDKs, puppeteer-core)"
-  install_npm_packages "$root/tests/agents" "of the coding agents the tests drive (Claude Code, Codex CLI, Qwen Code, OpenCode)"
+  install_npm_packages "$root/tests/agents" "of the coding agents the tests drive (Claude Code, Codex CLI, Qwen Code, OpenCode)" install
   install_promtool
 fi
 configure
