@@ -673,8 +673,7 @@ TEST_P(EngineTest, SubmissionsBeyondLimitsAreRefusedNamingThem) {
 }
 
 TEST_P(EngineTest, TheContextEndsATurnWhoseMaxTokensReachesPastIt) {
-  // Agents ask for far more output than the context leaves (Claude Code: max_tokens 32000 after a
-  // 40k-token prompt): the request is admitted and ends at the context with finish reason length.
+  // Agents ask for more output than the context leaves: admitted, it ends there (length).
   ThreadPool pool(1);
   Engine engine(EngineOptions{.parallel = 1, .max_queue = 1, .ctx_size = 64}, *model_, *tok_,
                 nullptr, pool);
