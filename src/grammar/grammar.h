@@ -2,8 +2,8 @@
 // needs of it: whether a byte string is (a prefix of) a sentence, one byte at a time.
 //
 // GBNF as accepted here: `name ::= alternatives` rules (a rule may continue on following lines
-// while they do not start a new `name ::=`), "literals" and [character classes] with \n \r \t \\
-// \" \] \- \xHH \uHHHH \UHHHHHHHH escapes, [^negated] classes, `.` (any character), ( groups ),
+// while they do not start a new `name ::=`), "literals" and [character classes] with \n \r \t
+// \\ \" \] \- \xHH \uHHHH \UHHHHHHHH escapes, [^negated] classes, `.` (any character), ( groups ),
 // `|`, and the postfix repetitions * + ? {m} {m,} {m,n} (n at most kMaxRepeat); `#` starts a
 // comment. Characters are Unicode code points written as UTF-8: the parser lowers every class to
 // byte sequences, so the matcher sees bytes only. Left recursion is an error (the matcher expands
@@ -20,21 +20,25 @@
 
 namespace recur::grammar {
 
-inline constexpr int kMaxRepeat = 10000;   // {m,n} bound
+inline constexpr int kMaxRepeat = 10000;      // {m,n} bound
 inline constexpr int kMaxElements = 1 << 20;  // elements of the lowered grammar
 
 // The lowered grammar: rules of alternatives of sequences, each element a byte set or a rule
 // reference. Immutable once built; shared by every sequence constrained by it.
 struct Grammar {
   struct Element {
-    std::int32_t rule = -1;           // >= 0: a reference to rules[rule]
-    std::uint64_t bytes[4] = {0, 0, 0, 0};  // rule < 0: the bytes this element accepts
+    static constexpr std::int32_t kBytes = -1;
+    static constexpr std::int32_t kEnd = -2;  // closes an alternative
+    std::int32_t rule = kBytes;               // >= 0: a reference to rules[rule]
+    std::uint64_t bytes[4] = {0, 0, 0, 0};    // kBytes: the bytes this element accepts
+    bool is_end() const { return rule == kEnd; }
+    bool is_bytes() const { return rule == kBytes; }
     bool accepts(std::uint8_t b) const { return (bytes[b >> 6] >> (b & 63)) & 1; }
   };
   struct Rule {
     std::string name;
-    // Alternatives as [begin, end) ranges into elements; an empty range matches nothing.
-    std::vector<std::pair<std::int32_t, std::int32_t>> alternatives;
+    // Where each alternative starts in elements; it runs to the next kEnd element.
+    std::vector<std::int32_t> alternatives;
   };
   std::vector<Element> elements;
   std::vector<Rule> rules;

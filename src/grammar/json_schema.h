@@ -26,7 +26,8 @@ struct SchemaOutput {
 
 // Errors are kInvalidArgument, the message starting with the JSON path of the offending keyword:
 // "$.properties.tags.items: 'minItems' must be a non-negative integer".
-Result<SchemaOutput> json_schema_to_gbnf(const nlohmann::json& schema, const SchemaOptions& options = {});
+Result<SchemaOutput> json_schema_to_gbnf(const nlohmann::json& schema,
+                                         const SchemaOptions& options = {});
 
 // Any JSON object (response_format json_object), in the same whitespace style.
 std::string json_object_gbnf();
