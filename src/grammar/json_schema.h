@@ -26,7 +26,8 @@ struct SchemaOutput {
 
 // Errors are kInvalidArgument, the message starting with the JSON path of the offending keyword:
 // "$.properties.tags.items: 'minItems' must be a non-negative integer".
-Result<SchemaOutput> json_schema_to_gbnf(const nlohmann::json& schema,
+// The schema is an ordered_json: properties come out in the order the client wrote them.
+Result<SchemaOutput> json_schema_to_gbnf(const nlohmann::ordered_json& schema,
                                          const SchemaOptions& options = {});
 
 // Any JSON object (response_format json_object), in the same whitespace style.
