@@ -65,6 +65,7 @@ Result<std::shared_ptr<RequestChannel>> Engine::submit(GenerationRequest req) {
   seq->channel = std::make_shared<RequestChannel>();
   seq->submitted_at = Clock::now();
   seq->sampler.emplace(req.sampling, req.prompt);
+  if (req.constraint != nullptr) seq->constraint.emplace(*req.constraint);
   seq->detok.emplace(tokenizer_, req.stop_strings, /*skip_special=*/true);
   seq->tokens = req.prompt;
   seq->req = std::move(req);

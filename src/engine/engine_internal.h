@@ -31,6 +31,7 @@ struct Engine::Sequence {
   std::shared_ptr<RequestChannel> channel;
   std::unique_ptr<model::SequenceState> state;
   std::optional<Sampler> sampler;
+  std::optional<Constraint> constraint;
   std::optional<tokenizer::StreamingDetokenizer> detok;
   // The prompt, then every sampled token except a final stop token; tokens [0, state->n_tokens())
   // are in the state, the rest (at most one: `pending`) is forwarded in the next step.

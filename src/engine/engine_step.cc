@@ -296,7 +296,22 @@ void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
     seq.timing.prefill_s = seconds_between(seq.restored_at, seq.first_token_at);
     seq.out.timing = seq.timing;
   }
-  SampleResult r = seq.sampler->sample(logits);
+  std::optional<SampleResult> drawn;
+  std::optional<TokenFilter> filter;
+  if (seq.constraint) filter = seq.constraint->filter(seq.req.stop_token_ids);
+  if (filter) {
+    drawn = seq.sampler->sample(logits, *filter);
+    if (!drawn) {
+      // The grammar needs bytes no token of this vocabulary spells: end rather than break it.
+      log::warn("request {}: no token continues its grammar; ending the turn", seq.req.id);
+      finish(seq, FinishReason::kStop);
+      return;
+    }
+  } else {
+    drawn = seq.sampler->sample(logits);
+  }
+  SampleResult r = std::move(*drawn);
+  if (seq.constraint) seq.constraint->accept(r.id);
   ++seq.n_generated;
   const auto& stops = seq.req.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), r.id) != stops.end()) {
@@ -315,10 +330,13 @@ void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
   const bool full = !stopped && (seq.n_generated >= seq.req.max_tokens ||
                                  static_cast<std::int64_t>(seq.tokens.size()) >= options_.ctx_size);
   if (stopped) seq.out.stop_index = seq.detok->stop_index();
+  // A constrained text that is whole and cannot go on ends the turn: no end token is needed.
+  const bool whole = !stopped && !full && seq.constraint && seq.constraint->finished();
+  if (whole) r.text += seq.detok->finish();
   if (full) r.text += seq.detok->finish();  // the last token carries what was held back
   seq.out.text += r.text;
   seq.out.samples.push_back(std::move(r));
-  if (stopped) finish(seq, FinishReason::kStop);
+  if (stopped || whole) finish(seq, FinishReason::kStop);
   if (full) finish(seq, FinishReason::kLength);
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cache/keys.h"
+#include "engine/constraint.h"
 #include "engine/sampler.h"
 #include "util/status.h"
 
@@ -45,6 +46,8 @@ struct GenerationRequest {
   std::int64_t max_tokens = 256;
   std::vector<std::string> stop_strings;
   std::vector<TokenId> stop_token_ids;  // end-of-generation ids (eos, <|im_end|>)
+  // Constrained decoding (response_format, grammar, forced tool calls); null: free text.
+  std::shared_ptr<const ConstraintSpec> constraint;
 };
 
 struct Usage {

@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -28,6 +29,12 @@ Status validate(const SamplingParams& p) {
   }
   if (p.top_logprobs < 0 || p.top_logprobs > 20)
     return bad("top_logprobs", "in [0, 20]", p.top_logprobs);
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (!(bias >= -100 && bias <= 100)) {
+      return Error(StatusCode::kInvalidArgument,
+                   "logit_bias of token {} must be in [-100, 100], got {}", id, bias);
+    }
+  }
   return Status::ok();
 }
 
@@ -64,6 +71,9 @@ Sampler::Sampler(const SamplingParams& params, std::span<const TokenId> prompt)
 
 void Sampler::apply_penalties(std::vector<float>& logits) const {
   const auto n = static_cast<TokenId>(logits.size());
+  for (const auto& [t, bias] : params_.logit_bias) {
+    if (t >= 0 && t < n) logits[static_cast<std::size_t>(t)] += bias;
+  }
   if (params_.repetition_penalty != 1.0f) {
     for (TokenId t : seen_) {
       if (t < 0 || t >= n) continue;
@@ -91,18 +101,46 @@ struct ByLogitDesc {
   }
 };
 
-TokenId argmax(std::span<const float> logits) {
-  TokenId best = 0;
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<TokenId>(i);
-  }
-  return best;
-}
-
 }  // namespace
 
 SampleResult Sampler::sample(std::span<const float> logits) {
   RECUR_CHECK(!logits.empty());
+  const std::size_t n = logits.size();
+  order_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
+  return draw(logits, n);
+}
+
+std::optional<SampleResult> Sampler::sample(std::span<const float> logits,
+                                            const TokenFilter& filter) {
+  RECUR_CHECK(!logits.empty());
+  const std::size_t n = logits.size();
+  order_.clear();
+  const std::size_t words = std::min(filter.bits.size(), (n + 63) / 64);
+  for (std::size_t w = 0; w < words; ++w) {
+    for (std::uint64_t bits = filter.bits[w]; bits != 0; bits &= bits - 1) {
+      const std::size_t id = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      if (id < n) order_.push_back(static_cast<TokenId>(id));
+    }
+  }
+  auto is_stop = [&](TokenId t) {
+    return std::find(filter.stop_ids.begin(), filter.stop_ids.end(), t) != filter.stop_ids.end();
+  };
+  std::erase_if(order_, is_stop);
+  auto add = [&](TokenId t) {
+    if (t >= 0 && static_cast<std::size_t>(t) < n) order_.push_back(t);
+  };
+  if (filter.allow_stop) {
+    for (TokenId t : filter.stop_ids) add(t);
+  }
+  add(filter.also);
+  std::sort(order_.begin(), order_.end());
+  order_.erase(std::unique(order_.begin(), order_.end()), order_.end());
+  if (order_.empty()) return std::nullopt;
+  return draw(logits, order_.size());
+}
+
+SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
   const double u = rng_.next_unit();  // advanced once per token, whatever the parameters
   const size_t n = logits.size();
   work_.assign(logits.begin(), logits.end());
@@ -110,19 +148,21 @@ SampleResult Sampler::sample(std::span<const float> logits) {
 
   SampleResult result;
   if (params_.temperature == 0.0f || params_.top_k == 1) {
-    result.id = argmax(work_);
+    // The first of the highest: candidates are ascending, so ties go to the lower id.
+    result.id = order_[0];
+    for (size_t i = 1; i < m; ++i) {
+      if (work_[order_[i]] > work_[static_cast<size_t>(result.id)]) result.id = order_[i];
+    }
   } else {
     const float inv_t = 1.0f / params_.temperature;
-    for (float& l : work_) l *= inv_t;
-    order_.resize(n);
-    for (size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
+    for (size_t i = 0; i < m; ++i) work_[order_[i]] *= inv_t;
     ByLogitDesc cmp{work_.data()};
-    size_t n_keep = n;
+    size_t n_keep = m;
     size_t n_sorted = 0;  // order_[0, n_sorted) is sorted most likely first
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < m) {
       n_keep = static_cast<size_t>(params_.top_k);
-      std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(n_keep), order_.end(),
-                        cmp);
+      std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(n_keep),
+                        order_.begin() + static_cast<long>(m), cmp);
       n_sorted = n_keep;
     }
     double max = -std::numeric_limits<double>::infinity();
@@ -186,13 +226,17 @@ SampleResult Sampler::sample(std::span<const float> logits) {
     for (size_t i = 0; i < k; ++i) result.top.push_back({order_[i], work_[order_[i]]});
   }
 
-  ++n_generated_;
-  ++generated_counts_[result.id];
-  if (!seen_set_[result.id]) {
-    seen_set_[result.id] = true;
-    seen_.push_back(result.id);
-  }
+  record(result.id);
   return result;
+}
+
+void Sampler::record(TokenId id) {
+  ++n_generated_;
+  ++generated_counts_[id];
+  if (!seen_set_[id]) {
+    seen_set_[id] = true;
+    seen_.push_back(id);
+  }
 }
 
 }  // namespace recur::engine

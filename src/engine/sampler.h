@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
@@ -28,6 +30,21 @@ struct SamplingParams {
   std::uint64_t seed = 0;
   int top_logprobs = 0;  // alternatives to report per token (0..20)
   bool logprobs = false;
+  // OpenAI logit_bias: added to the token's logit before penalties, temperature and the
+  // truncations (-100 bans it in practice, 100 all but forces it). Ids outside the vocabulary are
+  // skipped here; the server refuses them.
+  std::vector<std::pair<TokenId, float>> logit_bias;
+};
+
+// Which tokens may come next (constrained decoding): one bit per token id, with the end tokens
+// allowed only when allow_stop says the constrained text is complete, and one more id (-1: none)
+// allowed besides. The sampler draws from the allowed tokens alone, renormalised, before
+// temperature, top-k, top-p and min-p; logprobs stay those of the model's own distribution.
+struct TokenFilter {
+  std::span<const std::uint64_t> bits;
+  std::span<const TokenId> stop_ids;
+  bool allow_stop = false;
+  TokenId also = -1;
 };
 
 // Checks ranges with errors naming the field (e.g. "top_p must be in (0, 1], got 1.5").
@@ -67,14 +84,19 @@ class Sampler {
   Sampler(const SamplingParams& params, std::span<const TokenId> prompt);
 
   // Picks the next token from `logits` (one row, vocab entries) and records it in the history.
-  // `logits` is not modified. The generator advances exactly once per call.
+  // `logits` is not modified. The generator advances exactly once per call. With a filter, only
+  // allowed tokens are drawn; nullopt when it allows none.
   SampleResult sample(std::span<const float> logits);
+  std::optional<SampleResult> sample(std::span<const float> logits, const TokenFilter& filter);
 
   const SamplingParams& params() const { return params_; }
   std::int64_t n_generated() const { return n_generated_; }
 
  private:
   void apply_penalties(std::vector<float>& logits) const;
+  // order_[0, m) are the candidates (every id without a filter), ascending.
+  SampleResult draw(std::span<const float> logits, std::size_t m);
+  void record(TokenId id);
 
   SamplingParams params_;
   Rng rng_;

@@ -608,6 +608,44 @@ class Parser {
 
 }  // namespace
 
+std::string prefix_rules(std::string_view gbnf, std::string_view prefix) {
+  std::string out;
+  out.reserve(gbnf.size() * 5 / 4);
+  for (std::size_t i = 0; i < gbnf.size();) {
+    const char c = gbnf[i];
+    if (c == '"' || c == '[') {
+      // Copy a literal or class whole, escapes included.
+      const char close = c == '"' ? '"' : ']';
+      std::size_t j = i + 1;
+      while (j < gbnf.size() && gbnf[j] != close && gbnf[j] != '\n') j += gbnf[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, gbnf.size());
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (c == '#') {
+      std::size_t j = gbnf.find('\n', i);
+      if (j == std::string_view::npos) j = gbnf.size();
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (c == '{') {
+      // A repetition's bounds are numbers, not names.
+      std::size_t j = gbnf.find('}', i);
+      j = j == std::string_view::npos ? gbnf.size() : j + 1;
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (is_name_char(c)) {
+      std::size_t j = i;
+      while (j < gbnf.size() && is_name_char(gbnf[j])) ++j;
+      out.append(prefix);
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
 Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text, std::string_view root) {
   return Parser(text).run(root);
 }

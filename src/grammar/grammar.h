@@ -49,6 +49,10 @@ struct Grammar {
 Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text,
                                                   std::string_view root = "root");
 
+// The same grammar with every rule name prefixed (`root` becomes `<prefix>root`), so that several
+// generated grammars can be combined into one text. Literals, classes and comments are kept.
+std::string prefix_rules(std::string_view gbnf, std::string_view prefix);
+
 // Whether `text` is a complete sentence of the grammar (tests and validation; decoding steps a
 // Matcher instead).
 bool accepts(const Grammar& grammar, std::string_view text);

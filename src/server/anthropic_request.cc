@@ -427,6 +427,7 @@ Parsed<ChatRequest> parse_messages_request(std::string_view text, const RequestL
   if (auto e = parse_tools(body, limits, req)) return *e;
   if (auto e = parse_tool_choice(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req)) return *e;
+  if (auto e = parse_anthropic_output_format(body, req.output_format)) return *e;
   // A final assistant message is a prefill: the reply continues it (Anthropic's API).
   req.continue_final_message = ends_with_prefill(req.messages);
   req.add_generation_prompt = !req.continue_final_message;

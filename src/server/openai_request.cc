@@ -1,6 +1,8 @@
 #include "server/openai_request.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "server/json_fields.h"
@@ -50,6 +52,38 @@ std::optional<ApiError> parse_stop(const json& body, const RequestLimits& limits
   return std::nullopt;
 }
 
+// {"token id": bias}: ids are checked against the vocabulary by the service.
+std::optional<ApiError> parse_logit_bias(const json& body, const RequestLimits& limits,
+                                         engine::SamplingParams& s) {
+  auto lb = body.find("logit_bias");
+  if (lb == body.end() || lb->is_null()) return std::nullopt;
+  if (!lb->is_object()) return wrong_type("logit_bias", "an object of token id -> bias", *lb);
+  if (lb->size() > limits.max_logit_bias) {
+    return invalid_request("logit_bias",
+                           fmt::format("logit_bias may name at most {} tokens, got {}",
+                                       limits.max_logit_bias, lb->size()),
+                           "limit_exceeded");
+  }
+  for (const auto& [key, value] : lb->items()) {
+    const std::string at = "logit_bias." + key;
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > INT32_MAX) {
+      return invalid_request(at, fmt::format("logit_bias keys must be token ids (non-negative "
+                                             "integers), got '{}'",
+                                             key));
+    }
+    if (!value.is_number()) return wrong_type(at, "a number", value);
+    const double v = value.get<double>();
+    if (!(v >= -100 && v <= 100)) {
+      return invalid_request(at, fmt::format("'{}' must be in [-100, 100], got {}", at, v));
+    }
+    s.logit_bias.emplace_back(static_cast<engine::TokenId>(id), static_cast<float>(v));
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_generation(const json& body, const RequestLimits& limits,
                                          GenerationFields& g) {
   RECUR_TRY_FIELD(read_string(body, "model", g.model));
@@ -87,6 +121,7 @@ std::optional<ApiError> parse_generation(const json& body, const RequestLimits& 
     if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
     RECUR_TRY_FIELD(read_bool(*it, "include_usage", g.include_usage));
   }
+  RECUR_TRY_FIELD(parse_logit_bias(body, limits, g.sampling));
   RECUR_TRY_FIELD(read_string(body, "prompt_cache_key", g.prompt_cache_key));
   RECUR_TRY_FIELD(read_string(body, "user", g.user));
   RECUR_TRY_FIELD(read_string(body, "cache_salt", g.cache_salt));
@@ -334,6 +369,11 @@ Parsed<ChatRequest> parse_chat_request(std::string_view text, const RequestLimit
   if (auto e = read_bool(body, "parallel_tool_calls", req.parallel_tool_calls)) return *e;
   if (auto e = parse_prompt_end(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req)) return *e;
+  if (body.contains("response_format") || body.contains("grammar")) {
+    // Again in key order: a schema's properties are generated in the order the client wrote them.
+    auto ordered = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (auto e = parse_chat_output_format(ordered, req.output_format)) return *e;
+  }
   auto lp = body.find("logprobs");
   if (lp != body.end() && !lp->is_null()) {
     if (!lp->is_boolean()) return wrong_type("logprobs", "a boolean", *lp);

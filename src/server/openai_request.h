@@ -13,12 +13,14 @@
 #include "chat/message.h"
 #include "engine/sampler.h"
 #include "server/api_error.h"
+#include "server/output_format.h"
 #include "server/unsupported_tools.h"
 
 namespace recur::server {
 
 // Limits that protect the server from hostile requests; each error names the limit.
 struct RequestLimits {
+  std::size_t max_logit_bias = 1024;  // entries of logit_bias
   std::size_t max_messages = 4096;
   std::size_t max_stop_strings = 16;
   std::size_t max_stop_string_bytes = 1024;
@@ -65,6 +67,8 @@ struct ChatRequest {
   // (continue_final_message: a prefill) right after the final assistant message's text.
   bool add_generation_prompt = true;
   bool continue_final_message = false;
+  // response_format / text.format / output_config.format / grammar: what the reply must be.
+  OutputFormat output_format;
 
   // What the chat formatter renders (borrows this request's fields).
   chat::ChatInputs inputs() const {

@@ -350,12 +350,6 @@ std::optional<ApiError> refuse_unsupported(const json& body) {
     return invalid_request("conversation",
                            "conversations are not supported; use previous_response_id");
   }
-  if (auto t = body.find("text"); t != body.end() && t->is_object() && t->contains("format")) {
-    const json& f = (*t)["format"];
-    if (!f.is_object() || f.value("type", "") != "text") {
-      return invalid_request("text.format", "only the 'text' output format is supported");
-    }
-  }
   return std::nullopt;
 }
 
@@ -421,6 +415,7 @@ Parsed<ResponsesRequest> parse_responses_request(std::string_view text, const Re
   if (auto e = parse_tools(body, limits, req)) return *e;
   if (auto e = parse_tool_choice(body, req)) return *e;
   if (auto e = parse_template_kwargs(body, req.chat)) return *e;
+  if (auto e = parse_responses_output_format(body, req.chat.output_format)) return *e;
   return req;
 }
 

@@ -108,7 +108,7 @@ json response_object(const ResponseEcho& e, const char* status, json output, jso
             {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
             {"store", e.store},
             {"temperature", e.temperature},
-            {"text", {{"format", {{"type", "text"}}}}},
+            {"text", {{"format", responses_text_format(e.format)}}},
             {"tool_choice", parsed_or_null(e.tool_choice_json)},
             {"tools", parsed_or_null(e.tools_json)},
             {"top_p", e.top_p},
@@ -161,6 +161,7 @@ ResponseEcho response_echo(const ResponsesRequest& req, std::string id, std::str
           .top_p = req.chat.gen.sampling.top_p,
           .parallel_tool_calls = req.chat.parallel_tool_calls,
           .user = req.chat.gen.user,
+          .format = req.chat.output_format,
           .namespaced = req.namespaced};
 }
 

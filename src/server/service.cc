@@ -63,6 +63,7 @@ Service::Service(ServiceOptions options, ServerMetrics& metrics)
 
 void Service::set_backend(Backend backend) {
   backend_ = std::move(backend);
+  grammars_ = std::make_unique<GrammarCache>(*backend_.tokenizer);
   ready_.store(true, std::memory_order_release);
 }
 
@@ -217,7 +218,11 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
     log::info("request {}: tools left out of the prompt (this server cannot run them): {}",
               turn->id, dropped_tools_header(req.dropped_tools));
   }
+  if (auto e = check_logit_bias(req.gen)) return *e;
+  auto constraint = constraint_for(req, turn->prompt);
+  if (const ApiError* e = as_error(constraint)) return *e;
   engine::GenerationRequest ereq = engine_request(req.gen, identity, turn->prompt.tokens);
+  ereq.constraint = std::get<std::shared_ptr<const engine::ConstraintSpec>>(std::move(constraint));
   ereq.history_boundary = turn->prompt.history_boundary;
   ereq.shared_boundary = turn->prompt.shared_boundary;
   ereq.cache_points = turn->prompt.cache_points;
@@ -275,6 +280,7 @@ HttpResponse Service::completions(const HttpRequest& http) {
   if (options_.log_prompts) {
     log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt_text));
   }
+  if (auto e = check_logit_bias(req.gen)) return HttpResponse::error(*e);
   engine::GenerationRequest ereq = engine_request(req.gen, identity, std::move(tokens));
   ereq.cache_key = cache_key(http, req.gen, /*template_signature=*/0);
   turn->timing.submitted = RequestTiming::Clock::now();

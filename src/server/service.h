@@ -15,6 +15,7 @@
 #include "cache/prompt_cache.h"
 #include "chat/formatter.h"
 #include "engine/engine.h"
+#include "server/grammar_cache.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/model_names.h"
@@ -85,6 +86,10 @@ class Service {
   Parsed<std::shared_ptr<ChatTurn>> start_chat(const HttpRequest& http, ChatRequest request,
                                                const RequestIdentity& identity);
   Parsed<chat::Prompt> render_prompt(const ChatRequest& request) const;
+  // The grammar the engine enforces for this turn (service_constraint.cc); null: free text.
+  Parsed<std::shared_ptr<const engine::ConstraintSpec>> constraint_for(const ChatRequest& request,
+                                                                       const chat::Prompt& prompt);
+  std::optional<ApiError> check_logit_bias(const GenerationFields& gen) const;
   // The request's chat_template_kwargs over the server's defaults.
   void apply_default_kwargs(ChatRequest& request) const;
   // The name a response reports for the request's `model`, or the 404 of a name not served.
@@ -98,6 +103,7 @@ class Service {
   ServiceOptions options_;
   ServerMetrics& metrics_;
   Backend backend_;
+  std::unique_ptr<GrammarCache> grammars_;  // made by set_backend
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
   RequestIds request_ids_;

@@ -1,5 +1,7 @@
 // Decoders as HF's decode_chain: each step maps the list of token strings; the result is joined.
 // Works on bytes: the UTF-8 repair happens once at the end (decode), or not at all for streaming.
+#include <algorithm>
+
 #include "tokenizer/model.h"
 #include "tokenizer/unicode.h"
 
@@ -165,6 +167,51 @@ std::string decode_tokens(const Model& model, std::span<const TokenId> ids, bool
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (i > 0 && !model.has_decoder) out += ' ';
     out += tokens[i];
+  }
+  return out;
+}
+
+std::vector<std::string> token_byte_table(const Model& model) {
+  const bool has_fallback =
+      std::any_of(model.decoders.begin(), model.decoders.end(),
+                  [](const DecStep& s) { return s.kind == DecStep::Kind::kByteFallback; });
+  // A token's bytes in the middle of a text: what it adds after an ordinary first token, so that
+  // decoders that treat the first token apart (a stripped leading space) do not change it.
+  TokenId anchor = -1;
+  for (std::string_view candidate : {"a", "\u2581a", "x"}) {
+    if (auto id = model.bpe.token_to_id.lookup(candidate)) {
+      anchor = *id;
+      break;
+    }
+  }
+  std::string head;
+  if (anchor >= 0) head = decode_tokens(model, std::span(&anchor, 1), false, true);
+  std::vector<std::string> out(model.vocab_size);
+  for (std::size_t i = 0; i < model.vocab_size; ++i) {
+    const auto id = static_cast<TokenId>(i);
+    auto added = model.added_by_id.find(id);
+    if (added != model.added_by_id.end()) {
+      const AddedToken& a = model.added[added->second];
+      if (!a.special) out[i] = a.content;
+      continue;
+    }
+    if (i >= model.bpe.id_to_token.size() || model.bpe.id_to_token[i].empty()) continue;
+    if (has_fallback) {
+      int b = fallback_byte(model.bpe.id_to_token[i]);
+      if (b >= 0) {
+        out[i] = std::string(1, static_cast<char>(b));
+        continue;
+      }
+    }
+    if (anchor >= 0) {
+      const TokenId pair[2] = {anchor, id};
+      std::string both = decode_tokens(model, pair, false, true);
+      if (both.starts_with(head)) {
+        out[i] = both.substr(head.size());
+        continue;
+      }
+    }
+    out[i] = decode_tokens(model, std::span(&id, 1), false, true);
   }
   return out;
 }

@@ -135,6 +135,10 @@ std::string Tokenizer::decode_bytes(std::span<const TokenId> ids, bool skip_spec
   return detail::decode_tokens(*model_, ids, skip_special, /*keep_tail=*/true);
 }
 
+std::vector<std::string> Tokenizer::token_byte_table() const {
+  return detail::token_byte_table(*model_);
+}
+
 std::optional<TokenId> Tokenizer::token_id(std::string_view token) const {
   auto added = model_->added_by_content.find(std::string(token));
   if (added != model_->added_by_content.end()) return added->second;

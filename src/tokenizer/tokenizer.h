@@ -76,6 +76,11 @@ class Tokenizer {
   // incomplete instead of becoming U+FFFD).
   std::string decode_bytes(std::span<const TokenId> ids, bool skip_special = false) const;
 
+  // What each token adds to the text in the middle of a sequence, indexed by id: byte-fallback
+  // tokens their byte, partial UTF-8 characters their raw bytes, special added tokens nothing.
+  // Constrained decoding matches grammars against these.
+  std::vector<std::string> token_byte_table() const;
+
   // Exact vocabulary or added-token string ("Ġhello", "<|im_end|>").
   std::optional<TokenId> token_id(std::string_view token) const;
   // The vocabulary string of id (not decoded); empty for an unknown id.

@@ -1,0 +1,85 @@
+// Constrained decoding for a chat turn: the request's output format (and, later in the turn's
+// life, its forced tool call) compiled into the grammar the engine enforces, and logit_bias
+// checked against the vocabulary. Every refusal names the field.
+#include <nlohmann/json.hpp>
+
+#include "grammar/json_schema.h"
+#include "server/service.h"
+#include "server/tool_choice_grammar.h"
+
+namespace recur::server {
+namespace {
+
+// A thinking model writes "</think>\n\n" before its answer: the grammar starts after the tag and
+// lets those newlines through.
+std::string after_reasoning(const std::string& gbnf) {
+  return "recur-answer ::= \"\\n\"{0,2} root\n" + gbnf;
+}
+
+}  // namespace
+
+std::optional<ApiError> Service::check_logit_bias(const GenerationFields& gen) const {
+  const auto vocab = static_cast<std::int64_t>(backend_.tokenizer->vocab_size());
+  for (const auto& [id, bias] : gen.sampling.logit_bias) {
+    if (id < 0 || id >= vocab) {
+      return invalid_request(fmt::format("logit_bias.{}", id),
+                             fmt::format("logit_bias names token {}, outside the vocabulary "
+                                         "(ids 0 to {})",
+                                         id, vocab - 1));
+    }
+  }
+  return std::nullopt;
+}
+
+Parsed<std::shared_ptr<const engine::ConstraintSpec>> Service::constraint_for(
+    const ChatRequest& req, const chat::Prompt& prompt) {
+  std::string gbnf, param;
+  const OutputFormat& f = req.output_format;
+  auto tool_grammar = forced_tool_call_gbnf(req, backend_.formatter->template_source());
+  if (const ApiError* e = as_error(tool_grammar)) return *e;
+  if (auto* g = std::get_if<std::string>(&tool_grammar); g != nullptr && !g->empty()) {
+    if (f.kind != OutputFormat::Kind::kText) {
+      return invalid_request("tool_choice", fmt::format("a forced tool call cannot be combined "
+                                                        "with '{}'",
+                                                        f.param));
+    }
+    gbnf = std::move(*g);
+    param = "tool_choice";
+  } else if (f.kind == OutputFormat::Kind::kJsonObject) {
+    gbnf = grammar::json_object_gbnf();
+    param = f.param;
+  } else if (f.kind == OutputFormat::Kind::kJsonSchema) {
+    auto schema = nlohmann::ordered_json::parse(f.schema_json, nullptr, false);
+    if (schema.is_discarded()) return invalid_request(f.param, "the schema is not valid JSON");
+    auto compiled = grammar::json_schema_to_gbnf(schema, {});
+    if (!compiled) {
+      return invalid_request(f.param, fmt::format("'{}' {}", f.param, compiled.status().message()),
+                             "unsupported_schema");
+    }
+    gbnf = std::move(compiled->gbnf);
+    param = f.param;
+  } else if (f.kind == OutputFormat::Kind::kGrammar) {
+    gbnf = f.grammar;
+    param = f.param;
+  } else {
+    return std::shared_ptr<const engine::ConstraintSpec>();
+  }
+  const bool reasoning = backend_.formatter->has_reasoning();
+  auto compiled =
+      grammars_->get(reasoning ? after_reasoning(gbnf) : gbnf, reasoning ? "recur-answer" : "root");
+  if (!compiled) {
+    return invalid_request(param, fmt::format("'{}': {}", param, compiled.status().message()),
+                           param == "grammar" ? "invalid_grammar" : "unsupported_schema");
+  }
+  auto spec = std::make_shared<engine::ConstraintSpec>();
+  spec->grammar = std::move(compiled).value();
+  if (reasoning) {
+    const tokenizer::Tokenizer& tok = *backend_.tokenizer;
+    spec->reasoning_open = tok.token_id("<think>").value_or(-1);
+    spec->reasoning_close = tok.token_id("</think>").value_or(-1);
+    spec->starts_in_reasoning = prompt.starts_in_reasoning;
+  }
+  return std::shared_ptr<const engine::ConstraintSpec>(std::move(spec));
+}
+
+}  // namespace recur::server

@@ -1,0 +1,231 @@
+#include "server/tool_choice_grammar.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+
+namespace recur::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct Tool {
+  std::string name;
+  json parameters;
+  bool strict = false;
+};
+
+std::string class_char(char c) {
+  if (c == ']' || c == '\\' || c == '^' || c == '-' || c == '[') return std::string("\\") + c;
+  return std::string(1, c);
+}
+
+// JSON string content of `s` (what json.dumps writes between the quotes, ensure_ascii=False).
+std::string json_content(const std::string& s) {
+  std::string quoted = json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
+Parsed<std::string> compile_schema(const json& schema, bool strict, const std::string& prefix,
+                                   const std::string& param) {
+  auto out = grammar::json_schema_to_gbnf(schema, {.lenient = !strict});
+  if (!out) {
+    return invalid_request(param, fmt::format("'{}' {}", param, out.status().message()),
+                           "unsupported_schema");
+  }
+  return grammar::prefix_rules(out->gbnf, prefix);
+}
+
+bool is_string_schema(const json& s) {
+  auto t = s.find("type");
+  return t != s.end() && t->is_string() && t->get<std::string>() == "string" &&
+         !s.contains("enum") && !s.contains("const") && !s.contains("pattern") &&
+         !s.contains("format") && !s.contains("minLength") && !s.contains("maxLength");
+}
+
+// Qwen3.5: <parameter=NAME>\nVALUE\n</parameter>\n per property in schema order; a string value
+// is raw text, anything else JSON under its schema.
+Parsed<std::string> xml_parameters(const Tool& t, const std::string& prefix, std::string& rules,
+                                   const std::string& param) {
+  std::string seq;
+  const json& props = t.parameters.value("properties", json::object());
+  std::vector<std::string> required;
+  if (auto r = t.parameters.find("required"); r != t.parameters.end() && r->is_array()) {
+    for (const auto& n : *r) {
+      if (n.is_string()) required.push_back(n.get<std::string>());
+    }
+  }
+  int k = 0;
+  for (const auto& [pname, pschema] : props.items()) {
+    const std::string rule = fmt::format("{}p{}", prefix, k++);
+    std::string value;
+    if (is_string_schema(pschema) || !pschema.is_object()) {
+      value = "xml-text";
+    } else {
+      json sub = pschema;
+      for (const char* defs : {"$defs", "definitions"}) {
+        if (t.parameters.contains(defs) && !sub.contains(defs)) sub[defs] = t.parameters[defs];
+      }
+      auto g = compile_schema(sub, t.strict, rule + "-", param);
+      if (const ApiError* e = as_error(g)) return *e;
+      rules += std::get<std::string>(g);
+      value = rule + "-root";
+    }
+    rules += fmt::format("{} ::= {} {} \"\\n</parameter>\\n\"\n", rule,
+                         gbnf_literal("<parameter=" + pname + ">\n"), value);
+    const bool req = std::find(required.begin(), required.end(), pname) != required.end();
+    seq += " " + rule + (req ? "" : "?");
+  }
+  return seq;
+}
+
+}  // namespace
+
+CallSyntax call_syntax(std::string_view src) {
+  if (src.find("<function=") != std::string_view::npos) return CallSyntax::kXml;
+  if (src.find("<tool_call>") != std::string_view::npos) return CallSyntax::kHermes;
+  if (src.find("<|tool_call_start|>") != std::string_view::npos) return CallSyntax::kPythonic;
+  if (src.find("<|python_tag|>") != std::string_view::npos ||
+      src.find("\"parameters\": ") != std::string_view::npos) {
+    return CallSyntax::kLlama;
+  }
+  return CallSyntax::kUnknown;
+}
+
+std::string gbnf_literal(std::string_view bytes) {
+  std::string out = "\"";
+  for (char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7F) {
+      out += fmt::format("\\x{:02X}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string text_without_gbnf(std::string_view name, std::string_view marker) {
+  // State i: the text ends with marker[0, i). marker[0] occurs nowhere else in it, so a mismatch
+  // falls back to state 0 (or 1 on marker[0]).
+  const std::string first = class_char(marker[0]);
+  const std::size_t n = marker.size();
+  auto state = [&](std::size_t i) { return fmt::format("{}-{}", name, i); };
+  std::string out = fmt::format("{} ::= {}\n", name, state(0));
+  out += fmt::format("{} ::= [^{}] {} | {} {} |\n", state(0), first, state(0),
+                     gbnf_literal(marker.substr(0, 1)), state(1));
+  for (std::size_t i = 1; i < n; ++i) {
+    const std::string next = class_char(marker[i]);
+    out += fmt::format("{} ::= [^{}{}] {} | {} {}", state(i), first, next, state(0),
+                       gbnf_literal(marker.substr(0, 1)), state(1));
+    if (i + 1 < n) out += fmt::format(" | {} {}", gbnf_literal(marker.substr(i, 1)), state(i + 1));
+    out += " |\n";
+  }
+  return out;
+}
+
+Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
+                                          std::string_view template_source) {
+  if (req.tools_json.empty() || req.tool_choice_json.empty()) return std::string();
+  const json choice = json::parse(req.tool_choice_json, nullptr, false);
+  std::string forced_name;
+  bool forced = false;
+  if (choice.is_string()) {
+    const std::string c = choice.get<std::string>();
+    if (c == "auto") return std::string();
+    forced = c == "required";
+    if (c == "none") {
+      const CallSyntax s = call_syntax(template_source);
+      if (s == CallSyntax::kHermes || s == CallSyntax::kXml) {
+        return "root ::= free\n" + text_without_gbnf("free", "<tool_call>");
+      }
+      if (s == CallSyntax::kPythonic) {
+        return "root ::= free\n" + text_without_gbnf("free", "<|tool_call_start|>");
+      }
+      return std::string();  // Llama's calls are bare JSON: nothing marks them to forbid
+    }
+  } else if (choice.is_object()) {
+    forced = true;
+    if (auto f = choice.find("function"); f != choice.end() && f->is_object()) {
+      forced_name = f->value("name", "");
+    } else {
+      forced_name = choice.value("name", "");
+    }
+  }
+  if (!forced) return std::string();
+
+  std::vector<Tool> tools;
+  const json declared = json::parse(req.tools_json, nullptr, false);
+  for (const auto& t : declared) {
+    const json& f = t.contains("function") ? t["function"] : t;
+    Tool tool{.name = f.value("name", ""),
+              .parameters = f.value("parameters", json{{"type", "object"}}),
+              .strict = f.value("strict", false)};
+    if (!forced_name.empty() && tool.name != forced_name) continue;
+    tools.push_back(std::move(tool));
+  }
+  if (tools.empty()) {
+    return invalid_request("tool_choice", fmt::format("tool_choice names '{}', which is not one of "
+                                                      "the declared tools",
+                                                      forced_name));
+  }
+  const CallSyntax syntax = call_syntax(template_source);
+  if (syntax == CallSyntax::kUnknown || syntax == CallSyntax::kPythonic) {
+    return invalid_request("tool_choice",
+                           syntax == CallSyntax::kPythonic
+                               ? "forcing a tool call is not supported for this model's "
+                                 "pythonic tool-call syntax yet; use tool_choice 'auto'"
+                               : "this model's chat template has no tool-call syntax to force");
+  }
+  std::string rules, names;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    const Tool& t = tools[i];
+    const std::string prefix = fmt::format("t{}-", i);
+    const std::string param = fmt::format("tools[{}].parameters", i);
+    std::string call;
+    if (syntax == CallSyntax::kXml) {
+      auto seq = xml_parameters(t, prefix, rules, param);
+      if (const ApiError* e = as_error(seq)) return *e;
+      call = gbnf_literal(t.name + ">\n") + std::get<std::string>(seq);
+    } else {
+      auto args = compile_schema(t.parameters, t.strict, prefix, param);
+      if (const ApiError* e = as_error(args)) return *e;
+      rules += std::get<std::string>(args);
+      const char* key = syntax == CallSyntax::kLlama ? "parameters" : "arguments";
+      call = gbnf_literal(json_content(t.name) + "\", \"" + key + "\": ") + " " + prefix + "root " +
+             gbnf_literal("}");
+    }
+    rules += fmt::format("{}call ::= {}\n", prefix, call);
+    names += (i == 0 ? "" : " | ") + prefix + "call";
+  }
+  std::string head, tail, sep;
+  switch (syntax) {
+    case CallSyntax::kXml:
+      head = "<tool_call>\n<function=", tail = "</function>\n</tool_call>", sep = "\n";
+      break;
+    case CallSyntax::kHermes:
+      head = "<tool_call>\n{\"name\": \"", tail = "\n</tool_call>", sep = "\n";
+      break;
+    default:
+      head = "{\"name\": \"", tail = "", sep = "; ";
+  }
+  std::string out =
+      fmt::format("root ::= call{}\ncall ::= {} ( {} ) {}\n",
+                  req.parallel_tool_calls ? " ( " + gbnf_literal(sep) + " call )*" : "",
+                  gbnf_literal(head), names, tail.empty() ? "" : gbnf_literal(tail));
+  if (syntax == CallSyntax::kXml)
+    out += "xml-text ::= free\n" + text_without_gbnf("free", "</parameter>");
+  return out + rules;
+}
+
+}  // namespace recur::server

@@ -1,0 +1,31 @@
+// Forced and forbidden tool calls as grammars, in the tool-call syntax of the model's chat
+// template: tool_choice "required" (Anthropic "any") or a named function makes the reply one or
+// more calls (only the named one) with arguments under each tool's parameter schema; "none" with
+// tools declared forbids the call syntax. Syntaxes: Qwen3 / Hermes JSON in <tool_call> tags,
+// Qwen3.5 XML parameters, Llama 3 JSON.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace recur::server {
+
+enum class CallSyntax : std::uint8_t { kUnknown, kHermes, kXml, kLlama, kPythonic };
+CallSyntax call_syntax(std::string_view template_source);
+
+// GBNF with root rule `root`; "" when the request leaves the reply free. A 400 names tool_choice
+// when the named tool is not declared, a strict tool's schema cannot be compiled, or the
+// template's syntax cannot be forced.
+Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, std::string_view template_source);
+
+// A GBNF rule set `<name> ::= ...` matching any text that does not contain `marker` (whose first
+// byte occurs in it only there), ending anywhere.
+std::string text_without_gbnf(std::string_view name, std::string_view marker);
+
+// A GBNF string literal matching exactly `bytes`.
+std::string gbnf_literal(std::string_view bytes);
+
+}  // namespace recur::server
