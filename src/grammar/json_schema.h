@@ -5,6 +5,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/status.h"
@@ -29,6 +30,9 @@ struct SchemaOutput {
 // The schema is an ordered_json: properties come out in the order the client wrote them.
 Result<SchemaOutput> json_schema_to_gbnf(const nlohmann::ordered_json& schema,
                                          const SchemaOptions& options = {});
+// The schema as JSON text, parsed here without exceptions (invalid JSON is an error at "$").
+Result<SchemaOutput> json_schema_text_to_gbnf(std::string_view schema_text,
+                                              const SchemaOptions& options = {});
 
 // Any JSON object (response_format json_object), in the same whitespace style.
 std::string json_object_gbnf();
