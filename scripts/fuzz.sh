@@ -11,17 +11,19 @@ secs=${1:-60}
 build=${RECUR_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${RECUR_FUZZ_JOBS:-$(nproc)}
 all_targets=(fuzz_chat_request fuzz_safetensors fuzz_config_json fuzz_tokenizer_json fuzz_tokenize
-             fuzz_detokenizer fuzz_jinja fuzz_options)
+             fuzz_detokenizer fuzz_jinja fuzz_options fuzz_gbnf fuzz_json_schema)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
 # Per target: -max_len and dictionary.
 declare -A max_len=([fuzz_chat_request]=16384 [fuzz_safetensors]=16384 [fuzz_config_json]=8192
                     [fuzz_tokenizer_json]=65536 [fuzz_tokenize]=4096 [fuzz_detokenizer]=2048
-                    [fuzz_jinja]=24576 [fuzz_options]=1024)
+                    [fuzz_jinja]=24576 [fuzz_options]=1024 [fuzz_gbnf]=4096
+                    [fuzz_json_schema]=8192)
 declare -A dict=([fuzz_chat_request]=json [fuzz_safetensors]=json [fuzz_config_json]=json
                  [fuzz_tokenizer_json]=json [fuzz_tokenize]=tokenize [fuzz_detokenizer]=""
-                 [fuzz_jinja]=jinja [fuzz_options]=options)
+                 [fuzz_jinja]=jinja [fuzz_options]=options [fuzz_gbnf]=gbnf
+                 [fuzz_json_schema]=json)
 
 # Built as OSS-Fuzz builds (-O1, line tables only) and without NDEBUG, so that library assertions
 # (nlohmann's among them) are checked too.

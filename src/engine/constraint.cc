@@ -13,9 +13,15 @@ Constraint::Constraint(const ConstraintSpec& spec)
   }
 }
 
-std::optional<TokenFilter> Constraint::filter(std::span<const TokenId> stop_ids) {
-  if (phase_ == Phase::kReasoning) return std::nullopt;
+TokenFilter Constraint::filter(std::span<const TokenId> stop_ids) {
   TokenFilter f;
+  if (phase_ == Phase::kReasoning) {
+    // The reasoning is free, but the answer the grammar guarantees must still come: the turn may
+    // not end inside it.
+    f.all = true;
+    f.stop_ids = stop_ids;
+    return f;
+  }
   f.bits = matcher_.allowed();
   f.stop_ids = stop_ids;
   f.allow_stop = matcher_.is_complete();

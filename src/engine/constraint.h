@@ -25,8 +25,8 @@ class Constraint {
  public:
   explicit Constraint(const ConstraintSpec& spec);
 
-  // What the next token may be; nullopt while it is free (inside a reasoning block).
-  std::optional<TokenFilter> filter(std::span<const TokenId> stop_ids);
+  // What the next token may be: inside a reasoning block anything but an end token.
+  TokenFilter filter(std::span<const TokenId> stop_ids);
   // Steps over a sampled token: one the filter allowed, or any while free.
   void accept(TokenId id);
   // The constrained text is whole and nothing may follow it: the turn ends here.

@@ -116,26 +116,31 @@ std::optional<SampleResult> Sampler::sample(std::span<const float> logits,
   RECUR_CHECK(!logits.empty());
   const std::size_t n = logits.size();
   order_.clear();
-  const std::size_t words = std::min(filter.bits.size(), (n + 63) / 64);
+  if (filter.all) {
+    order_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
+  }
+  const std::size_t words = filter.all ? 0 : std::min(filter.bits.size(), (n + 63) / 64);
   for (std::size_t w = 0; w < words; ++w) {
     for (std::uint64_t bits = filter.bits[w]; bits != 0; bits &= bits - 1) {
       const std::size_t id = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
       if (id < n) order_.push_back(static_cast<TokenId>(id));
     }
   }
-  auto is_stop = [&](TokenId t) {
-    return std::find(filter.stop_ids.begin(), filter.stop_ids.end(), t) != filter.stop_ids.end();
-  };
-  std::erase_if(order_, is_stop);
+  // The stop ids are few: each is taken out where it sits (the candidates stay ascending).
+  for (TokenId t : filter.stop_ids) {
+    auto it = std::lower_bound(order_.begin(), order_.end(), t);
+    if (it != order_.end() && *it == t) order_.erase(it);
+  }
   auto add = [&](TokenId t) {
-    if (t >= 0 && static_cast<std::size_t>(t) < n) order_.push_back(t);
+    if (t < 0 || static_cast<std::size_t>(t) >= n) return;
+    auto it = std::lower_bound(order_.begin(), order_.end(), t);
+    if (it == order_.end() || *it != t) order_.insert(it, t);
   };
   if (filter.allow_stop) {
     for (TokenId t : filter.stop_ids) add(t);
   }
   add(filter.also);
-  std::sort(order_.begin(), order_.end());
-  order_.erase(std::unique(order_.begin(), order_.end()), order_.end());
   if (order_.empty()) return std::nullopt;
   return draw(logits, order_.size());
 }

@@ -45,6 +45,7 @@ struct TokenFilter {
   std::span<const TokenId> stop_ids;
   bool allow_stop = false;
   TokenId also = -1;
+  bool all = false;  // every token is allowed (bits unused); the end tokens as allow_stop says
 };
 
 // Checks ranges with errors naming the field (e.g. "top_p must be in (0, 1], got 1.5").

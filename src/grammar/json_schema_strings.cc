@@ -623,12 +623,20 @@ Result<std::string> pattern_to_gbnf(std::string_view pattern, std::string_view p
 // ---- format ----
 
 std::optional<std::string> format_to_gbnf(std::string_view format) {
-  const std::string date =
-      R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))";
+  // Days as each month has them; February 29th only in leap years (divisible by 4, and by 400
+  // when by 100), as RFC 3339 and validators (ajv-formats) check.
+  const std::string day28 = R"(( "0" [1-9] | "1" [0-9] | "2" [0-8] ))";
+  const std::string leap_year =
+      R"(( [0-9] [0-9] ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [048] | [2468] [048] | [13579] [26] ) "00" ))";
+  const std::string date = R"(( [0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( )" + day28 +
+                           R"( | "29" | "30" | "31" ) | ( "0" [469] | "11" ) "-" ( )" + day28 +
+                           R"( | "29" | "30" ) | "02-" )" + day28 + R"( ) | )" + leap_year +
+                           R"( "-02-29" ))";
   const std::string hour = R"(( [01] [0-9] | "2" [0-3] ))";
+  // Second 60 is valid only at 23:59 UTC (a leap second): left out rather than half-checked.
   const std::string time =
-      hour + R"( ":" [0-5] [0-9] ":" ( [0-5] [0-9] | "60" ) ( "." [0-9]{1,9} )? ( [Zz] | [+-] )" +
-      hour + R"( ":" [0-5] [0-9] ))";
+      hour + R"( ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [Zz] | [+-] )" + hour +
+      R"( ":" [0-5] [0-9] ))";
   if (format == "date") return date;
   if (format == "time") return time;
   if (format == "date-time") return date + " [Tt] " + time;

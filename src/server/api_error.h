@@ -41,6 +41,11 @@ ApiError internal_error(std::string message);
 // A parse result: the value or the 400 to send.
 template <typename T>
 using Parsed = std::variant<T, ApiError>;
+// The error of a failed parse; null when it holds a value.
+template <typename T>
+const ApiError* as_error(const Parsed<T>& p) {
+  return std::get_if<ApiError>(&p);
+}
 
 // Maps a recoverable Status from a lower module (e.g. a prompt beyond the context) to the API.
 ApiError from_status(const Status& status, std::string param = "");

@@ -12,11 +12,6 @@ namespace recur::server {
 
 namespace {
 
-template <typename T>
-const ApiError* as_error(const Parsed<T>& p) {
-  return std::get_if<ApiError>(&p);
-}
-
 // A streaming turn runs after the 200 and the SSE headers are sent; a non-streaming one runs here,
 // in the handler, so its status is chosen once the outcome is known.
 template <typename Turn>

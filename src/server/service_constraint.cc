@@ -75,7 +75,11 @@ Parsed<std::shared_ptr<const engine::ConstraintSpec>> Service::constraint_for(
   spec->grammar = std::move(compiled).value();
   if (reasoning) {
     const tokenizer::Tokenizer& tok = *backend_.tokenizer;
-    spec->reasoning_open = tok.token_id("<think>").value_or(-1);
+    // A generation prompt that closes an (empty) reasoning block (thinking off) leaves none to
+    // open: the grammar starts at the first token.
+    std::string_view text = prompt.text;
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+    if (!text.ends_with("</think>")) spec->reasoning_open = tok.token_id("<think>").value_or(-1);
     spec->reasoning_close = tok.token_id("</think>").value_or(-1);
     spec->starts_in_reasoning = prompt.starts_in_reasoning;
   }

@@ -41,9 +41,25 @@ Parsed<std::string> compile_schema(const json& schema, bool strict, const std::s
 
 bool is_string_schema(const json& s) {
   auto t = s.find("type");
-  return t != s.end() && t->is_string() && t->get<std::string>() == "string" &&
-         !s.contains("enum") && !s.contains("const") && !s.contains("pattern") &&
-         !s.contains("format") && !s.contains("minLength") && !s.contains("maxLength");
+  return t != s.end() && t->is_string() && t->get<std::string>() == "string";
+}
+
+// A string parameter's raw value in Qwen3.5's XML: its enum (or const) values as written, else
+// free text up to the closing tag (pattern, format and lengths are not enforced on raw text).
+std::string raw_string_value(const json& s) {
+  std::vector<std::string> values;
+  if (auto c = s.find("const"); c != s.end() && c->is_string())
+    values.push_back(c->get<std::string>());
+  if (auto e = s.find("enum"); e != s.end() && e->is_array()) {
+    for (const auto& v : *e) {
+      if (v.is_string()) values.push_back(v.get<std::string>());
+    }
+  }
+  if (values.empty()) return "xml-text";
+  std::string out = "(";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out += (i ? " | " : " ") + gbnf_literal(values[i]);
+  return out + " )";
 }
 
 // Qwen3.5: <parameter=NAME>\nVALUE\n</parameter>\n per property in schema order; a string value
@@ -62,8 +78,10 @@ Parsed<std::string> xml_parameters(const Tool& t, const std::string& prefix, std
   for (const auto& [pname, pschema] : props.items()) {
     const std::string rule = fmt::format("{}p{}", prefix, k++);
     std::string value;
-    if (is_string_schema(pschema) || !pschema.is_object()) {
+    if (!pschema.is_object()) {
       value = "xml-text";
+    } else if (is_string_schema(pschema)) {
+      value = raw_string_value(pschema);
     } else {
       json sub = pschema;
       for (const char* defs : {"$defs", "definitions"}) {

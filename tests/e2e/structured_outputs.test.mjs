@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { makeModel, startServer } from './harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -51,7 +52,7 @@ const TREE = {
         name: { type: 'string', maxLength: 5 },
         children: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 2 },
       },
-      required: ['name', 'children'],
+      required: ['name'],  // optional children: random weights otherwise nest without end
       additionalProperties: false,
     },
   },
@@ -59,6 +60,17 @@ const TREE = {
 };
 
 const SCHEMAS = { ten_params: TEN_PARAMS, tree: TREE };
+const SMALL = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 } },
+                required: ['n'], additionalProperties: false };
+// Random weights rarely close a reasoning block: the property runs answer at once; the thinking
+// test below makes the close likely with logit_bias.
+const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
+
+function tokenId(modelDir, content) {
+  const tok = JSON.parse(readFileSync(join(modelDir, 'tokenizer.json'), 'utf8'));
+  const added = tok.added_tokens.find((t) => t.content === content);
+  return added ? added.id : tok.model.vocab[content];
+}
 
 async function chat(server, body) {
   const r = await fetch(`${server.base}/v1/chat/completions`, {
@@ -87,9 +99,9 @@ for (const family of FAMILIES) {
     for (const [name, schema] of Object.entries(SCHEMAS)) {
       test(`replies validate against the ${name} schema`, async () => {
         let finished = 0;
-        for (let seed = 0; seed < 6; seed++) {
+        for (let seed = 0; seed < 8; seed++) {
           const r = await chat(server, {
-            model: family, max_tokens: 400, temperature: 1, seed,
+            model: family, max_tokens: 800, temperature: 1, seed, ...NO_THINKING,
             response_format: { type: 'json_schema', json_schema: { name, schema, strict: true } },
           });
           assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -102,7 +114,7 @@ for (const family of FAMILIES) {
 
     test('json_object replies are JSON objects', async () => {
       for (let seed = 0; seed < 3; seed++) {
-        const r = await chat(server, { model: family, max_tokens: 300, seed,
+        const r = await chat(server, { model: family, max_tokens: 300, seed, ...NO_THINKING,
                                        response_format: { type: 'json_object' } });
         assert.equal(r.status, 200);
         const c = r.body.choices[0];
@@ -127,7 +139,7 @@ describe('structured outputs: exact bytes', () => {
 
   test('cache on and off, batched and alone give the same bytes', async () => {
     const body = (seed) => ({
-      model: family, max_tokens: 120, temperature: 1, seed,
+      model: family, max_tokens: 120, temperature: 1, seed, ...NO_THINKING,
       response_format: { type: 'json_schema', json_schema: { name: 't', schema: TEN_PARAMS } },
     });
     const alone = [];
@@ -135,6 +147,7 @@ describe('structured outputs: exact bytes', () => {
     const batched = await Promise.all([0, 1, 2, 3].map((seed) => chat(cached, body(seed))));
     const again = await Promise.all([0, 1, 2, 3].map((seed) => chat(cached, body(seed))));
     for (let i = 0; i < 4; i++) {
+      assert.ok(alone[i].choices[0].message.content.startsWith('{'), JSON.stringify(alone[i]));
       assert.equal(batched[i].body.choices[0].message.content, alone[i].choices[0].message.content);
       assert.equal(again[i].body.choices[0].message.content, alone[i].choices[0].message.content);
     }
@@ -202,17 +215,18 @@ describe('structured outputs: every API', () => {
   });
 
   test('logit_bias -100 bans a token, 100 forces it', async () => {
-    const base = { model: 'qwen3', max_tokens: 1, temperature: 0, logprobs: true };
-    const first = await chat(server, base);
-    const text = first.body.choices[0].message.content;
-    const tokenize = await server.json('/tokenize', {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'qwen3', prompt: text }),
-    }).catch(() => null);
-    const id = tokenize?.body?.tokens?.[0];
-    if (id === undefined) return;  // no tokenize route: covered by the engine tests
-    const banned = await chat(server, { ...base, logit_bias: { [id]: -100 } });
-    assert.notEqual(banned.body.choices[0].message.content, text);
+    const dir = makeModel('qwen3');
+    const a = tokenId(dir, 'a'), b = tokenId(dir, 'b');
+    for (const seed of [1, 2, 3, 4]) {
+      const body = { model: 'qwen3', max_tokens: 4, seed, ...NO_THINKING, grammar: 'root ::= [ab]' };
+      const banned = await chat(server, { ...body, logit_bias: { [a]: -100 } });
+      assert.equal(banned.body.choices[0].message.content, 'b', JSON.stringify(banned.body));
+      const forced = await chat(server, { ...body, logit_bias: { [a]: 100 } });
+      assert.equal(forced.body.choices[0].message.content, 'a');
+    }
+    const free = await chat(server, { model: 'qwen3', max_tokens: 3, temperature: 0, ...NO_THINKING,
+                                      logit_bias: { [b]: 100 } });
+    assert.equal(free.body.choices[0].message.content, 'bbb');
   });
 
   test('bad requests get a 400 naming the field', async () => {
@@ -236,6 +250,32 @@ describe('structured outputs: every API', () => {
     const schemaError = await chat(server, { model: 'qwen3', max_tokens: 4,
       response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { not: {} } } } } } });
     assert.match(schemaError.body.error.message, /\$\.properties\.a.*'not'/);
+  });
+});
+
+describe('structured outputs: thinking', () => {
+  let server;
+  before(async () => { server = await startServer(makeModel('qwen3_5')); });
+  after(async () => { await server?.stop(); });
+
+  test('a thinking model reasons freely, then answers under the schema', async () => {
+    const dir = makeModel('qwen3_5');
+    const close = tokenId(dir, '</think>');
+    let answered = 0;
+    for (const seed of [1, 2, 3]) {
+      const r = await chat(server, {
+        model: 'qwen3_5', max_tokens: 400, seed, logit_bias: { [close]: 6 },
+        chat_template_kwargs: { enable_thinking: true },
+        response_format: { type: 'json_schema', json_schema: { name: 'n', schema: SMALL } },
+      });
+      assert.equal(r.status, 200);
+      const c = r.body.choices[0];
+      if (c.finish_reason !== 'stop') continue;
+      answered++;
+      assert.ok(c.message.reasoning_content !== undefined, JSON.stringify(c.message));
+      checkReply(c, SMALL, `thinking seed ${seed}`);
+    }
+    assert.ok(answered >= 1);
   });
 });
 
@@ -265,7 +305,8 @@ for (const family of ['qwen3', 'qwen3_5', 'llama']) {
       for (const [choice, names] of [['required', ['get_weather', 'get_time']],
                                      [{ type: 'function', function: { name: 'get_time' } }, ['get_time']]]) {
         for (let seed = 0; seed < 3; seed++) {
-          const r = await chat(server, { model: family, max_tokens: 200, seed, tools: [WEATHER_TOOL, TIME_TOOL],
+          const r = await chat(server, { model: family, max_tokens: 200, seed, ...NO_THINKING,
+                                         tools: [WEATHER_TOOL, TIME_TOOL],
                                          tool_choice: choice, parallel_tool_calls: false });
           assert.equal(r.status, 200, JSON.stringify(r.body));
           const c = r.body.choices[0];

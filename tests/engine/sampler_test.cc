@@ -156,5 +156,47 @@ TEST(Sampler, ValidateNamesTheField) {
   EXPECT_FALSE(validate(nan_t).is_ok());
 }
 
+TEST(Sampler, LogitBiasBansAndForces) {
+  std::vector<float> l = {1, 3, 2, 0};
+  Sampler ban({.temperature = 0, .logit_bias = {{1, -100.0f}}}, {});
+  EXPECT_EQ(ban.sample(l).id, 2);
+  SamplingParams force{.temperature = 1, .logit_bias = {{3, 100.0f}}};
+  EXPECT_EQ(support(force, l, 200), (std::set<TokenId>{3}));
+  EXPECT_FALSE(validate({.logit_bias = {{0, 101.0f}}}).is_ok());
+  EXPECT_EQ(validate({.logit_bias = {{7, -100.5f}}}).message(),
+            "logit_bias of token 7 must be in [-100, 100], got -100.5");
+}
+
+// Only allowed tokens are drawn, from the allowed tokens' renormalised distribution; end tokens
+// only when the filter allows a stop; and the same seed gives the same draws with or without
+// a filter that allows everything.
+TEST(Sampler, FilterDrawsOnlyAllowedTokens) {
+  std::vector<float> l = logits_of_probs({0.4, 0.1, 0.2, 0.1, 0.2});
+  std::vector<std::uint64_t> bits = {0b01010};  // tokens 1 and 3
+  const std::vector<TokenId> stops = {4};
+  std::set<TokenId> seen;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    Sampler s({.temperature = 1, .seed = seed}, {});
+    auto r = s.sample(l, {.bits = bits, .stop_ids = stops});
+    ASSERT_TRUE(r.has_value());
+    seen.insert(r->id);
+  }
+  EXPECT_EQ(seen, (std::set<TokenId>{1, 3}));
+  Sampler greedy({.temperature = 0}, {});
+  EXPECT_EQ(greedy.sample(l, {.bits = bits, .stop_ids = stops, .allow_stop = true})->id, 4);
+  Sampler also({.temperature = 0}, {});
+  EXPECT_EQ(also.sample(l, {.bits = bits, .stop_ids = stops, .also = 0})->id, 0);
+  std::vector<std::uint64_t> stop_only = {0b10000};  // an end token in the bits is still no stop
+  Sampler none({.temperature = 0}, {});
+  EXPECT_FALSE(none.sample(l, {.bits = stop_only, .stop_ids = stops}).has_value());
+
+  std::vector<std::uint64_t> all = {0b11111};
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    SamplingParams p{.temperature = 0.8f, .top_k = 3, .top_p = 0.9f, .seed = seed};
+    Sampler a(p, {}), b(p, {});
+    EXPECT_EQ(a.sample(l).id, b.sample(l, {.bits = all})->id);
+  }
+}
+
 }  // namespace
 }  // namespace recur::engine

@@ -267,11 +267,32 @@ TEST(JsonSchema, Patterns) {
   check(R"({"type":"string","pattern":"^a|b$"})", {R"("a")", R"("axx")", R"("xxb")"}, {R"("xa")"});
 }
 
+// Every day of years around the Gregorian exceptions (1600, 1700, 1900, 2000) against chrono's
+// own calendar: month lengths and leap years exactly as validators check them.
+TEST(JsonSchema, DateFormatKnowsTheCalendar) {
+  auto out =
+      json_schema_to_gbnf(nlohmann::ordered_json::parse(R"({"type":"string","format":"date"})"));
+  ASSERT_TRUE(out.is_ok());
+  auto g = parse_gbnf(out->gbnf);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  for (int y : {0, 4, 100, 1600, 1700, 1900, 1999, 2000, 2023, 2024, 2100, 2400, 9996}) {
+    for (unsigned m = 0; m <= 13; ++m) {
+      for (unsigned d = 0; d <= 32; ++d) {
+        const std::string text = fmt::format("\"{:04}-{:02}-{:02}\"", y, m, d);
+        const bool ok = std::chrono::year_month_day(std::chrono::year(y), std::chrono::month(m),
+                                                    std::chrono::day(d))
+                            .ok();
+        ASSERT_EQ(accepts(**g, text), ok) << text;
+      }
+    }
+  }
+}
+
 TEST(JsonSchema, Formats) {
   check(R"({"type":"string","format":"date"})", {R"("2024-02-29")", R"("1999-12-31")"},
         {R"("2024-13-01")", R"("2024-1-01")", R"("2024-01-32")", R"("24-01-01")"});
   check(R"({"type":"string","format":"time"})", {R"("23:59:59Z")", R"("08:00:00.123+02:00")"},
-        {R"("24:00:00Z")", R"("08:00:00")", R"("8:00:00Z")"});
+        {R"("24:00:00Z")", R"("08:00:00")", R"("8:00:00Z")", R"("12:00:60Z")"});
   check(R"({"type":"string","format":"date-time"})",
         {R"("2024-05-06T07:08:09Z")", R"("2024-05-06t07:08:09.5-05:30")"},
         {R"("2024-05-06 07:08:09Z")", R"("2024-05-06T07:08Z")"});
