@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "engine/fast_exp.h"
 #include "util/check.h"
 
 namespace recur::engine {
@@ -172,8 +175,22 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
     }
     double max = -std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < n_keep; ++i) max = std::max(max, static_cast<double>(work_[order_[i]]));
+    // Each candidate's exp once, by id: the loops below read it back (same values, same order of
+    // summation, so the same draw as computing it again).
+    exp_.resize(n);
+    const auto shift = static_cast<float>(max);  // a candidate's logit: exact in float
+    if (n_keep * 4 >= n) {
+      // Most tokens: one contiguous vector pass over all of them (the lanes give the scalar
+      // form's bits, so which path ran never changes a draw; the others' values go unread).
+      exp_shifted(work_.data(), shift, exp_.data(), n);
+    } else {
+      for (size_t i = 0; i < n_keep; ++i) {
+        const auto id = static_cast<size_t>(order_[i]);
+        exp_[id] = exp_nonpositive(work_[id] - shift);
+      }
+    }
     double total = 0;
-    for (size_t i = 0; i < n_keep; ++i) total += std::exp(work_[order_[i]] - max);
+    for (size_t i = 0; i < n_keep; ++i) total += exp_[static_cast<size_t>(order_[i])];
     if (params_.top_p < 1.0f) {
       // Sort a growing head until it holds top_p of the mass: exact, and cheap when the
       // distribution is peaked; falls back to a full sort for flat ones.
@@ -186,7 +203,7 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
         }
         double cum = 0;
         size_t cut = 0;
-        while (cut < head && cum < target) cum += std::exp(work_[order_[cut++]] - max);
+        while (cut < head && cum < target) cum += exp_[static_cast<size_t>(order_[cut++])];
         if (cum >= target || head == n_keep) {
           n_keep = std::max<size_t>(cut, 1);
           total = cum;
@@ -199,7 +216,7 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
       size_t w = 0;
       total = 0;
       for (size_t i = 0; i < n_keep; ++i) {
-        double e = std::exp(work_[order_[i]] - max);
+        const double e = exp_[static_cast<size_t>(order_[i])];
         if (e >= params_.min_p) {
           order_[w++] = order_[i];
           total += e;
@@ -211,7 +228,7 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
     double cum = 0;
     result.id = order_[n_keep - 1];
     for (size_t i = 0; i < n_keep; ++i) {
-      cum += std::exp(work_[order_[i]] - max);
+      cum += exp_[static_cast<size_t>(order_[i])];
       if (cum > threshold) {
         result.id = order_[i];
         break;

@@ -107,6 +107,7 @@ class Sampler {
   std::int64_t n_generated_ = 0;
   std::vector<float> work_;  // reused between calls: no allocation per token after the first
   std::vector<TokenId> order_;
+  std::vector<float> exp_;  // exp(logit - max) of this draw's candidates, by id
 };
 
 // Log-softmax of one row, computed in double for a stable order-independent result.

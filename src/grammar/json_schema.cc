@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <cmath>
 
@@ -298,6 +299,13 @@ Result<std::string> Compiler::combinator_body(const Json& s, const std::string& 
   if (!subs.is_array() || subs.empty()) {
     return error(path, fmt::format("'{}' must be a non-empty array of schemas", key));
   }
+  if (std::string_view(key) == "oneOf" && !branches_disjoint(subs, path)) {
+    // A grammar cannot say "exactly one": only branches no value can match twice are exact.
+    RECUR_RETURN_IF_ERROR(unsupported(path, "oneOf",
+                                      "'oneOf' with branches one value may match twice is not "
+                                      "supported (use anyOf, or give the branches distinct "
+                                      "types or a distinct const property)"));
+  }
   std::vector<std::string> alts;
   for (std::size_t i = 0; i < subs.size(); ++i) {
     RECUR_ASSIGN_OR_RETURN(std::string alt, child(subs[i], path_index(path_key(path, key), i),
@@ -305,6 +313,72 @@ Result<std::string> Compiler::combinator_body(const Json& s, const std::string& 
     if (std::find(alts.begin(), alts.end(), alt) == alts.end()) alts.push_back(alt);
   }
   return join_alts(alts);
+}
+
+// Whether no value can match two of the branches: they differ in type (number and integer
+// overlap), in their const / enum values, or in the const / single enum value of a property both
+// require (a discriminated union). References are followed.
+bool Compiler::branches_disjoint(const Json& subs, const std::string& path) {
+  auto deref = [&](const Json* s) {
+    for (int hops = 0; hops < 16 && s->is_object() && s->contains("$ref"); ++hops) {
+      const Json& r = (*s)["$ref"];
+      if (!r.is_string()) return s;
+      std::string target;
+      auto resolved = resolve(r.get<std::string>(), path, &target);
+      if (!resolved.is_ok()) return s;
+      s = *resolved;
+    }
+    return s;
+  };
+  auto type_of = [](const Json& s) -> std::string {
+    auto t = s.find("type");
+    return t != s.end() && t->is_string() ? t->get<std::string>() : "";
+  };
+  auto values = [](const Json& s) -> std::optional<Json> {
+    if (auto c = s.find("const"); c != s.end()) return Json::array({*c});
+    if (auto e = s.find("enum"); e != s.end() && e->is_array()) return *e;
+    return std::nullopt;
+  };
+  auto disjoint_values = [&](const Json& a, const Json& b) {
+    auto va = values(a), vb = values(b);
+    if (!va || !vb) return false;
+    for (const Json& x : *va) {
+      for (const Json& y : *vb) {
+        if (x == y) return false;
+      }
+    }
+    return true;
+  };
+  auto required = [](const Json& s, const std::string& name) {
+    auto r = s.find("required");
+    if (r == s.end() || !r->is_array()) return false;
+    for (const Json& n : *r) {
+      if (n.is_string() && n.get<std::string>() == name) return true;
+    }
+    return false;
+  };
+  auto disjoint = [&](const Json& a, const Json& b) {
+    if (!a.is_object() || !b.is_object()) return false;
+    const std::string ta = type_of(a), tb = type_of(b);
+    const bool numbers = (ta == "integer" || ta == "number") && (tb == "integer" || tb == "number");
+    if (!ta.empty() && !tb.empty() && ta != tb && !numbers) return true;
+    if (disjoint_values(a, b)) return true;
+    auto pa = a.find("properties");
+    auto pb = b.find("properties");
+    if (pa == a.end() || pb == b.end() || !pa->is_object() || !pb->is_object()) return false;
+    for (const auto& [name, sa] : pa->items()) {
+      auto sb = pb->find(name);
+      if (sb == pb->end() || !required(a, name) || !required(b, name)) continue;
+      if (disjoint_values(*deref(&sa), *deref(&*sb))) return true;
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    for (std::size_t j = i + 1; j < subs.size(); ++j) {
+      if (!disjoint(*deref(&subs[i]), *deref(&subs[j]))) return false;
+    }
+  }
+  return true;
 }
 
 // ---- $ref ----

@@ -54,6 +54,7 @@ class Compiler {
                                  std::string_view applicator);
   Result<std::string> combinator_body(const Json& s, const std::string& path,
                                       const std::string& hint, int depth);
+  bool branches_disjoint(const Json& subs, const std::string& path);
   Result<const Json*> resolve(const std::string& ref, const std::string& path,
                               std::string* target_path);
   Result<std::string> ref(const Json& value, const std::string& path, int depth);

@@ -178,6 +178,26 @@ TEST(JsonSchema, NullableAndUnions) {
   check(R"({"oneOf":[{"const":"a"},{"const":"b"}]})", {R"("a")", R"("b")"}, {R"("c")"});
 }
 
+// oneOf is exact only where no value can match two branches; a discriminated union through $ref
+// is such a case, overlapping branches are an error (lenient: anyOf).
+TEST(JsonSchema, OneOfMustBeDisjoint) {
+  check(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})", {R"("a")", "3"}, {"true"});
+  check(R"({"$defs":{"cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},
+        "required":["kind","lives"],"additionalProperties":false},
+        "dog":{"type":"object","properties":{"kind":{"enum":["dog"]},"good":{"type":"boolean"}},
+        "required":["kind","good"],"additionalProperties":false}},
+        "oneOf":[{"$ref":"#/$defs/cat"},{"$ref":"#/$defs/dog"}]})",
+        {R"({"kind":"cat","lives":9})", R"({"kind":"dog","good":true})"},
+        {R"({"kind":"cat","good":true})"});
+  EXPECT_EQ(error_of(R"({"properties":{"x":{"oneOf":[{"type":"integer"},{"type":"number"}]}}})")
+                .substr(0, 61),
+            "$.properties.x: 'oneOf' with branches one value may match twi");
+  EXPECT_EQ(error_of(R"({"oneOf":[{"minimum":1},{"maximum":5}]})").substr(0, 3), "$: ");
+  auto lenient = compile(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", true);
+  ASSERT_TRUE(lenient);
+  EXPECT_TRUE(accepts(*lenient, "3"));
+}
+
 TEST(JsonSchema, EnumAndConst) {
   check(R"({"enum":["red",1,null,true,{"k":[1,"x"],"a":{}},[2.5,"q\"\n"]]})",
         {R"("red")", "1", "null", "true", R"({"k":[1,"x"],"a":{}})", R"([2.5,"q\"\n"])"},
