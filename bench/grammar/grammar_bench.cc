@@ -53,19 +53,23 @@ struct Timing {
   double pct(double p) {
     if (step_ms.empty()) return 0;
     std::sort(step_ms.begin(), step_ms.end());
-    return step_ms[std::min(step_ms.size() - 1, static_cast<std::size_t>(p * static_cast<double>(step_ms.size())))];
+    return step_ms[std::min(step_ms.size() - 1,
+                            static_cast<std::size_t>(p * static_cast<double>(step_ms.size())))];
   }
 };
 
 // n sequences stepping in turn under one grammar: per step, mask + draw + accept.
 Timing run(const std::shared_ptr<recur::grammar::TokenGrammar>& tg, int n_seqs, int tokens,
-           std::uint64_t seed0, std::size_t vocab, const std::vector<recur::engine::TokenId>& stops) {
+           std::uint64_t seed0, std::size_t vocab,
+           const std::vector<recur::engine::TokenId>& stops) {
   std::vector<recur::grammar::Matcher> matchers;
   std::vector<recur::engine::Sampler> samplers;
   for (int i = 0; i < n_seqs; ++i) {
     matchers.emplace_back(tg);
-    samplers.emplace_back(recur::engine::SamplingParams{.temperature = 1.0f, .seed = seed0 + static_cast<std::uint64_t>(i)},
-                          std::span<const recur::engine::TokenId>());
+    samplers.emplace_back(
+        recur::engine::SamplingParams{.temperature = 1.0f,
+                                      .seed = seed0 + static_cast<std::uint64_t>(i)},
+        std::span<const recur::engine::TokenId>());
   }
   std::mt19937 rng(static_cast<unsigned>(seed0));
   std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -78,7 +82,8 @@ Timing run(const std::shared_ptr<recur::grammar::TokenGrammar>& tg, int n_seqs, 
       for (float& l : logits) l = normal(rng);
       auto& m = matchers[static_cast<std::size_t>(i)];
       const auto t0 = Clock::now();
-      recur::engine::TokenFilter f{.bits = m.allowed(), .stop_ids = stops, .allow_stop = m.is_complete()};
+      const auto mask = m.allowed();
+      recur::engine::TokenFilter f{.bits = *mask, .stop_ids = stops, .allow_stop = m.is_complete()};
       auto r = samplers[static_cast<std::size_t>(i)].sample(logits, f);
       bool end = !r || std::find(stops.begin(), stops.end(), r->id) != stops.end();
       if (!end) m.accept(r->id);
@@ -143,7 +148,8 @@ int main(int argc, char** argv) {
       Timing warm = run(tg, n_seqs, tokens, 200, vocab->size(), stops);
       std::printf(
           "{\"schema\": \"%s\", \"sequences\": %d, \"compile_ms\": %.2f, \"steps\": %zu, "
-          "\"cold_mean_ms\": %.3f, \"cold_p99_ms\": %.2f, \"cold_max_ms\": %.2f, \"masks_cold\": %llu, "
+          "\"cold_mean_ms\": %.3f, \"cold_p99_ms\": %.2f, \"cold_max_ms\": %.2f, \"masks_cold\": "
+          "%llu, "
           "\"warm_mean_ms\": %.3f, \"warm_p99_ms\": %.2f, \"masks_warm\": %llu, \"states\": %zu, "
           "\"memory_mb\": %.1f}\n",
           name, n_seqs, compile.pct(0.5), cold.step_ms.size(), cold.mean(), cold.pct(0.99),

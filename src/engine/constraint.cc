@@ -22,7 +22,8 @@ TokenFilter Constraint::filter(std::span<const TokenId> stop_ids) {
     f.stop_ids = stop_ids;
     return f;
   }
-  f.bits = matcher_.allowed();
+  mask_ = matcher_.allowed();
+  f.bits = *mask_;
   f.stop_ids = stop_ids;
   f.allow_stop = matcher_.is_complete();
   if (phase_ == Phase::kFirst) f.also = spec_.reasoning_open;

@@ -25,7 +25,8 @@ class Constraint {
  public:
   explicit Constraint(const ConstraintSpec& spec);
 
-  // What the next token may be: inside a reasoning block anything but an end token.
+  // What the next token may be: inside a reasoning block anything but an end token. The bits
+  // stay valid until the next call.
   TokenFilter filter(std::span<const TokenId> stop_ids);
   // Steps over a sampled token: one the filter allowed, or any while free.
   void accept(TokenId id);
@@ -38,6 +39,7 @@ class Constraint {
   enum class Phase { kFirst, kReasoning, kGrammar };
   ConstraintSpec spec_;
   grammar::Matcher matcher_;
+  grammar::TokenGrammar::Mask mask_;  // the last filter's bits, kept alive for the draw
   Phase phase_;
 };
 

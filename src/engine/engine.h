@@ -139,7 +139,11 @@ class Engine {
   void after_prefill_piece(Sequence& seq);
   // Stores the snapshots the sequence's last prefill piece passed (captures and its end).
   void store_passed_points(Sequence& seq);
-  void on_sample(Sequence& seq, std::span<const float> logits);
+  // The next token of every planned sequence that samples this step (nullopt: its filter allows
+  // none), drawn on the pool; then on_sample takes each in plan order.
+  std::vector<std::optional<SampleResult>> draw_tokens(const std::vector<Planned>& owners,
+                                                       const model::Logits& logits);
+  void on_sample(Sequence& seq, std::optional<SampleResult> drawn);
   void finish(Sequence& seq, FinishReason reason, Status error = Status::ok());
   void fail_all(const Status& error);
   // A state with no tokens, from the kept ones when there are.

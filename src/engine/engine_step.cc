@@ -197,7 +197,8 @@ void Engine::step() {
     if (!logits.is_ok()) {
       fail_all(logits.status());
     } else {
-      std::int64_t row = 0;
+      std::vector<std::optional<SampleResult>> drawn = draw_tokens(owners, *logits);
+      std::size_t k = 0;
       for (std::size_t i = 0; i < owners.size(); ++i) {
         const Planned& p = owners[i];
         const auto n_chunk = static_cast<std::int64_t>(chunks[i].tokens.size());
@@ -221,7 +222,7 @@ void Engine::step() {
           seq.timing.prefill_tokens += n_chunk;
           after_prefill_piece(seq);
         }
-        if (p.wants_logits) on_sample(seq, logits->row(row++));
+        if (p.wants_logits) on_sample(seq, std::move(drawn[k++]));
       }
     }
   }
@@ -288,7 +289,38 @@ void Engine::store_passed_points(Sequence& seq) {
   seq.timing.snapshot_s += seconds_between(t0, Clock::now());
 }
 
-void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
+std::vector<std::optional<SampleResult>> Engine::draw_tokens(const std::vector<Planned>& owners,
+                                                             const model::Logits& logits) {
+  struct Draw {
+    Sequence* seq;
+    std::span<const float> row;
+    std::optional<TokenFilter> filter;
+  };
+  std::vector<Draw> draws;
+  std::int64_t row = 0;
+  for (const Planned& p : owners) {
+    if (!p.wants_logits) continue;
+    Draw d{.seq = p.seq, .row = logits.row(row++), .filter = std::nullopt};
+    // Masks are read (or computed, into the grammar's shared cache) here, in order.
+    if (p.seq->constraint) d.filter = p.seq->constraint->filter(p.seq->req.stop_token_ids);
+    draws.push_back(d);
+  }
+  // A draw reads only its own row, filter and sampler: the sequences' draws run side by side on
+  // the pool, and each gives the bytes it gives alone.
+  std::vector<std::optional<SampleResult>> out(draws.size());
+  pool_.run_blocks(
+      static_cast<std::int64_t>(draws.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          Draw& d = draws[static_cast<std::size_t>(i)];
+          out[static_cast<std::size_t>(i)] = d.filter
+                                                 ? d.seq->sampler->sample(d.row, *d.filter)
+                                                 : std::optional(d.seq->sampler->sample(d.row));
+        }
+      });
+  return out;
+}
+
+void Engine::on_sample(Sequence& seq, std::optional<SampleResult> drawn) {
   if (!seq.first_token_seen) {
     seq.first_token_seen = true;
     seq.first_token_at = Clock::now();
@@ -296,19 +328,11 @@ void Engine::on_sample(Sequence& seq, std::span<const float> logits) {
     seq.timing.prefill_s = seconds_between(seq.restored_at, seq.first_token_at);
     seq.out.timing = seq.timing;
   }
-  std::optional<SampleResult> drawn;
-  std::optional<TokenFilter> filter;
-  if (seq.constraint) filter = seq.constraint->filter(seq.req.stop_token_ids);
-  if (filter) {
-    drawn = seq.sampler->sample(logits, *filter);
-    if (!drawn) {
-      // The grammar needs bytes no token of this vocabulary spells: end rather than break it.
-      log::warn("request {}: no token continues its grammar; ending the turn", seq.req.id);
-      finish(seq, FinishReason::kStop);
-      return;
-    }
-  } else {
-    drawn = seq.sampler->sample(logits);
+  if (!drawn) {
+    // The grammar needs bytes no token of this vocabulary spells: end rather than break it.
+    log::warn("request {}: no token continues its grammar; ending the turn", seq.req.id);
+    finish(seq, FinishReason::kStop);
+    return;
   }
   SampleResult r = std::move(*drawn);
   if (seq.constraint) seq.constraint->accept(r.id);

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema_compiler.h"

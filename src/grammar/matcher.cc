@@ -11,13 +11,14 @@ TokenGrammar::TokenGrammar(std::shared_ptr<const Grammar> grammar,
                            std::shared_ptr<const Vocabulary> vocab)
     : automaton_(std::move(grammar)), vocab_(std::move(vocab)) {}
 
-std::span<const std::uint64_t> TokenGrammar::mask(Automaton::StateId s) {
+TokenGrammar::Mask TokenGrammar::mask(Automaton::StateId s) {
   auto it = masks_.find(s);
   if (it != masks_.end()) return it->second;
   if ((masks_.size() + 1) * vocab_->mask_words() * 8 > kMaskCacheBytes) masks_.clear();
-  std::vector<std::uint64_t>& bits = masks_[s];
-  compute_mask(s, bits);
+  auto bits = std::make_shared<std::vector<std::uint64_t>>();
+  compute_mask(s, *bits);
   ++masks_computed_;
+  masks_.emplace(s, bits);
   return bits;
 }
 

@@ -24,8 +24,9 @@ class TokenGrammar {
   const Vocabulary& vocabulary() const { return *vocab_; }
 
   // One bit per token id, set for the tokens whose bytes keep the text a prefix of a sentence
-  // from state s. Valid until the next call.
-  std::span<const std::uint64_t> mask(Automaton::StateId s);
+  // from state s. Shared: it stays valid for its holder when the cache starts over.
+  using Mask = std::shared_ptr<const std::vector<std::uint64_t>>;
+  Mask mask(Automaton::StateId s);
   std::size_t memory_bytes() const;
   std::uint64_t masks_computed() const { return masks_computed_; }
 
@@ -34,7 +35,7 @@ class TokenGrammar {
 
   Automaton automaton_;
   std::shared_ptr<const Vocabulary> vocab_;
-  std::unordered_map<Automaton::StateId, std::vector<std::uint64_t>> masks_;
+  std::unordered_map<Automaton::StateId, Mask> masks_;
   std::vector<Automaton::StateId> walk_;  // state per trie depth
   std::uint64_t masks_computed_ = 0;
 };
@@ -43,7 +44,7 @@ class Matcher {
  public:
   explicit Matcher(std::shared_ptr<TokenGrammar> grammar);
 
-  std::span<const std::uint64_t> allowed() { return grammar_->mask(state_); }
+  TokenGrammar::Mask allowed() { return grammar_->mask(state_); }
   bool allows(std::int32_t token);
   // Steps over the token's bytes. false (and no change) when the grammar does not allow it.
   bool accept(std::int32_t token);

@@ -7,10 +7,18 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::optional<ApiError> read_schema(const json& holder, const std::string& at, OutputFormat& out) {
+// required: the Responses and Anthropic APIs require a schema; chat's json_schema may leave it out
+// (any JSON value then).
+std::optional<ApiError> read_schema(const json& holder, const std::string& at, bool required,
+                                    OutputFormat& out) {
   auto s = holder.find("schema");
   if (s == holder.end() || s->is_null()) {
-    out.schema_json = "{}";  // no schema: any JSON value
+    if (required) {
+      return invalid_request(at + "schema", fmt::format("'{}schema' is required for type "
+                                                        "json_schema",
+                                                        at));
+    }
+    out.schema_json = "{}";
   } else if (s->is_object() || s->is_boolean()) {
     out.schema_json = s->dump();
   } else {
@@ -43,7 +51,7 @@ std::optional<ApiError> read_format(const json& f, const std::string& at, const 
   }
   if (type == "json_schema") {
     out.kind = OutputFormat::Kind::kJsonSchema;
-    if (holder_key == nullptr) return read_schema(f, at + ".", out);
+    if (holder_key == nullptr) return read_schema(f, at + ".", true, out);
     auto h = f.find(holder_key);
     if (h == f.end() || h->is_null()) {
       return invalid_request(
@@ -51,7 +59,7 @@ std::optional<ApiError> read_format(const json& f, const std::string& at, const 
           fmt::format("'{}.{}' is required for type json_schema", at, holder_key));
     }
     if (!h->is_object()) return wrong_type(at + "." + holder_key, "an object", *h);
-    return read_schema(*h, at + "." + holder_key + ".", out);
+    return read_schema(*h, at + "." + holder_key + ".", false, out);
   }
   return invalid_request(
       at + ".type",

@@ -35,7 +35,11 @@ Parsed<std::shared_ptr<const engine::ConstraintSpec>> Service::constraint_for(
     const ChatRequest& req, const chat::Prompt& prompt) {
   std::string gbnf, param;
   const OutputFormat& f = req.output_format;
-  auto tool_grammar = forced_tool_call_gbnf(req, backend_.formatter->template_source());
+  // A requested output format governs the reply; strict tools under tool_choice auto then do not.
+  Parsed<std::string> tool_grammar = std::string();
+  if (f.kind == OutputFormat::Kind::kText || forces_tool_call(req)) {
+    tool_grammar = forced_tool_call_gbnf(req, backend_.formatter->template_source());
+  }
   if (const ApiError* e = as_error(tool_grammar)) return *e;
   if (auto* g = std::get_if<std::string>(&tool_grammar); g != nullptr && !g->empty()) {
     if (f.kind != OutputFormat::Kind::kText) {

@@ -113,6 +113,12 @@ CallSyntax call_syntax(std::string_view src) {
   return CallSyntax::kUnknown;
 }
 
+bool forces_tool_call(const ChatRequest& req) {
+  if (req.tools_json.empty() || req.tool_choice_json.empty()) return false;
+  const json choice = json::parse(req.tool_choice_json, nullptr, false);
+  return choice.is_object() || (choice.is_string() && choice.get<std::string>() == "required");
+}
+
 std::string gbnf_literal(std::string_view bytes) {
   std::string out = "\"";
   for (char c : bytes) {
@@ -154,13 +160,14 @@ std::string text_without_gbnf(std::string_view name, std::string_view marker) {
 
 Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
                                           std::string_view template_source) {
-  if (req.tools_json.empty() || req.tool_choice_json.empty()) return std::string();
-  const json choice = json::parse(req.tool_choice_json, nullptr, false);
+  if (req.tools_json.empty()) return std::string();
+  const json choice = req.tool_choice_json.empty()
+                          ? json("auto")
+                          : json::parse(req.tool_choice_json, nullptr, false);
   std::string forced_name;
   bool forced = false;
   if (choice.is_string()) {
     const std::string c = choice.get<std::string>();
-    if (c == "auto") return std::string();
     forced = c == "required";
     if (c == "none") {
       const CallSyntax s = call_syntax(template_source);
@@ -180,8 +187,18 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
       forced_name = choice.value("name", "");
     }
   }
-  if (!forced) return std::string();
-
+  // tool_choice auto: free text, but a tool declared strict makes any call that comes exact (the
+  // calls that follow the text are constrained; the text stays free of the call marker).
+  bool strict_auto = false;
+  if (!forced) {
+    const json declared = json::parse(req.tools_json, nullptr, false);
+    for (const auto& t : declared) {
+      const json& f = t.contains("function") ? t["function"] : t;
+      strict_auto = strict_auto || (f.is_object() && f.value("strict", false));
+    }
+    const CallSyntax s = call_syntax(template_source);
+    if (!strict_auto || (s != CallSyntax::kHermes && s != CallSyntax::kXml)) return std::string();
+  }
   std::vector<Tool> tools;
   const json declared = json::parse(req.tools_json, nullptr, false);
   for (const auto& t : declared) {
@@ -238,11 +255,17 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
       head = "{\"name\": \"", tail = "", sep = "; ";
   }
   std::string out =
-      fmt::format("root ::= call{}\ncall ::= {} ( {} ) {}\n",
+      fmt::format("calls ::= call{}\ncall ::= {} ( {} ) {}\n",
                   req.parallel_tool_calls ? " ( " + gbnf_literal(sep) + " call )*" : "",
                   gbnf_literal(head), names, tail.empty() ? "" : gbnf_literal(tail));
-  if (syntax == CallSyntax::kXml)
-    out += "xml-text ::= free\n" + text_without_gbnf("free", "</parameter>");
+  if (strict_auto) {
+    out = "root ::= free calls?\n" + text_without_gbnf("free", "<tool_call>") + out;
+  } else {
+    out = "root ::= calls\n" + out;
+  }
+  if (syntax == CallSyntax::kXml) {
+    out += "xml-text ::= xml-free\n" + text_without_gbnf("xml-free", "</parameter>");
+  }
   return out + rules;
 }
 

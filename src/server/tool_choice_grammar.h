@@ -16,9 +16,14 @@ namespace recur::server {
 enum class CallSyntax : std::uint8_t { kUnknown, kHermes, kXml, kLlama, kPythonic };
 CallSyntax call_syntax(std::string_view template_source);
 
-// GBNF with root rule `root`; "" when the request leaves the reply free. A 400 names tool_choice
-// when the named tool is not declared, a strict tool's schema cannot be compiled, or the
-// template's syntax cannot be forced.
+// tool_choice "required" or a named tool (rather than auto or none).
+bool forces_tool_call(const ChatRequest& req);
+
+// GBNF with root rule `root`; "" when the request leaves the reply free. With tool_choice auto and
+// a tool declared `strict: true` (Hermes and Qwen3.5 syntaxes), the reply is free text without
+// the call marker, then optionally calls whose arguments match their schemas. A 400 names
+// tool_choice when the named tool is not declared, a strict tool's schema cannot be compiled, or
+// the template's syntax cannot be forced.
 Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, std::string_view template_source);
 
 // A GBNF rule set `<name> ::= ...` matching any text that does not contain `marker` (whose first

@@ -23,7 +23,8 @@ TEST(FastExp, LanesMatchScalarAndExp) {
   exp_shifted(in.data(), shift, out.data(), in.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float v = in[i] - shift;
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(exp_nonpositive(v)))
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]),
+              std::bit_cast<std::uint32_t>(exp_nonpositive(v)))
         << v;
     const double want = v < -87.0f ? 0.0 : std::exp(static_cast<double>(v));
     ASSERT_LE(std::abs(out[i] - want), 3e-7 * want) << v;

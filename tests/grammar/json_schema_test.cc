@@ -182,13 +182,14 @@ TEST(JsonSchema, NullableAndUnions) {
 // is such a case, overlapping branches are an error (lenient: anyOf).
 TEST(JsonSchema, OneOfMustBeDisjoint) {
   check(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})", {R"("a")", "3"}, {"true"});
-  check(R"({"$defs":{"cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},
+  check(
+      R"({"$defs":{"cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},
         "required":["kind","lives"],"additionalProperties":false},
         "dog":{"type":"object","properties":{"kind":{"enum":["dog"]},"good":{"type":"boolean"}},
         "required":["kind","good"],"additionalProperties":false}},
         "oneOf":[{"$ref":"#/$defs/cat"},{"$ref":"#/$defs/dog"}]})",
-        {R"({"kind":"cat","lives":9})", R"({"kind":"dog","good":true})"},
-        {R"({"kind":"cat","good":true})"});
+      {R"({"kind":"cat","lives":9})", R"({"kind":"dog","good":true})"},
+      {R"({"kind":"cat","good":true})"});
   EXPECT_EQ(error_of(R"({"properties":{"x":{"oneOf":[{"type":"integer"},{"type":"number"}]}}})")
                 .substr(0, 61),
             "$.properties.x: 'oneOf' with branches one value may match twi");

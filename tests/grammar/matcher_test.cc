@@ -48,7 +48,8 @@ TEST(Matcher, MaskIsExactlyTheTokensThatKeepAPrefix) {
     Matcher m(tg);
     std::string text;
     for (int step = 0; step < 60; ++step) {
-      auto mask = m.allowed();
+      auto held = m.allowed();
+      const auto& mask = *held;
       std::vector<std::int32_t> allowed;
       for (std::size_t id = 0; id < vocab->size(); ++id) {
         const bool bit = (mask[id >> 6] >> (id & 63)) & 1;
@@ -84,7 +85,7 @@ TEST(Matcher, RejectedTokensLeaveTheStateAlone) {
   EXPECT_TRUE(m.accept('c'));
   EXPECT_TRUE(m.is_complete());
   EXPECT_FALSE(m.can_continue());
-  for (auto w : m.allowed()) EXPECT_EQ(w, 0u);
+  for (auto w : *m.allowed()) EXPECT_EQ(w, 0u);
 }
 
 TEST(Matcher, VocabularyTrieHoldsEveryNonEmptyTokenOnce) {

@@ -40,8 +40,10 @@ bool has_number_bound(const Json& schema) {
 bool float_number(const Json& data) { return data.is_number_float(); }
 
 TEST(SchemaSuite, NoInvalidInstanceIsAccepted) {
-  const fs::path dir = fs::path(RECUR_SOURCE_DIR) / "tests/node/node_modules/json-schema-test-suite/tests/draft4";
-  if (!fs::exists(dir)) GTEST_SKIP() << "npm json-schema-test-suite is not installed (scripts/setup.sh)";
+  const fs::path dir =
+      fs::path(RECUR_SOURCE_DIR) / "tests/node/node_modules/json-schema-test-suite/tests/draft4";
+  if (!fs::exists(dir))
+    GTEST_SKIP() << "npm json-schema-test-suite is not installed (scripts/setup.sh)";
   int schemas = 0, compiled = 0, valid = 0, valid_accepted = 0, invalid = 0;
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -79,9 +81,10 @@ TEST(SchemaSuite, NoInvalidInstanceIsAccepted) {
       }
     }
   }
-  std::printf("schema suite: %d of %d schemas compile strictly; %d of %d valid instances "
-              "accepted as written; %d invalid instances rejected\n",
-              compiled, schemas, valid_accepted, valid, invalid);
+  std::printf(
+      "schema suite: %d of %d schemas compile strictly; %d of %d valid instances "
+      "accepted as written; %d invalid instances rejected\n",
+      compiled, schemas, valid_accepted, valid, invalid);
   EXPECT_GT(compiled, schemas / 3);
 }
 

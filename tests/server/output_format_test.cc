@@ -178,6 +178,27 @@ TEST(ToolChoiceGrammar, ForcedCallsInEachSyntax) {
   EXPECT_TRUE(grammar::accepts(*llama, "{\"name\": \"ping\", \"parameters\": {}}"));
 }
 
+TEST(ToolChoiceGrammar, StrictToolsMakeAutoCallsExact) {
+  ChatRequest r = tool_request(R"("auto")");
+  EXPECT_EQ(std::get<std::string>(forced_tool_call_gbnf(r, "<tool_call>")), "");  // none strict
+  r.tools_json = R"([{"type":"function","function":{"name":"get_weather","strict":true,
+    "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],
+    "additionalProperties":false}}}])";
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+  for (const char* choice : {R"("auto")", ""}) {
+    r.tool_choice_json = choice;
+    auto g = forced(r, "<tool_call>");
+    EXPECT_TRUE(
+        grammar::accepts(*g, "Let me look.\n\n" + call + "{\"city\": \"Oslo\"}}\n</tool_call>"));
+    EXPECT_TRUE(grammar::accepts(*g, "No call needed."));
+    EXPECT_FALSE(grammar::accepts(*g, call + "{\"town\": \"Oslo\"}}\n</tool_call>"));
+    EXPECT_FALSE(grammar::accepts(*g, call + "{\"city\": \"Oslo\"}}\n</tool_call> and more"));
+  }
+  EXPECT_FALSE(forces_tool_call(r));
+  r.tool_choice_json = R"("required")";
+  EXPECT_TRUE(forces_tool_call(r));
+}
+
 TEST(ToolChoiceGrammar, NoneForbidsTheCallSyntaxAndAutoIsFree) {
   auto none = forced(tool_request(R"("none")"), "<tool_call>");
   EXPECT_TRUE(grammar::accepts(*none, "Just text, <tool> and </tool_call> too."));

@@ -119,7 +119,9 @@ TEST(ResponsesRequest, ErrorsNameTheField) {
             "input[0].content[0].type");
   EXPECT_EQ(bad(R"({"input": "x", "background": true})").param, "background");
   EXPECT_EQ(bad(R"({"input": "x", "text": {"format": {"type": "json_schema"}}})").param,
-            "text.format");
+            "text.format.schema");
+  EXPECT_EQ(bad(R"({"input": "x", "text": {"format": {"type": "xml"}}})").param,
+            "text.format.type");
   EXPECT_EQ(bad(R"({"input": "x", "reasoning": {"effort": "max"}})").param, "reasoning.effort");
   EXPECT_EQ(bad(R"({"input": "x", "max_output_tokens": 0})").param, "max_output_tokens");
 }
