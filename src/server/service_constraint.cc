@@ -38,7 +38,10 @@ Parsed<std::shared_ptr<const engine::ConstraintSpec>> Service::constraint_for(
   // A requested output format governs the reply; strict tools under tool_choice auto then do not.
   Parsed<std::string> tool_grammar = std::string();
   if (f.kind == OutputFormat::Kind::kText || forces_tool_call(req)) {
-    tool_grammar = forced_tool_call_gbnf(req, backend_.formatter->template_source());
+    const CallSyntax syntax =
+        call_syntax(backend_.formatter->template_source(),
+                    backend_.tokenizer->token_id("<|tool_call_start|>").has_value());
+    tool_grammar = forced_tool_call_gbnf(req, syntax);
   }
   if (const ApiError* e = as_error(tool_grammar)) return *e;
   if (auto* g = std::get_if<std::string>(&tool_grammar); g != nullptr && !g->empty()) {

@@ -100,9 +100,70 @@ Parsed<std::string> xml_parameters(const Tool& t, const std::string& prefix, std
   return seq;
 }
 
+// Python literals where JSON has its own: the schema's grammar with true / false / null spelled
+// True / False / None (a GBNF literal that is exactly one of those words is that value: string
+// values are quoted inside their literals).
+std::string python_literals(std::string gbnf) {
+  for (auto [from, to] : {std::pair{"\"true\"", "\"True\""}, std::pair{"\"false\"", "\"False\""},
+                          std::pair{"\"null\"", "\"None\""}}) {
+    for (std::size_t at = 0; (at = gbnf.find(from, at)) != std::string::npos; at += 1) {
+      gbnf.replace(at, std::string_view(from).size(), to);
+    }
+  }
+  return gbnf;
+}
+
+// LFM2: name(k1=V1, k2=V2) with the properties in schema order as keyword arguments, each value
+// a Python literal under its schema; ", " only between the arguments present.
+Parsed<std::string> python_arguments(const Tool& t, const std::string& prefix, std::string& rules,
+                                     const std::string& param) {
+  const json& props = t.parameters.value("properties", json::object());
+  std::vector<std::string> required;
+  if (auto r = t.parameters.find("required"); r != t.parameters.end() && r->is_array()) {
+    for (const auto& n : *r) {
+      if (n.is_string()) required.push_back(n.get<std::string>());
+    }
+  }
+  struct Arg {
+    std::string rule;
+    bool required;
+  };
+  std::vector<Arg> args;
+  for (const auto& [pname, pschema] : props.items()) {
+    const std::string rule = fmt::format("{}k{}", prefix, args.size());
+    json sub = pschema.is_object() ? pschema : json::object();
+    for (const char* defs : {"$defs", "definitions"}) {
+      if (t.parameters.contains(defs) && !sub.contains(defs)) sub[defs] = t.parameters[defs];
+    }
+    auto g = compile_schema(sub, t.strict, rule + "-", param);
+    if (const ApiError* e = as_error(g)) return *e;
+    rules += python_literals(std::get<std::string>(g));
+    rules += fmt::format("{} ::= {} {}-root\n", rule, gbnf_literal(pname + "="), rule);
+    args.push_back({rule, std::find(required.begin(), required.end(), pname) != required.end()});
+  }
+  // first-i: the arguments from i on, none written yet; rest-i: the same after one was written.
+  const auto n = args.size();
+  for (std::size_t i = n + 1; i-- > 0;) {
+    const std::string first = fmt::format("{}first-{}", prefix, i);
+    const std::string rest = fmt::format("{}rest-{}", prefix, i);
+    if (i == n) {
+      rules += first + " ::= \n" + rest + " ::= \n";
+      continue;
+    }
+    const std::string next_first = fmt::format("{}first-{}", prefix, i + 1);
+    const std::string next_rest = fmt::format("{}rest-{}", prefix, i + 1);
+    const Arg& a = args[i];
+    rules += fmt::format("{} ::= {} {}{}\n", first, a.rule, next_rest,
+                         a.required ? "" : " | " + next_first);
+    rules += fmt::format("{} ::= \", \" {} {}{}\n", rest, a.rule, next_rest,
+                         a.required ? "" : " | " + next_rest);
+  }
+  return fmt::format("{}first-0", prefix);
+}
+
 }  // namespace
 
-CallSyntax call_syntax(std::string_view src) {
+CallSyntax call_syntax(std::string_view src, bool has_pythonic_marker) {
   if (src.find("<function=") != std::string_view::npos) return CallSyntax::kXml;
   if (src.find("<tool_call>") != std::string_view::npos) return CallSyntax::kHermes;
   if (src.find("<|tool_call_start|>") != std::string_view::npos) return CallSyntax::kPythonic;
@@ -110,7 +171,7 @@ CallSyntax call_syntax(std::string_view src) {
       src.find("\"parameters\": ") != std::string_view::npos) {
     return CallSyntax::kLlama;
   }
-  return CallSyntax::kUnknown;
+  return has_pythonic_marker ? CallSyntax::kPythonic : CallSyntax::kUnknown;
 }
 
 bool forces_tool_call(const ChatRequest& req) {
@@ -158,8 +219,7 @@ std::string text_without_gbnf(std::string_view name, std::string_view marker) {
   return out;
 }
 
-Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
-                                          std::string_view template_source) {
+Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, CallSyntax syntax) {
   if (req.tools_json.empty()) return std::string();
   const json choice = req.tool_choice_json.empty()
                           ? json("auto")
@@ -170,7 +230,7 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
     const std::string c = choice.get<std::string>();
     forced = c == "required";
     if (c == "none") {
-      const CallSyntax s = call_syntax(template_source);
+      const CallSyntax s = syntax;
       if (s == CallSyntax::kHermes || s == CallSyntax::kXml) {
         return "root ::= free\n" + text_without_gbnf("free", "<tool_call>");
       }
@@ -196,8 +256,11 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
       const json& f = t.contains("function") ? t["function"] : t;
       strict_auto = strict_auto || (f.is_object() && f.value("strict", false));
     }
-    const CallSyntax s = call_syntax(template_source);
-    if (!strict_auto || (s != CallSyntax::kHermes && s != CallSyntax::kXml)) return std::string();
+    const CallSyntax s = syntax;
+    if (!strict_auto ||
+        (s != CallSyntax::kHermes && s != CallSyntax::kXml && s != CallSyntax::kPythonic)) {
+      return std::string();
+    }
   }
   std::vector<Tool> tools;
   const json declared = json::parse(req.tools_json, nullptr, false);
@@ -214,13 +277,9 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
                                                       "the declared tools",
                                                       forced_name));
   }
-  const CallSyntax syntax = call_syntax(template_source);
-  if (syntax == CallSyntax::kUnknown || syntax == CallSyntax::kPythonic) {
+  if (syntax == CallSyntax::kUnknown) {
     return invalid_request("tool_choice",
-                           syntax == CallSyntax::kPythonic
-                               ? "forcing a tool call is not supported for this model's "
-                                 "pythonic tool-call syntax yet; use tool_choice 'auto'"
-                               : "this model's chat template has no tool-call syntax to force");
+                           "this model's chat template has no tool-call syntax to force");
   }
   std::string rules, names;
   for (std::size_t i = 0; i < tools.size(); ++i) {
@@ -232,6 +291,11 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
       auto seq = xml_parameters(t, prefix, rules, param);
       if (const ApiError* e = as_error(seq)) return *e;
       call = gbnf_literal(t.name + ">\n") + std::get<std::string>(seq);
+    } else if (syntax == CallSyntax::kPythonic) {
+      auto args = python_arguments(t, prefix, rules, param);
+      if (const ApiError* e = as_error(args)) return *e;
+      call =
+          gbnf_literal(t.name + "(") + " " + std::get<std::string>(args) + " " + gbnf_literal(")");
     } else {
       auto args = compile_schema(t.parameters, t.strict, prefix, param);
       if (const ApiError* e = as_error(args)) return *e;
@@ -255,11 +319,18 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req,
       head = "{\"name\": \"", tail = "", sep = "; ";
   }
   std::string out =
-      fmt::format("calls ::= call{}\ncall ::= {} ( {} ) {}\n",
-                  req.parallel_tool_calls ? " ( " + gbnf_literal(sep) + " call )*" : "",
-                  gbnf_literal(head), names, tail.empty() ? "" : gbnf_literal(tail));
+      syntax == CallSyntax::kPythonic
+          // One Python list of calls between the markers.
+          ? fmt::format(
+                "calls ::= \"<|tool_call_start|>[\" call{} \"]<|tool_call_end|>\"\n"
+                "call ::= ( {} )\n",
+                req.parallel_tool_calls ? " ( \", \" call )*" : "", names)
+          : fmt::format("calls ::= call{}\ncall ::= {} ( {} ) {}\n",
+                        req.parallel_tool_calls ? " ( " + gbnf_literal(sep) + " call )*" : "",
+                        gbnf_literal(head), names, tail.empty() ? "" : gbnf_literal(tail));
   if (strict_auto) {
-    out = "root ::= free calls?\n" + text_without_gbnf("free", "<tool_call>") + out;
+    const char* marker = syntax == CallSyntax::kPythonic ? "<|tool_call_start|>" : "<tool_call>";
+    out = "root ::= free calls?\n" + text_without_gbnf("free", marker) + out;
   } else {
     out = "root ::= calls\n" + out;
   }

@@ -2,7 +2,7 @@
 // template: tool_choice "required" (Anthropic "any") or a named function makes the reply one or
 // more calls (only the named one) with arguments under each tool's parameter schema; "none" with
 // tools declared forbids the call syntax. Syntaxes: Qwen3 / Hermes JSON in <tool_call> tags,
-// Qwen3.5 XML parameters, Llama 3 JSON.
+// Qwen3.5 XML parameters, LFM2's Python call list, Llama 3 JSON.
 #pragma once
 
 #include <string>
@@ -14,7 +14,9 @@
 namespace recur::server {
 
 enum class CallSyntax : std::uint8_t { kUnknown, kHermes, kXml, kLlama, kPythonic };
-CallSyntax call_syntax(std::string_view template_source);
+// From the template's text; a template that does not spell its syntax (LFM2's names the tools
+// only) is known by the vocabulary's call marker: pass whether it has <|tool_call_start|>.
+CallSyntax call_syntax(std::string_view template_source, bool has_pythonic_marker = false);
 
 // tool_choice "required" or a named tool (rather than auto or none).
 bool forces_tool_call(const ChatRequest& req);
@@ -24,7 +26,7 @@ bool forces_tool_call(const ChatRequest& req);
 // the call marker, then optionally calls whose arguments match their schemas. A 400 names
 // tool_choice when the named tool is not declared, a strict tool's schema cannot be compiled, or
 // the template's syntax cannot be forced.
-Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, std::string_view template_source);
+Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, CallSyntax syntax);
 
 // A GBNF rule set `<name> ::= ...` matching any text that does not contain `marker` (whose first
 // byte occurs in it only there), ending anywhere.

@@ -295,7 +295,7 @@ const TIME_TOOL = {
                             required: ['zone'], additionalProperties: false } },
 };
 
-for (const family of ['qwen3', 'qwen3_5', 'llama']) {
+for (const family of ['qwen3', 'qwen3_5', 'llama', 'lfm2']) {
   describe(`forced tool calls: ${family}`, () => {
     let server;
     before(async () => { server = await startServer(makeModel(family)); });

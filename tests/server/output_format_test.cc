@@ -129,7 +129,7 @@ ChatRequest tool_request(const char* choice) {
 }
 
 std::shared_ptr<const grammar::Grammar> forced(const ChatRequest& r, std::string_view tmpl) {
-  auto g = forced_tool_call_gbnf(r, tmpl);
+  auto g = forced_tool_call_gbnf(r, call_syntax(tmpl));
   if (const ApiError* e = as_error(g)) ADD_FAILURE() << e->message;
   auto parsed = grammar::parse_gbnf(std::get<std::string>(g));
   EXPECT_TRUE(parsed.is_ok()) << parsed.status().to_string() << "\n" << std::get<std::string>(g);
@@ -174,13 +174,37 @@ TEST(ToolChoiceGrammar, ForcedCallsInEachSyntax) {
       "<tool_call>\n<function=get_weather>\n<parameter=city>\nX</parameter>\n</parameter>\n"
       "</function>\n</tool_call>"));
 
+  EXPECT_EQ(call_syntax("{{ tools }}"), CallSyntax::kUnknown);
+  EXPECT_EQ(call_syntax("{{ tools }}", true), CallSyntax::kPythonic);  // LFM2: known by its vocab
+  auto lfm2 = forced(tool_request(R"("required")"), "<|tool_call_start|>");
+  EXPECT_TRUE(grammar::accepts(
+      *lfm2, "<|tool_call_start|>[get_weather(city=\"Paris\", days=3)]<|tool_call_end|>"));
+  EXPECT_TRUE(
+      grammar::accepts(*lfm2, "<|tool_call_start|>[get_weather(city=\"P\")]<|tool_call_end|>"));
+  EXPECT_TRUE(grammar::accepts(*lfm2, "<|tool_call_start|>[ping()]<|tool_call_end|>"));
+  EXPECT_FALSE(
+      grammar::accepts(*lfm2, "<|tool_call_start|>[get_weather(days=3)]<|tool_call_end|>"));
+  EXPECT_FALSE(
+      grammar::accepts(*lfm2, "<|tool_call_start|>[get_weather(city=\"P\", )]<|tool_call_end|>"));
+  ChatRequest flags = tool_request(R"("required")");
+  flags.tools_json = R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
+    "properties":{"a":{"type":"boolean"},"b":{"type":["string","null"]},"c":{"enum":[true,"true"]}},
+    "required":["a"]}}}])";
+  auto py = forced(flags, "<|tool_call_start|>");
+  EXPECT_TRUE(
+      grammar::accepts(*py, "<|tool_call_start|>[f(a=True, b=None, c=True)]<|tool_call_end|>"));
+  EXPECT_TRUE(
+      grammar::accepts(*py, "<|tool_call_start|>[f(a=False, c=\"true\")]<|tool_call_end|>"));
+  EXPECT_FALSE(grammar::accepts(*py, "<|tool_call_start|>[f(a=true)]<|tool_call_end|>"));
+
   auto llama = forced(tool_request(R"("required")"), "<|python_tag|>");
   EXPECT_TRUE(grammar::accepts(*llama, "{\"name\": \"ping\", \"parameters\": {}}"));
 }
 
 TEST(ToolChoiceGrammar, StrictToolsMakeAutoCallsExact) {
   ChatRequest r = tool_request(R"("auto")");
-  EXPECT_EQ(std::get<std::string>(forced_tool_call_gbnf(r, "<tool_call>")), "");  // none strict
+  EXPECT_EQ(std::get<std::string>(forced_tool_call_gbnf(r, call_syntax("<tool_call>"))),
+            "");  // none strict
   r.tools_json = R"([{"type":"function","function":{"name":"get_weather","strict":true,
     "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],
     "additionalProperties":false}}}])";
@@ -203,10 +227,11 @@ TEST(ToolChoiceGrammar, NoneForbidsTheCallSyntaxAndAutoIsFree) {
   auto none = forced(tool_request(R"("none")"), "<tool_call>");
   EXPECT_TRUE(grammar::accepts(*none, "Just text, <tool> and </tool_call> too."));
   EXPECT_FALSE(grammar::accepts(*none, "Calling: <tool_call>\n{}"));
-  EXPECT_EQ(std::get<std::string>(forced_tool_call_gbnf(tool_request(R"("auto")"), "<tool_call>")),
+  EXPECT_EQ(std::get<std::string>(
+                forced_tool_call_gbnf(tool_request(R"("auto")"), call_syntax("<tool_call>"))),
             "");
   auto unknown = forced_tool_call_gbnf(
-      tool_request(R"({"type":"function","function":{"name":"x"}})"), "<tool_call>");
+      tool_request(R"({"type":"function","function":{"name":"x"}})"), call_syntax("<tool_call>"));
   ASSERT_NE(as_error(unknown), nullptr);
   EXPECT_EQ(as_error(unknown)->param, "tool_choice");
 }
