@@ -30,6 +30,9 @@ class Constraint {
   TokenFilter filter(std::span<const TokenId> stop_ids);
   // Steps over a sampled token: one the filter allowed, or any while free.
   void accept(TokenId id);
+  // The grammar's automaton refused to grow past its state limit (grammar/automaton.h): the
+  // masks are no longer exact, so the turn must end with an error.
+  bool overflowed() const { return spec_.grammar->automaton().overflowed(); }
   // The constrained text is whole and nothing may follow it: the turn ends here.
   bool finished() const {
     return phase_ == Phase::kGrammar && matcher_.is_complete() && !matcher_.can_continue();

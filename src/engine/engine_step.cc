@@ -328,6 +328,13 @@ void Engine::on_sample(Sequence& seq, std::optional<SampleResult> drawn) {
     seq.timing.prefill_s = seconds_between(seq.restored_at, seq.first_token_at);
     seq.out.timing = seq.timing;
   }
+  if (seq.constraint && seq.constraint->overflowed()) {
+    finish(seq, FinishReason::kError,
+           Error(StatusCode::kResourceExhausted,
+                 "the grammar is too ambiguous to follow: its automaton passed {} states",
+                 grammar::Automaton::kMaxStates));
+    return;
+  }
   if (!drawn) {
     // The grammar needs bytes no token of this vocabulary spells: end rather than break it.
     log::warn("request {}: no token continues its grammar; ending the turn", seq.req.id);

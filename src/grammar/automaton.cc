@@ -65,6 +65,10 @@ Automaton::StateId Automaton::intern(std::vector<std::int32_t> stacks) {
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   auto it = state_ids_.find(stacks);
   if (it != state_ids_.end()) return it->second;
+  if (states_.size() >= kMaxStates) {
+    overflowed_ = true;
+    return kDead;
+  }
   const auto id = static_cast<StateId>(states_.size());
   const bool complete = !stacks.empty() && stacks.front() == 0;
   complete_.push_back(complete ? 1 : 0);

@@ -19,6 +19,10 @@ class Automaton {
  public:
   using StateId = std::int32_t;
   static constexpr StateId kDead = 0;  // no stack survives: nothing can follow
+  // States (a transition row of 1 KiB each) past which no new one is made: a grammar ambiguous
+  // enough to need more (sets of stacks can multiply) is refused rather than allowed to take the
+  // server's memory. A refused transition reads as dead and sets overflowed().
+  static constexpr std::size_t kMaxStates = std::size_t{1} << 16;
 
   explicit Automaton(std::shared_ptr<const Grammar> grammar);
 
@@ -47,6 +51,7 @@ class Automaton {
   bool can_continue(StateId s) const { return continues_[static_cast<std::size_t>(s)] != 0; }
 
   std::size_t n_states() const { return states_.size(); }
+  bool overflowed() const { return overflowed_; }
   std::size_t memory_bytes() const;
 
  private:
@@ -73,6 +78,7 @@ class Automaton {
   std::vector<std::uint8_t> complete_, continues_;
   std::vector<std::pair<std::int32_t, std::int32_t>> work_;  // expand's worklist
   StateId start_ = kDead;
+  bool overflowed_ = false;
 };
 
 }  // namespace recur::grammar

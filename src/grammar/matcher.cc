@@ -3,8 +3,9 @@
 namespace recur::grammar {
 
 namespace {
-// Masks are 31 KiB each on a 248k vocabulary; past this many bytes the cache starts over.
-constexpr std::size_t kMaskCacheBytes = std::size_t{64} << 20;
+// Masks are 31 KiB each on a 248k vocabulary (500 of them here, more than a schema visits); past
+// this many bytes the cache starts over. The server keeps 16 grammars: 256 MiB at most.
+constexpr std::size_t kMaskCacheBytes = std::size_t{16} << 20;
 }  // namespace
 
 TokenGrammar::TokenGrammar(std::shared_ptr<const Grammar> grammar,

@@ -88,6 +88,21 @@ TEST(Matcher, RejectedTokensLeaveTheStateAlone) {
   for (auto w : *m.allowed()) EXPECT_EQ(w, 0u);
 }
 
+// (a|b)* a (a|b){17}: a deterministic automaton needs 2^18 states. Past kMaxStates the automaton
+// refuses to grow and says so, rather than taking the server's memory.
+TEST(Matcher, AnAmbiguousGrammarStopsAtTheStateLimit) {
+  auto g = parse(R"(root ::= [ab]* "a" [ab]{17})");
+  Automaton a(g);
+  std::mt19937 rng(5);
+  auto s = a.start();
+  for (int i = 0; i < 400000 && !a.overflowed(); ++i) {
+    auto next = a.next(s, rng() % 2 ? 'a' : 'b');
+    s = next == Automaton::kDead ? a.start() : next;
+  }
+  EXPECT_TRUE(a.overflowed());
+  EXPECT_EQ(a.n_states(), Automaton::kMaxStates);
+}
+
 TEST(Matcher, VocabularyTrieHoldsEveryNonEmptyTokenOnce) {
   auto vocab = Vocabulary(test_vocab());
   const auto& t = vocab.trie();
