@@ -275,6 +275,10 @@ std::optional<ApiError> parse_tools(const json& body, const RequestLimits& limit
       if (!schema->is_object()) return wrong_type(at + ".input_schema", "an object", *schema);
       fn["parameters"] = *schema;
     }
+    // Anthropic's strict tool use: the calls' inputs match the schema exactly (service_constraint).
+    bool strict = false;
+    RECUR_TRY_FIELD(read_bool(tool, "strict", strict, at + "."));
+    if (strict) fn["strict"] = true;
     tools.push_back(json{{"type", "function"}, {"function", std::move(fn)}});
   }
   if (!tools.empty()) r.tools_json = dump_json(tools);

@@ -231,6 +231,11 @@ std::optional<ApiError> function_tool(const json& tool, const std::string& at,
     if (!p->is_object()) return wrong_type(at + ".parameters", "an object", *p);
     fn["parameters"] = *p;
   }
+  // strict: the calls' arguments match the schema exactly (service_constraint); only an explicit
+  // true, so a client that leaves it out gets the lenient grammar of a forced call.
+  bool strict = false;
+  RECUR_TRY_FIELD(read_bool(tool, "strict", strict, at + "."));
+  if (strict) fn["strict"] = true;
   out.push_back(json{{"type", "function"}, {"function", std::move(fn)}});
   return std::nullopt;
 }

@@ -174,6 +174,22 @@ TEST(MessagesRequest, MediaBlocksAreRefusedByName) {
   EXPECT_EQ(e.param, "messages[0].content[0].type");
 }
 
+// Strict tool use and structured outputs reach the request: a strict tool keeps its flag (the
+// service makes its calls exact), output_config.format is the reply's schema.
+TEST(MessagesRequest, StrictToolsAndOutputFormat) {
+  ChatRequest r = ok(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"name": "a", "input_schema": {"type": "object"}, "strict": true},
+              {"name": "b", "input_schema": {"type": "object"}}],
+    "output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}}})");
+  EXPECT_NE(r.tools_json.find(R"("name":"a","parameters":{"type":"object"},"strict":true)"),
+            std::string::npos)
+      << r.tools_json;
+  EXPECT_EQ(r.tools_json.find(R"("name":"b","parameters":{"type":"object"},"strict")"),
+            std::string::npos);
+  EXPECT_EQ(r.output_format.kind, OutputFormat::Kind::kJsonSchema);
+  EXPECT_EQ(r.output_format.schema_json, R"({"type":"object"})");
+}
+
 TEST(MessagesRequest, AnthropicVersionHeader) {
   EXPECT_FALSE(check_anthropic_version(""));
   EXPECT_FALSE(check_anthropic_version("2023-06-01"));

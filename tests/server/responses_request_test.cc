@@ -110,6 +110,14 @@ TEST(ResponsesRequest, MediaPartsAreRefusedByName) {
   EXPECT_NE(e.message.find("text-only"), std::string::npos);
 }
 
+TEST(ResponsesRequest, StrictToolsAndTextFormat) {
+  ResponsesRequest r = ok(R"({"input": "x", "tools": [{"type": "function", "name": "f",
+    "parameters": {"type": "object"}, "strict": true}],
+    "text": {"format": {"type": "json_object"}}})");
+  EXPECT_NE(r.chat.tools_json.find(R"("strict":true)"), std::string::npos) << r.chat.tools_json;
+  EXPECT_EQ(r.chat.output_format.kind, OutputFormat::Kind::kJsonObject);
+}
+
 TEST(ResponsesRequest, ErrorsNameTheField) {
   EXPECT_EQ(bad(R"({"model": "m"})").param, "input");
   EXPECT_EQ(bad(R"({"input": 3})").param, "input");
