@@ -35,7 +35,7 @@ struct ResponseEcho {
   double top_p = 1.0;
   bool parallel_tool_calls = true;
   std::string user;
-  OutputFormat format;  // text.format
+  OutputFormat format;                         // text.format
   std::vector<NamespacedFunction> namespaced;  // calls to these name their namespace
 };
 ResponseEcho response_echo(const ResponsesRequest& req, std::string id, std::string model,
