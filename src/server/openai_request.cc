@@ -420,6 +420,10 @@ Parsed<CompletionRequest> parse_completion_request(std::string_view text,
                            "or an array of token ids (batches of prompts are not supported)");
   }
   if (auto e = read_bool(body, "echo", req.echo)) return *e;
+  if (body.contains("response_format") || body.contains("grammar")) {
+    auto ordered = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (auto e = parse_chat_output_format(ordered, req.output_format)) return *e;
+  }
   std::optional<std::int64_t> lp;
   if (auto e = read_int(body, "logprobs", lp, 0, 20)) return *e;
   if (lp) {

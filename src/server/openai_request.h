@@ -91,6 +91,8 @@ struct CompletionRequest {
   // A text prompt, or pre-tokenized ids (the API accepts either).
   std::variant<std::string, std::vector<std::int32_t>> prompt;
   bool echo = false;
+  // response_format / grammar (extensions here, as llama.cpp's and vLLM's): the completion's shape.
+  OutputFormat output_format;
 };
 
 Parsed<ChatRequest> parse_chat_request(std::string_view body, const RequestLimits& limits);

@@ -276,7 +276,10 @@ HttpResponse Service::completions(const HttpRequest& http) {
     log::debug("prompt id={} text={}", turn->meta.id, quoted_for_log(turn->prompt_text));
   }
   if (auto e = check_logit_bias(req.gen)) return HttpResponse::error(*e);
+  auto constraint = constraint_for(req.output_format);
+  if (const ApiError* e = as_error(constraint)) return HttpResponse::error(*e);
   engine::GenerationRequest ereq = engine_request(req.gen, identity, std::move(tokens));
+  ereq.constraint = std::get<std::shared_ptr<const engine::ConstraintSpec>>(std::move(constraint));
   ereq.cache_key = cache_key(http, req.gen, /*template_signature=*/0);
   turn->timing.submitted = RequestTiming::Clock::now();
   auto channel = be->engine->submit(std::move(ereq));

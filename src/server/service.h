@@ -89,6 +89,8 @@ class Service {
   // The grammar the engine enforces for this turn (service_constraint.cc); null: free text.
   Parsed<std::shared_ptr<const engine::ConstraintSpec>> constraint_for(const ChatRequest& request,
                                                                        const chat::Prompt& prompt);
+  // An output format alone (text completions: no template, no reasoning block); null: free.
+  Parsed<std::shared_ptr<const engine::ConstraintSpec>> constraint_for(const OutputFormat& format);
   std::optional<ApiError> check_logit_bias(const GenerationFields& gen) const;
   // The request's chat_template_kwargs over the server's defaults.
   void apply_default_kwargs(ChatRequest& request) const;

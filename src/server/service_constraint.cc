@@ -16,7 +16,36 @@ std::string after_reasoning(const std::string& gbnf) {
   return "recur-answer ::= \"\\n\"{0,2} root\n" + gbnf;
 }
 
+// The grammar of a json_object, json_schema or grammar format.
+Parsed<std::string> format_gbnf(const OutputFormat& f) {
+  if (f.kind == OutputFormat::Kind::kJsonObject) return grammar::json_object_gbnf();
+  if (f.kind == OutputFormat::Kind::kGrammar) return f.grammar;
+  auto schema = nlohmann::ordered_json::parse(f.schema_json, nullptr, false);
+  if (schema.is_discarded()) return invalid_request(f.param, "the schema is not valid JSON");
+  auto compiled = grammar::json_schema_to_gbnf(schema, {});
+  if (!compiled) {
+    return invalid_request(f.param, fmt::format("'{}' {}", f.param, compiled.status().message()),
+                           "unsupported_schema");
+  }
+  return std::move(compiled->gbnf);
+}
+
 }  // namespace
+
+Parsed<std::shared_ptr<const engine::ConstraintSpec>> Service::constraint_for(
+    const OutputFormat& f) {
+  if (f.kind == OutputFormat::Kind::kText) return std::shared_ptr<const engine::ConstraintSpec>();
+  auto g = format_gbnf(f);
+  if (const ApiError* e = as_error(g)) return *e;
+  auto compiled = grammars_->get(std::get<std::string>(g), "root");
+  if (!compiled) {
+    return invalid_request(f.param, fmt::format("'{}': {}", f.param, compiled.status().message()),
+                           f.param == "grammar" ? "invalid_grammar" : "unsupported_schema");
+  }
+  auto spec = std::make_shared<engine::ConstraintSpec>();
+  spec->grammar = std::move(compiled).value();
+  return std::shared_ptr<const engine::ConstraintSpec>(std::move(spec));
+}
 
 std::optional<ApiError> Service::check_logit_bias(const GenerationFields& gen) const {
   const auto vocab = static_cast<std::int64_t>(backend_.tokenizer->vocab_size());
@@ -52,21 +81,10 @@ Parsed<std::shared_ptr<const engine::ConstraintSpec>> Service::constraint_for(
     }
     gbnf = std::move(*g);
     param = "tool_choice";
-  } else if (f.kind == OutputFormat::Kind::kJsonObject) {
-    gbnf = grammar::json_object_gbnf();
-    param = f.param;
-  } else if (f.kind == OutputFormat::Kind::kJsonSchema) {
-    auto schema = nlohmann::ordered_json::parse(f.schema_json, nullptr, false);
-    if (schema.is_discarded()) return invalid_request(f.param, "the schema is not valid JSON");
-    auto compiled = grammar::json_schema_to_gbnf(schema, {});
-    if (!compiled) {
-      return invalid_request(f.param, fmt::format("'{}' {}", f.param, compiled.status().message()),
-                             "unsupported_schema");
-    }
-    gbnf = std::move(compiled->gbnf);
-    param = f.param;
-  } else if (f.kind == OutputFormat::Kind::kGrammar) {
-    gbnf = f.grammar;
+  } else if (f.kind != OutputFormat::Kind::kText) {
+    auto text = format_gbnf(f);
+    if (const ApiError* e = as_error(text)) return *e;
+    gbnf = std::get<std::string>(std::move(text));
     param = f.param;
   } else {
     return std::shared_ptr<const engine::ConstraintSpec>();

@@ -212,6 +212,25 @@ describe('structured outputs: every API', () => {
     assert.equal(r.body.choices[0].finish_reason, 'stop');
   });
 
+  test('text completions take a grammar and a response_format too', async () => {
+    const post = (body) => server.json('/v1/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'qwen3', prompt: 'Answer:', max_tokens: 40, seed: 5, ...body }),
+    });
+    const g = await post({ grammar: 'root ::= ("yes" | "no") "!"' });
+    assert.equal(g.status, 200, JSON.stringify(g.body));
+    assert.match(g.body.choices[0].text, /^(yes|no)!$/);
+    const s = await post({ max_tokens: 300, response_format: { type: 'json_schema',
+                                                               json_schema: { name: 'n', schema: SMALL } } });
+    assert.equal(s.status, 200);
+    if (s.body.choices[0].finish_reason === 'stop') {
+      assert.ok(ajv.compile(SMALL)(JSON.parse(s.body.choices[0].text)), s.body.choices[0].text);
+    }
+    const bad = await post({ grammar: 'root ::= (' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.param, 'grammar');
+  });
+
   test('max_tokens inside the constrained span ends with length', async () => {
     const r = await chat(server, { model: 'qwen3', max_tokens: 3, seed: 2,
                                    grammar: 'root ::= "{" [a-z]{50} "}"' });
