@@ -163,7 +163,11 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
     }
   } else {
     const float inv_t = 1.0f / params_.temperature;
-    for (size_t i = 0; i < m; ++i) work_[order_[i]] *= inv_t;
+    if (m == n) {
+      for (float& l : work_) l *= inv_t;  // every token a candidate: one contiguous pass
+    } else {
+      for (size_t i = 0; i < m; ++i) work_[order_[i]] *= inv_t;
+    }
     ByLogitDesc cmp{work_.data()};
     size_t n_keep = m;
     size_t n_sorted = 0;  // order_[0, n_sorted) is sorted most likely first
@@ -173,8 +177,18 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
                         order_.begin() + static_cast<long>(m), cmp);
       n_sorted = n_keep;
     }
-    double max = -std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < n_keep; ++i) max = std::max(max, static_cast<double>(work_[order_[i]]));
+    // Four running maxima (max is exact in any order): no chain of dependent compares.
+    float lane_max[4] = {-std::numeric_limits<float>::infinity(), lane_max[0], lane_max[0],
+                         lane_max[0]};
+    if (n_keep == n) {
+      for (size_t i = 0; i < n; ++i) lane_max[i & 3] = std::max(lane_max[i & 3], work_[i]);
+    } else {
+      for (size_t i = 0; i < n_keep; ++i) {
+        lane_max[i & 3] = std::max(lane_max[i & 3], work_[static_cast<size_t>(order_[i])]);
+      }
+    }
+    const double max =
+        std::max(std::max(lane_max[0], lane_max[1]), std::max(lane_max[2], lane_max[3]));
     // Each candidate's exp once, by id: the loops below read it back (same values, same order of
     // summation, so the same draw as computing it again).
     exp_.resize(n);
@@ -190,7 +204,9 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
       }
     }
     double total = 0;
-    for (size_t i = 0; i < n_keep; ++i) total += exp_[static_cast<size_t>(order_[i])];
+    if (params_.top_p < 1.0f) {
+      for (size_t i = 0; i < n_keep; ++i) total += exp_[static_cast<size_t>(order_[i])];
+    }
     if (params_.top_p < 1.0f) {
       // Sort a growing head until it holds top_p of the mass: exact, and cheap when the
       // distribution is peaked; falls back to a full sort for flat ones.
@@ -214,20 +230,32 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
     if (params_.min_p > 0.0f) {
       // p_i >= min_p * p_max  <=>  exp(l_i - max) >= min_p.
       size_t w = 0;
-      total = 0;
       for (size_t i = 0; i < n_keep; ++i) {
         const double e = exp_[static_cast<size_t>(order_[i])];
-        if (e >= params_.min_p) {
-          order_[w++] = order_[i];
-          total += e;
-        }
+        if (e >= params_.min_p) order_[w++] = order_[i];
       }
       n_keep = std::max<size_t>(w, 1);
+    }
+    // The draw over the kept candidates in order: sums of blocks of kBlock (four lanes each, then
+    // the lanes in a fixed order), the total their sum; the walk skips whole blocks below the
+    // threshold and goes candidate by candidate only inside the block that holds it.
+    constexpr size_t kBlock = 64;
+    const size_t n_blocks = (n_keep + kBlock - 1) / kBlock;
+    blocks_.resize(n_blocks);
+    total = 0;
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const size_t begin = b * kBlock, end = std::min(n_keep, begin + kBlock);
+      double lane[4] = {0, 0, 0, 0};
+      for (size_t i = begin; i < end; ++i) lane[i & 3] += exp_[static_cast<size_t>(order_[i])];
+      blocks_[b] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+      total += blocks_[b];
     }
     const double threshold = u * total;
     double cum = 0;
     result.id = order_[n_keep - 1];
-    for (size_t i = 0; i < n_keep; ++i) {
+    size_t b = 0;
+    while (b < n_blocks && cum + blocks_[b] <= threshold) cum += blocks_[b++];
+    for (size_t i = b * kBlock; i < n_keep; ++i) {
       cum += exp_[static_cast<size_t>(order_[i])];
       if (cum > threshold) {
         result.id = order_[i];

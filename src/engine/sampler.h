@@ -107,7 +107,8 @@ class Sampler {
   std::int64_t n_generated_ = 0;
   std::vector<float> work_;  // reused between calls: no allocation per token after the first
   std::vector<TokenId> order_;
-  std::vector<float> exp_;  // exp(logit - max) of this draw's candidates, by id
+  std::vector<float> exp_;      // exp(logit - max) of this draw's candidates, by id
+  std::vector<double> blocks_;  // sums of the kept candidates' exps, 64 at a time
 };
 
 // Log-softmax of one row, computed in double for a stable order-independent result.
