@@ -17,6 +17,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "tokenizer/tokenizer.h"
+#include "util/mmap_file.h"
 
 namespace {
 
@@ -24,24 +25,6 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
-
-// A function's parameters as agents declare them: ten of every kind.
-constexpr const char* kTenParams = R"({"type":"object","properties":{
-  "command":{"type":"string"},"timeout":{"type":"integer","minimum":1,"maximum":600000},
-  "description":{"type":"string","maxLength":80},"run_in_background":{"type":"boolean"},
-  "mode":{"type":"string","enum":["read","write","append"]},"path":{"type":"string"},
-  "lines":{"type":"array","items":{"type":"integer","minimum":0},"maxItems":8},
-  "env":{"type":["object","null"],"properties":{"name":{"type":"string"}},"required":["name"],
-         "additionalProperties":false},
-  "ratio":{"type":"number"},"when":{"type":"string","format":"date-time"}},
-  "required":["command","timeout","description","run_in_background","mode","path","lines","env",
-              "ratio","when"],"additionalProperties":false})";
-
-// A recursive schema: a tree of named nodes.
-constexpr const char* kTree = R"({"$defs":{"node":{"type":"object","properties":{
-  "name":{"type":"string"},"value":{"anyOf":[{"type":"number"},{"type":"null"}]},
-  "children":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name"],
-  "additionalProperties":false}},"$ref":"#/$defs/node"})";
 
 struct Timing {
   std::vector<double> step_ms;
@@ -130,7 +113,15 @@ int main(int argc, char** argv) {
     std::printf("{\"unconstrained_sample_ms\": %.3f}\n", t.mean());
   }
 
-  for (auto [name, schema] : {std::pair{"ten_params", kTenParams}, std::pair{"tree", kTree}}) {
+  for (const char* name : {"ten_params", "tree"}) {
+    // The schemas llama_grammar_bench (bench/grammar/llama) reads too: a 10-parameter function
+    // and a recursive tree.
+    auto text = recur::read_file(std::string(RECUR_BENCH_SCHEMAS) + "/" + name + ".json");
+    if (!text.is_ok()) {
+      std::fprintf(stderr, "%s\n", text.status().to_string().c_str());
+      return 1;
+    }
+    const std::string schema = *text;
     Timing compile;
     std::shared_ptr<const recur::grammar::Grammar> grammar;
     for (int i = 0; i < 20; ++i) {

@@ -1,6 +1,9 @@
 #include "grammar/char_class.h"
 
 #include <algorithm>
+#include <string>
+
+#include "util/utf8.h"
 
 namespace recur::grammar {
 namespace {
@@ -15,25 +18,9 @@ char32_t max_of_length(int n) {
 }
 
 void encode(char32_t c, std::uint8_t out[4]) {
-  switch (encoded_length(c)) {
-    case 1:
-      out[0] = static_cast<std::uint8_t>(c);
-      break;
-    case 2:
-      out[0] = static_cast<std::uint8_t>(0xC0 | (c >> 6));
-      out[1] = static_cast<std::uint8_t>(0x80 | (c & 0x3F));
-      break;
-    case 3:
-      out[0] = static_cast<std::uint8_t>(0xE0 | (c >> 12));
-      out[1] = static_cast<std::uint8_t>(0x80 | ((c >> 6) & 0x3F));
-      out[2] = static_cast<std::uint8_t>(0x80 | (c & 0x3F));
-      break;
-    default:
-      out[0] = static_cast<std::uint8_t>(0xF0 | (c >> 18));
-      out[1] = static_cast<std::uint8_t>(0x80 | ((c >> 12) & 0x3F));
-      out[2] = static_cast<std::uint8_t>(0x80 | ((c >> 6) & 0x3F));
-      out[3] = static_cast<std::uint8_t>(0x80 | (c & 0x3F));
-  }
+  std::string bytes;
+  append_utf8(bytes, c);
+  for (std::size_t i = 0; i < bytes.size(); ++i) out[i] = static_cast<std::uint8_t>(bytes[i]);
 }
 
 // [lo, hi] of one encoded length: split until every byte position spans an independent range.

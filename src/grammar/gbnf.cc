@@ -7,6 +7,7 @@
 
 #include "grammar/char_class.h"
 #include "grammar/grammar.h"
+#include "util/utf8.h"
 
 namespace recur::grammar {
 namespace {
@@ -232,9 +233,12 @@ class Parser {
         if (s_[pos_] == '"') break;
         char32_t cp;
         if (!parse_char(cp, false)) return false;
-        std::uint8_t buf[4];
-        int n = utf8_encode(cp, buf);
-        for (int i = 0; i < n; ++i) out.push_back(byte_element(buf[i], buf[i]));
+        std::string bytes;
+        append_utf8(bytes, cp);
+        for (char b : bytes) {
+          const auto u = static_cast<std::uint8_t>(b);
+          out.push_back(byte_element(u, u));
+        }
       }
       ++pos_;
       return count(out.size());
@@ -262,29 +266,6 @@ class Parser {
     pos_ += name.size();
     out.push_back(ref_element(rule_id(name, start)));
     return count(1);
-  }
-
-  static int utf8_encode(char32_t c, std::uint8_t out[4]) {
-    if (c < 0x80) {
-      out[0] = static_cast<std::uint8_t>(c);
-      return 1;
-    }
-    if (c < 0x800) {
-      out[0] = static_cast<std::uint8_t>(0xC0 | (c >> 6));
-      out[1] = static_cast<std::uint8_t>(0x80 | (c & 0x3F));
-      return 2;
-    }
-    if (c < 0x10000) {
-      out[0] = static_cast<std::uint8_t>(0xE0 | (c >> 12));
-      out[1] = static_cast<std::uint8_t>(0x80 | ((c >> 6) & 0x3F));
-      out[2] = static_cast<std::uint8_t>(0x80 | (c & 0x3F));
-      return 3;
-    }
-    out[0] = static_cast<std::uint8_t>(0xF0 | (c >> 18));
-    out[1] = static_cast<std::uint8_t>(0x80 | ((c >> 12) & 0x3F));
-    out[2] = static_cast<std::uint8_t>(0x80 | ((c >> 6) & 0x3F));
-    out[3] = static_cast<std::uint8_t>(0x80 | (c & 0x3F));
-    return 4;
   }
 
   // One character of a literal or class: an escape or a UTF-8 encoded code point.
@@ -607,6 +588,29 @@ class Parser {
 };
 
 }  // namespace
+
+std::string gbnf_literal(std::string_view text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+    } else {
+      out += ch;  // printable ASCII, or a byte of a UTF-8 sequence
+    }
+  }
+  return out + "\"";
+}
 
 std::string prefix_rules(std::string_view gbnf, std::string_view prefix) {
   std::string out;

@@ -49,6 +49,9 @@ struct Grammar {
 Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text,
                                                   std::string_view root = "root");
 
+// The GBNF literal ("...") matching exactly the bytes of `text`: for grammars written in code.
+std::string gbnf_literal(std::string_view text);
+
 // The same grammar with every rule name prefixed (`root` becomes `<prefix>root`), so that several
 // generated grammars can be combined into one text. Literals, classes and comments are kept.
 std::string prefix_rules(std::string_view gbnf, std::string_view prefix);

@@ -20,9 +20,6 @@ inline constexpr char32_t kMaxCodepoint = 0x10FFFF;
 std::u32string decode_utf8(std::string_view s);
 std::string utf8_of(char32_t cp);
 
-// The GBNF literal ("...") matching exactly the UTF-8 bytes of `text`.
-std::string gbnf_literal(std::string_view text);
-
 // A set of code points as sorted, disjoint, non-adjacent closed intervals.
 class CodepointSet {
  public:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,64 +72,10 @@ std::string utf8_of(char32_t cp) {
   return s;
 }
 
-std::string gbnf_literal(std::string_view text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
-    } else {
-      out += ch;  // printable ASCII, or a byte of a UTF-8 sequence
-    }
-  }
-  return out + "\"";
-}
-
 std::string json_quote(std::string_view utf8) {
-  std::string out = "\"";
-  for (char ch : utf8) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
+  // nlohmann writes JSON.stringify's escapes; invalid UTF-8 (not in a parsed schema) is replaced.
+  return nlohmann::json(std::string(utf8))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // ---- CodepointSet ----

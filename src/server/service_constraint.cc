@@ -1,6 +1,6 @@
-// Constrained decoding for a chat turn: the request's output format (and, later in the turn's
-// life, its forced tool call) compiled into the grammar the engine enforces, and logit_bias
-// checked against the vocabulary. Every refusal names the field.
+// Constrained decoding for a turn: the request's output format or its tool_choice (a forced,
+// forbidden or strict call) compiled into the grammar the engine enforces, and logit_bias checked
+// against the vocabulary. Every refusal names the field.
 #include <nlohmann/json.hpp>
 
 #include "grammar/json_schema.h"

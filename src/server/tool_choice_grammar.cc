@@ -8,6 +8,9 @@
 #include "grammar/json_schema.h"
 
 namespace recur::server {
+
+using grammar::gbnf_literal;
+
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -62,18 +65,24 @@ std::string raw_string_value(const json& s) {
   return out + " )";
 }
 
+// The property names a parameter schema requires.
+std::vector<std::string> required_names(const json& parameters) {
+  std::vector<std::string> out;
+  if (auto r = parameters.find("required"); r != parameters.end() && r->is_array()) {
+    for (const auto& n : *r) {
+      if (n.is_string()) out.push_back(n.get<std::string>());
+    }
+  }
+  return out;
+}
+
 // Qwen3.5: <parameter=NAME>\nVALUE\n</parameter>\n per property in schema order; a string value
 // is raw text, anything else JSON under its schema.
 Parsed<std::string> xml_parameters(const Tool& t, const std::string& prefix, std::string& rules,
                                    const std::string& param) {
   std::string seq;
   const json& props = t.parameters.value("properties", json::object());
-  std::vector<std::string> required;
-  if (auto r = t.parameters.find("required"); r != t.parameters.end() && r->is_array()) {
-    for (const auto& n : *r) {
-      if (n.is_string()) required.push_back(n.get<std::string>());
-    }
-  }
+  const std::vector<std::string> required = required_names(t.parameters);
   int k = 0;
   for (const auto& [pname, pschema] : props.items()) {
     const std::string rule = fmt::format("{}p{}", prefix, k++);
@@ -118,12 +127,7 @@ std::string python_literals(std::string gbnf) {
 Parsed<std::string> python_arguments(const Tool& t, const std::string& prefix, std::string& rules,
                                      const std::string& param) {
   const json& props = t.parameters.value("properties", json::object());
-  std::vector<std::string> required;
-  if (auto r = t.parameters.find("required"); r != t.parameters.end() && r->is_array()) {
-    for (const auto& n : *r) {
-      if (n.is_string()) required.push_back(n.get<std::string>());
-    }
-  }
+  const std::vector<std::string> required = required_names(t.parameters);
   struct Arg {
     std::string rule;
     bool required;
@@ -178,26 +182,6 @@ bool forces_tool_call(const ChatRequest& req) {
   if (req.tools_json.empty() || req.tool_choice_json.empty()) return false;
   const json choice = json::parse(req.tool_choice_json, nullptr, false);
   return choice.is_object() || (choice.is_string() && choice.get<std::string>() == "required");
-}
-
-std::string gbnf_literal(std::string_view bytes) {
-  std::string out = "\"";
-  for (char c : bytes) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7F) {
-      out += fmt::format("\\x{:02X}", u);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string text_without_gbnf(std::string_view name, std::string_view marker) {

@@ -32,7 +32,4 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, CallSyntax syn
 // byte occurs in it only there), ending anywhere.
 std::string text_without_gbnf(std::string_view name, std::string_view marker);
 
-// A GBNF string literal matching exactly `bytes`.
-std::string gbnf_literal(std::string_view bytes);
-
 }  // namespace recur::server

