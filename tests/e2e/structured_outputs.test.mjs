@@ -178,32 +178,26 @@ describe('structured outputs: every API', () => {
     assert.ok(checkReply(r.choices[0], TREE, 'sdk'), JSON.stringify(r.choices[0]));
   });
 
-  test('Responses text.format json_schema is enforced and echoed', async () => {
-    const r = await server.json('/v1/responses', {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'qwen3', input: 'A tree.', max_output_tokens: 300, seed: 1,
-                             text: { format: { type: 'json_schema', name: 'tree', schema: TREE,
-                                               strict: true } } }),
+  test('Responses text.format json_schema is enforced and echoed (OpenAI SDK)', async () => {
+    const r = await server.client().responses.create({
+      model: 'qwen3', input: 'A tree.', max_output_tokens: 300, seed: 1,
+      text: { format: { type: 'json_schema', name: 'tree', schema: TREE, strict: true } },
     });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.text.format.type, 'json_schema');
-    assert.equal(r.body.text.format.name, 'tree');
-    assert.equal(r.body.status, 'completed', JSON.stringify(r.body));
+    assert.equal(r.text.format.type, 'json_schema');
+    assert.equal(r.text.format.name, 'tree');
+    assert.equal(r.status, 'completed', JSON.stringify(r));
     const validate = ajv.compile(TREE);
-    assert.ok(validate(JSON.parse(r.body.output.at(-1).content[0].text)));
+    assert.ok(validate(JSON.parse(r.output_text)), r.output_text);
   });
 
-  test('Anthropic output_config.format is enforced', async () => {
-    const r = await server.json('/v1/messages', {
-      method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify({ model: 'qwen3', max_tokens: 300, seed: 2,
-                             messages: [{ role: 'user', content: 'A tree.' }],
-                             output_config: { format: { type: 'json_schema', schema: TREE } } }),
+  test('Anthropic output_config.format is enforced (Anthropic SDK)', async () => {
+    const r = await server.anthropic().messages.create({
+      model: 'qwen3', max_tokens: 300, seed: 2, messages: [{ role: 'user', content: 'A tree.' }],
+      output_config: { format: { type: 'json_schema', schema: TREE } },
     });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.stop_reason, 'end_turn', JSON.stringify(r.body));
+    assert.equal(r.stop_reason, 'end_turn', JSON.stringify(r));
     const validate = ajv.compile(TREE);
-    assert.ok(validate(JSON.parse(r.body.content.find((b) => b.type === 'text').text)));
+    assert.ok(validate(JSON.parse(r.content.find((b) => b.type === 'text').text)));
   });
 
   test('a GBNF grammar is enforced', async () => {
