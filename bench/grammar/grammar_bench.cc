@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
+#include "kernels/isa.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mmap_file.h"
 
@@ -81,8 +82,17 @@ Timing run(const std::shared_ptr<recur::grammar::TokenGrammar>& tg, int n_seqs, 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: grammar_bench MODEL_DIR [TOKENS_PER_SEQUENCE]\n");
+    std::fprintf(stderr,
+                 "usage: grammar_bench MODEL_DIR [TOKENS_PER_SEQUENCE]  (env RECUR_ISA: the "
+                 "sampler's ISA, as --isa)\n");
     return 2;
+  }
+  if (const char* isa = std::getenv("RECUR_ISA")) {
+    auto parsed = recur::kernels::parse_isa(isa);
+    if (!parsed.is_ok() || !recur::kernels::select_isa(*parsed).is_ok()) {
+      std::fprintf(stderr, "RECUR_ISA=%s: not an ISA this CPU runs\n", isa);
+      return 2;
+    }
   }
   const int tokens = argc > 2 ? std::atoi(argv[2]) : 200;
   auto tok = recur::tokenizer::Tokenizer::load_dir(argv[1]);

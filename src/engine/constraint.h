@@ -33,6 +33,7 @@ class Constraint {
   // The grammar's automaton refused to grow past its state limit (grammar/automaton.h): the
   // masks are no longer exact, so the turn must end with an error.
   bool overflowed() const { return spec_.grammar->automaton().overflowed(); }
+  const std::string& overflow() const { return spec_.grammar->automaton().overflow(); }
   // The constrained text is whole and nothing may follow it: the turn ends here.
   bool finished() const {
     return phase_ == Phase::kGrammar && matcher_.is_complete() && !matcher_.can_continue();

@@ -330,9 +330,8 @@ void Engine::on_sample(Sequence& seq, std::optional<SampleResult> drawn) {
   }
   if (seq.constraint && seq.constraint->overflowed()) {
     finish(seq, FinishReason::kError,
-           Error(StatusCode::kResourceExhausted,
-                 "the grammar is too ambiguous to follow: its automaton passed {} states",
-                 grammar::Automaton::kMaxStates));
+           Error(StatusCode::kResourceExhausted, "the grammar is too ambiguous to follow: {}",
+                 seq.constraint->overflow()));
     return;
   }
   if (!drawn) {

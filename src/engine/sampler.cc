@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/fast_exp.h"
+#include "kernels/sampling.h"
 #include "util/check.h"
 
 namespace recur::engine {
@@ -104,164 +104,66 @@ struct ByLogitDesc {
   }
 };
 
+bool is_allowed(const std::uint64_t* allowed, std::size_t id) {
+  return allowed == nullptr || ((allowed[id >> 6] >> (id & 63)) & 1) != 0;
+}
+
 }  // namespace
 
 SampleResult Sampler::sample(std::span<const float> logits) {
   RECUR_CHECK(!logits.empty());
-  const std::size_t n = logits.size();
-  order_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
-  return draw(logits, n);
+  return draw(logits, nullptr);
 }
 
 std::optional<SampleResult> Sampler::sample(std::span<const float> logits,
                                             const TokenFilter& filter) {
   RECUR_CHECK(!logits.empty());
   const std::size_t n = logits.size();
-  order_.clear();
-  if (filter.all) {
-    order_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) order_[i] = static_cast<TokenId>(i);
+  const std::size_t words = (n + 63) / 64;
+  allowed_.assign(words, filter.all ? ~std::uint64_t{0} : 0);
+  if (!filter.all) {
+    std::copy_n(filter.bits.begin(), std::min(filter.bits.size(), words), allowed_.begin());
   }
-  const std::size_t words = filter.all ? 0 : std::min(filter.bits.size(), (n + 63) / 64);
-  for (std::size_t w = 0; w < words; ++w) {
-    for (std::uint64_t bits = filter.bits[w]; bits != 0; bits &= bits - 1) {
-      const std::size_t id = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
-      if (id < n) order_.push_back(static_cast<TokenId>(id));
-    }
-  }
-  // The stop ids are few: each is taken out where it sits (the candidates stay ascending).
-  for (TokenId t : filter.stop_ids) {
-    auto it = std::lower_bound(order_.begin(), order_.end(), t);
-    if (it != order_.end() && *it == t) order_.erase(it);
-  }
-  auto add = [&](TokenId t) {
+  if (n % 64 != 0) allowed_[words - 1] &= (std::uint64_t{1} << (n % 64)) - 1;
+  auto set = [&](TokenId t, bool on) {
     if (t < 0 || static_cast<std::size_t>(t) >= n) return;
-    auto it = std::lower_bound(order_.begin(), order_.end(), t);
-    if (it == order_.end() || *it != t) order_.insert(it, t);
+    const auto id = static_cast<std::size_t>(t);
+    const std::uint64_t bit = std::uint64_t{1} << (id & 63);
+    allowed_[id >> 6] = on ? allowed_[id >> 6] | bit : allowed_[id >> 6] & ~bit;
   };
-  if (filter.allow_stop) {
-    for (TokenId t : filter.stop_ids) add(t);
+  for (TokenId t : filter.stop_ids) set(t, filter.allow_stop);
+  set(filter.also, true);
+  if (std::all_of(allowed_.begin(), allowed_.end(), [](std::uint64_t w) { return w == 0; })) {
+    return std::nullopt;
   }
-  add(filter.also);
-  if (order_.empty()) return std::nullopt;
-  return draw(logits, order_.size());
+  return draw(logits, allowed_.data());
 }
 
-SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
+SampleResult Sampler::draw(std::span<const float> logits, const std::uint64_t* allowed) {
   const double u = rng_.next_unit();  // advanced once per token, whatever the parameters
   const size_t n = logits.size();
-  work_.assign(logits.begin(), logits.end());
-  apply_penalties(work_);
+  const float* x = logits.data();
+  if (!params_.logit_bias.empty() || params_.repetition_penalty != 1.0f ||
+      params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    work_.assign(logits.begin(), logits.end());
+    apply_penalties(work_);
+    x = work_.data();
+  }
 
   SampleResult result;
   if (params_.temperature == 0.0f || params_.top_k == 1) {
-    // The first of the highest: candidates are ascending, so ties go to the lower id.
-    result.id = order_[0];
-    for (size_t i = 1; i < m; ++i) {
-      if (work_[order_[i]] > work_[static_cast<size_t>(result.id)]) result.id = order_[i];
-    }
-  } else {
-    const float inv_t = 1.0f / params_.temperature;
-    if (m == n) {
-      for (float& l : work_) l *= inv_t;  // every token a candidate: one contiguous pass
-    } else {
-      for (size_t i = 0; i < m; ++i) work_[order_[i]] *= inv_t;
-    }
-    ByLogitDesc cmp{work_.data()};
-    size_t n_keep = m;
-    size_t n_sorted = 0;  // order_[0, n_sorted) is sorted most likely first
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < m) {
-      n_keep = static_cast<size_t>(params_.top_k);
-      std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(n_keep),
-                        order_.begin() + static_cast<long>(m), cmp);
-      n_sorted = n_keep;
-    }
-    // Four running maxima (max is exact in any order): no chain of dependent compares.
-    float lane_max[4] = {-std::numeric_limits<float>::infinity(), lane_max[0], lane_max[0],
-                         lane_max[0]};
-    if (n_keep == n) {
-      for (size_t i = 0; i < n; ++i) lane_max[i & 3] = std::max(lane_max[i & 3], work_[i]);
-    } else {
-      for (size_t i = 0; i < n_keep; ++i) {
-        lane_max[i & 3] = std::max(lane_max[i & 3], work_[static_cast<size_t>(order_[i])]);
-      }
-    }
-    const double max =
-        std::max(std::max(lane_max[0], lane_max[1]), std::max(lane_max[2], lane_max[3]));
-    // Each candidate's exp once, by id: the loops below read it back (same values, same order of
-    // summation, so the same draw as computing it again).
-    exp_.resize(n);
-    const auto shift = static_cast<float>(max);  // a candidate's logit: exact in float
-    if (n_keep * 4 >= n) {
-      // Most tokens: one contiguous vector pass over all of them (the lanes give the scalar
-      // form's bits, so which path ran never changes a draw; the others' values go unread).
-      exp_shifted(work_.data(), shift, exp_.data(), n);
-    } else {
-      for (size_t i = 0; i < n_keep; ++i) {
-        const auto id = static_cast<size_t>(order_[i]);
-        exp_[id] = exp_nonpositive(work_[id] - shift);
-      }
-    }
-    double total = 0;
-    if (params_.top_p < 1.0f) {
-      for (size_t i = 0; i < n_keep; ++i) total += exp_[static_cast<size_t>(order_[i])];
-    }
-    if (params_.top_p < 1.0f) {
-      // Sort a growing head until it holds top_p of the mass: exact, and cheap when the
-      // distribution is peaked; falls back to a full sort for flat ones.
-      const double target = params_.top_p * total;
-      for (size_t head = std::min<size_t>(n_keep, 256);; head = std::min(n_keep, head * 4)) {
-        if (n_sorted < head) {
-          std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(head),
-                            order_.begin() + static_cast<long>(n_keep), cmp);
-          n_sorted = head;
-        }
-        double cum = 0;
-        size_t cut = 0;
-        while (cut < head && cum < target) cum += exp_[static_cast<size_t>(order_[cut++])];
-        if (cum >= target || head == n_keep) {
-          n_keep = std::max<size_t>(cut, 1);
-          total = cum;
-          break;
-        }
-      }
-    }
-    if (params_.min_p > 0.0f) {
-      // p_i >= min_p * p_max  <=>  exp(l_i - max) >= min_p.
-      size_t w = 0;
-      for (size_t i = 0; i < n_keep; ++i) {
-        const double e = exp_[static_cast<size_t>(order_[i])];
-        if (e >= params_.min_p) order_[w++] = order_[i];
-      }
-      n_keep = std::max<size_t>(w, 1);
-    }
-    // The draw over the kept candidates in order: sums of blocks of kBlock (four lanes each, then
-    // the lanes in a fixed order), the total their sum; the walk skips whole blocks below the
-    // threshold and goes candidate by candidate only inside the block that holds it.
-    constexpr size_t kBlock = 64;
-    const size_t n_blocks = (n_keep + kBlock - 1) / kBlock;
-    blocks_.resize(n_blocks);
-    total = 0;
-    for (size_t b = 0; b < n_blocks; ++b) {
-      const size_t begin = b * kBlock, end = std::min(n_keep, begin + kBlock);
-      double lane[4] = {0, 0, 0, 0};
-      for (size_t i = begin; i < end; ++i) lane[i & 3] += exp_[static_cast<size_t>(order_[i])];
-      blocks_[b] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-      total += blocks_[b];
-    }
-    const double threshold = u * total;
-    double cum = 0;
-    result.id = order_[n_keep - 1];
-    size_t b = 0;
-    while (b < n_blocks && cum + blocks_[b] <= threshold) cum += blocks_[b++];
-    for (size_t i = b * kBlock; i < n_keep; ++i) {
-      cum += exp_[static_cast<size_t>(order_[i])];
-      if (cum > threshold) {
-        result.id = order_[i];
+    // The first of the highest, so ties go to the lower id.
+    const float best = kernels::sample_max(x, static_cast<std::int64_t>(n), allowed);
+    for (size_t i = 0; i < n; ++i) {
+      if (x[i] == best && is_allowed(allowed, i)) {
+        result.id = static_cast<TokenId>(i);
         break;
       }
     }
+  } else if (params_.top_k == 0 && params_.top_p >= 1.0f) {
+    result.id = draw_unsorted(x, n, allowed, u);
+  } else {
+    result.id = draw_sorted(x, n, allowed, u);
   }
 
   if (params_.logprobs || params_.top_logprobs > 0) {
@@ -278,6 +180,124 @@ SampleResult Sampler::draw(std::span<const float> logits, std::size_t m) {
 
   record(result.id);
   return result;
+}
+
+TokenId Sampler::draw_unsorted(const float* x, std::size_t n, const std::uint64_t* allowed,
+                               double u) {
+  // Every allowed token's weight, in blocks of 64 ids (kernels/sampling.h); the walk skips whole
+  // blocks below the threshold and goes id by id only from the block that holds it.
+  const float inv_t = 1.0f / params_.temperature;
+  kernels::SampleRow row{.logits = x,
+                         .n = static_cast<std::int64_t>(n),
+                         .scale = inv_t,
+                         .allowed = allowed,
+                         .floor = params_.min_p};
+  // Rounding is monotonic, so the largest scaled logit is the largest logit scaled.
+  row.shift = kernels::sample_max(x, row.n, allowed) * inv_t;
+  const std::size_t n_blocks = (n + kernels::kSampleBlock - 1) / kernels::kSampleBlock;
+  blocks_.resize(n_blocks);
+  kernels::sample_block_sums(row, blocks_.data());
+  double total = 0;
+  for (double b : blocks_) total += b;
+  const double threshold = u * total;
+  double cum = 0;
+  std::size_t b = 0;
+  while (b < n_blocks && cum + blocks_[b] <= threshold) cum += blocks_[b++];
+  for (auto i = static_cast<std::int64_t>(b) * kernels::kSampleBlock; i < row.n; ++i) {
+    cum += kernels::sample_weight(row, i);
+    if (cum > threshold) return static_cast<TokenId>(i);
+  }
+  // Rounding left the threshold past the last sum: the last candidate.
+  for (std::int64_t i = row.n - 1; i > 0; --i) {
+    if (kernels::sample_allowed(row, i) &&
+        (row.floor == 0.0f || kernels::sample_weight(row, i) > 0.0f)) {
+      return static_cast<TokenId>(i);
+    }
+  }
+  return 0;
+}
+
+TokenId Sampler::draw_sorted(const float* x, std::size_t n, const std::uint64_t* allowed,
+                             double u) {
+  order_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (is_allowed(allowed, i)) order_.push_back(static_cast<TokenId>(i));
+  }
+  const std::size_t m = order_.size();
+  const float inv_t = 1.0f / params_.temperature;
+  scaled_.resize(n);
+  for (std::size_t i = 0; i < m; ++i) {
+    const auto id = static_cast<std::size_t>(order_[i]);
+    scaled_[id] = x[id] * inv_t;
+  }
+  ByLogitDesc cmp{scaled_.data()};
+  size_t n_keep = m;
+  size_t n_sorted = 0;  // order_[0, n_sorted) is sorted most likely first
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < m) {
+    n_keep = static_cast<size_t>(params_.top_k);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(n_keep),
+                      order_.begin() + static_cast<long>(m), cmp);
+    n_sorted = n_keep;
+  }
+  float max = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < n_keep; ++i) max = std::max(max, scaled_[static_cast<size_t>(order_[i])]);
+  // Each kept candidate's weight once, by id: the loops below read it back.
+  exp_.resize(n);
+  for (size_t i = 0; i < n_keep; ++i) {
+    const auto id = static_cast<size_t>(order_[i]);
+    exp_[id] = kernels::sample_exp(scaled_[id] - max);
+  }
+  if (params_.top_p < 1.0f) {
+    double total = 0;
+    for (size_t i = 0; i < n_keep; ++i) total += exp_[static_cast<size_t>(order_[i])];
+    // Sort a growing head until it holds top_p of the mass: exact, and cheap when the
+    // distribution is peaked; falls back to a full sort for flat ones.
+    const double target = params_.top_p * total;
+    for (size_t head = std::min<size_t>(n_keep, 256);; head = std::min(n_keep, head * 4)) {
+      if (n_sorted < head) {
+        std::partial_sort(order_.begin(), order_.begin() + static_cast<long>(head),
+                          order_.begin() + static_cast<long>(n_keep), cmp);
+        n_sorted = head;
+      }
+      double cum = 0;
+      size_t cut = 0;
+      while (cut < head && cum < target) cum += exp_[static_cast<size_t>(order_[cut++])];
+      if (cum >= target || head == n_keep) {
+        n_keep = std::max<size_t>(cut, 1);
+        break;
+      }
+    }
+  }
+  if (params_.min_p > 0.0f) {
+    // p_i >= min_p * p_max  <=>  exp(l_i - max) >= min_p.
+    size_t w = 0;
+    for (size_t i = 0; i < n_keep; ++i) {
+      if (exp_[static_cast<size_t>(order_[i])] >= params_.min_p) order_[w++] = order_[i];
+    }
+    n_keep = std::max<size_t>(w, 1);
+  }
+  // The kept candidates in order, in sums of blocks of 64 (four lanes each); the walk skips whole
+  // blocks below the threshold.
+  constexpr size_t kBlock = 64;
+  const size_t n_blocks = (n_keep + kBlock - 1) / kBlock;
+  blocks_.resize(n_blocks);
+  double total = 0;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const size_t begin = b * kBlock, end = std::min(n_keep, begin + kBlock);
+    double lane[4] = {0, 0, 0, 0};
+    for (size_t i = begin; i < end; ++i) lane[i & 3] += exp_[static_cast<size_t>(order_[i])];
+    blocks_[b] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+    total += blocks_[b];
+  }
+  const double threshold = u * total;
+  double cum = 0;
+  size_t b = 0;
+  while (b < n_blocks && cum + blocks_[b] <= threshold) cum += blocks_[b++];
+  for (size_t i = b * kBlock; i < n_keep; ++i) {
+    cum += exp_[static_cast<size_t>(order_[i])];
+    if (cum > threshold) return order_[i];
+  }
+  return order_[n_keep - 1];
 }
 
 void Sampler::record(TokenId id) {

@@ -95,8 +95,12 @@ class Sampler {
 
  private:
   void apply_penalties(std::vector<float>& logits) const;
-  // order_[0, m) are the candidates (every id without a filter), ascending.
-  SampleResult draw(std::span<const float> logits, std::size_t m);
+  // allowed: one bit per id (null: every id).
+  SampleResult draw(std::span<const float> logits, const std::uint64_t* allowed);
+  // Temperature with min-p at most: the allowed tokens in id order, no sort.
+  TokenId draw_unsorted(const float* x, std::size_t n, const std::uint64_t* allowed, double u);
+  // Top-k or top-p: the candidates most likely first.
+  TokenId draw_sorted(const float* x, std::size_t n, const std::uint64_t* allowed, double u);
   void record(TokenId id);
 
   SamplingParams params_;
@@ -105,10 +109,13 @@ class Sampler {
   std::vector<TokenId> seen_;  // prompt and generated tokens, unique, for repetition penalty
   std::unordered_map<TokenId, bool> seen_set_;
   std::int64_t n_generated_ = 0;
-  std::vector<float> work_;  // reused between calls: no allocation per token after the first
+  // Reused between calls: no allocation per token after the first.
+  std::vector<float> work_;             // the logits with biases and penalties, when there are any
+  std::vector<std::uint64_t> allowed_;  // the filter as one bit per id
   std::vector<TokenId> order_;
-  std::vector<float> exp_;      // exp(logit - max) of this draw's candidates, by id
-  std::vector<double> blocks_;  // sums of the kept candidates' exps, 64 at a time
+  std::vector<float> scaled_;   // logit / temperature of the sorted draw's candidates, by id
+  std::vector<float> exp_;      // their weights exp(scaled - max), by id
+  std::vector<double> blocks_;  // sums of the weights, 64 at a time
 };
 
 // Log-softmax of one row, computed in double for a stable order-independent result.

@@ -1,5 +1,7 @@
 #include "grammar/automaton.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "util/check.h"
@@ -14,14 +16,21 @@ std::size_t Automaton::SetHash::operator()(const std::vector<std::int32_t>& v) c
   return static_cast<std::size_t>(h);
 }
 
-Automaton::Automaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+Automaton::Automaton(std::shared_ptr<const Grammar> grammar, Limits limits)
+    : grammar_(std::move(grammar)), limits_(limits) {
   nodes_.push_back({-1, 0});  // the empty stack
   intern({});                 // kDead
   std::vector<std::int32_t> stacks;
+  seen_.clear();
+  bool ok = true;
   for (std::int32_t alt : grammar_->rules[static_cast<std::size_t>(grammar_->root)].alternatives) {
-    expand(alt, 0, stacks);
+    ok = ok && expand(alt, 0, stacks);
   }
-  start_ = intern(std::move(stacks));
+  if (ok) {
+    start_ = intern(std::move(stacks));
+  } else {
+    overflow_ = closure_overflow();
+  }
 }
 
 std::int32_t Automaton::node(std::int32_t pos, std::int32_t parent) {
@@ -32,13 +41,17 @@ std::int32_t Automaton::node(std::int32_t pos, std::int32_t parent) {
   return it->second;
 }
 
-void Automaton::expand(std::int32_t pos, std::int32_t parent, std::vector<std::int32_t>& out) {
+bool Automaton::expand(std::int32_t pos, std::int32_t parent, std::vector<std::int32_t>& out) {
   const auto& el = grammar_->elements;
   work_.clear();
   work_.push_back({pos, parent});
   while (!work_.empty()) {
     auto [p, par] = work_.back();
     work_.pop_back();
+    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)) << 32) |
+                              static_cast<std::uint32_t>(par);
+    if (!seen_.insert(key).second) continue;
+    if (seen_.size() > limits_.expansion || nodes_.size() >= limits_.nodes) return false;
     const Grammar::Element& e = el[static_cast<std::size_t>(p)];
     if (e.is_end()) {
       if (par == 0) {
@@ -58,6 +71,14 @@ void Automaton::expand(std::int32_t pos, std::int32_t parent, std::vector<std::i
       }
     }
   }
+  return true;
+}
+
+std::string Automaton::closure_overflow() const {
+  if (nodes_.size() >= limits_.nodes) {
+    return fmt::format("its automaton passed {} stack nodes", limits_.nodes);
+  }
+  return fmt::format("one byte's step passed {} parse positions", limits_.expansion);
 }
 
 Automaton::StateId Automaton::intern(std::vector<std::int32_t> stacks) {
@@ -65,10 +86,15 @@ Automaton::StateId Automaton::intern(std::vector<std::int32_t> stacks) {
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   auto it = state_ids_.find(stacks);
   if (it != state_ids_.end()) return it->second;
-  if (states_.size() >= kMaxStates) {
-    overflowed_ = true;
+  if (states_.size() >= limits_.states) {
+    overflow_ = fmt::format("its automaton passed {} states", limits_.states);
     return kDead;
   }
+  if (stack_entries_ + stacks.size() > limits_.stack_entries) {
+    overflow_ = fmt::format("its automaton's parse stacks passed {} in all", limits_.stack_entries);
+    return kDead;
+  }
+  stack_entries_ += stacks.size();
   const auto id = static_cast<StateId>(states_.size());
   const bool complete = !stacks.empty() && stacks.front() == 0;
   complete_.push_back(complete ? 1 : 0);
@@ -80,13 +106,17 @@ Automaton::StateId Automaton::intern(std::vector<std::int32_t> stacks) {
 }
 
 Automaton::StateId Automaton::compute(StateId s, std::uint8_t b) {
+  if (overflowed()) return kDead;  // a grammar past its limits stays refused
   std::vector<std::int32_t> out;
   const std::vector<std::int32_t> stacks = states_[static_cast<std::size_t>(s)];
+  seen_.clear();
   for (std::int32_t id : stacks) {
     if (id == 0) continue;
     const Node n = nodes_[static_cast<std::size_t>(id)];
-    if (grammar_->elements[static_cast<std::size_t>(n.pos)].accepts(b)) {
-      expand(n.pos + 1, n.parent, out);
+    if (grammar_->elements[static_cast<std::size_t>(n.pos)].accepts(b) &&
+        !expand(n.pos + 1, n.parent, out)) {
+      overflow_ = closure_overflow();
+      return kDead;
     }
   }
   return intern(std::move(out));

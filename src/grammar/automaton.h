@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -19,12 +21,18 @@ class Automaton {
  public:
   using StateId = std::int32_t;
   static constexpr StateId kDead = 0;  // no stack survives: nothing can follow
-  // States (a transition row of 1 KiB each) past which no new one is made: a grammar ambiguous
-  // enough to need more (sets of stacks can multiply) is refused rather than allowed to take the
-  // server's memory. A refused transition reads as dead and sets overflowed().
-  static constexpr std::size_t kMaxStates = std::size_t{1} << 16;
+  // Bounds past which no new state is made: a grammar ambiguous enough to need more (its sets of
+  // stacks multiply, or grow with the text) is refused rather than allowed to take the server's
+  // memory and the engine thread's time. A refused transition reads as dead and sets overflowed().
+  struct Limits {
+    std::size_t states = std::size_t{1} << 16;         // a transition row of 1 KiB each: 64 MiB
+    std::size_t stack_entries = std::size_t{1} << 22;  // summed over all states: 16 MiB
+    std::size_t nodes = std::size_t{1} << 21;          // stack nodes with their index: ~64 MiB
+    std::size_t expansion = std::size_t{1} << 16;      // closure steps of one transition
+  };
 
-  explicit Automaton(std::shared_ptr<const Grammar> grammar);
+  explicit Automaton(std::shared_ptr<const Grammar> grammar) : Automaton(std::move(grammar), {}) {}
+  Automaton(std::shared_ptr<const Grammar> grammar, Limits limits);
 
   const Grammar& grammar() const { return *grammar_; }
   StateId start() const { return start_; }
@@ -51,7 +59,9 @@ class Automaton {
   bool can_continue(StateId s) const { return continues_[static_cast<std::size_t>(s)] != 0; }
 
   std::size_t n_states() const { return states_.size(); }
-  bool overflowed() const { return overflowed_; }
+  bool overflowed() const { return !overflow_.empty(); }
+  // Which limit was passed, for the error the request ends with; empty while none was.
+  const std::string& overflow() const { return overflow_; }
   std::size_t memory_bytes() const;
 
  private:
@@ -65,8 +75,10 @@ class Automaton {
 
   std::int32_t node(std::int32_t pos, std::int32_t parent);
   // Every stack reachable from "at element pos, then parent" without consuming a byte.
-  void expand(std::int32_t pos, std::int32_t parent, std::vector<std::int32_t>& out);
+  // Returns false when the closure passes limits_.expansion.
+  bool expand(std::int32_t pos, std::int32_t parent, std::vector<std::int32_t>& out);
   StateId intern(std::vector<std::int32_t> stacks);
+  std::string closure_overflow() const;
   StateId compute(StateId s, std::uint8_t b);
 
   std::shared_ptr<const Grammar> grammar_;
@@ -77,8 +89,13 @@ class Automaton {
   std::vector<StateId> transitions_;  // 256 per state, -1 until computed
   std::vector<std::uint8_t> complete_, continues_;
   std::vector<std::pair<std::int32_t, std::int32_t>> work_;  // expand's worklist
+  // (element, parent) pairs already expanded for the transition being computed: two paths
+  // through nullable rules that meet would otherwise each go on (2^n for n nested ones).
+  std::unordered_set<std::uint64_t> seen_;
+  Limits limits_;
+  std::size_t stack_entries_ = 0;
   StateId start_ = kDead;
-  bool overflowed_ = false;
+  std::string overflow_;
 };
 
 }  // namespace recur::grammar

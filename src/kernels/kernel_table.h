@@ -11,6 +11,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_isa.h"
+#include "kernels/sampling.h"
 
 namespace recur::kernels::detail {
 
@@ -96,6 +97,10 @@ struct KernelTable {
   void (*add_scaled)(float* y, const float* x, float s, std::int64_t n) = nullptr;
   void (*causal_conv1d)(const float* x, const float* w, const float* bias, float* state, float* y,
                         const Conv1dShape& shape) = nullptr;
+
+  // ---- a draw's passes over the vocabulary: sampling.h's functions of the same names
+  float (*sample_max)(const float* logits, std::int64_t n, const std::uint64_t* allowed) = nullptr;
+  void (*sample_block_sums)(const SampleRow& row, double* blocks) = nullptr;
 };
 
 // Query rows (group heads x queries) of one kv head that one attention_tile call computes.

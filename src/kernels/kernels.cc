@@ -173,6 +173,13 @@ void attention_batch(ThreadPool& pool, std::span<const AttentionJob> jobs) {
 }
 
 void silu(float* x, std::int64_t n) { active_kernels().silu(x, n); }
+
+float sample_max(const float* logits, std::int64_t n, const std::uint64_t* allowed) {
+  return active_kernels().sample_max(logits, n, allowed);
+}
+void sample_block_sums(const SampleRow& row, double* blocks) {
+  active_kernels().sample_block_sums(row, blocks);
+}
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
   active_kernels().swiglu(gate, up, out, n);
 }

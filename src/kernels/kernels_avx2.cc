@@ -6,6 +6,7 @@
 #include "kernels/vec_attention.h"
 #include "kernels/vec_ops.h"
 #include "kernels/vec_recurrence.h"
+#include "kernels/vec_sample.h"
 
 namespace recur::kernels::detail {
 
@@ -44,6 +45,8 @@ constinit const KernelTable kAvx2Kernels{
     .add = vec::add,
     .add_scaled = vec::add_scaled,
     .causal_conv1d = vec::causal_conv1d,
+    .sample_max = vec::sample_max,
+    .sample_block_sums = vec::sample_block_sums,
 };
 
 }  // namespace recur::kernels::detail

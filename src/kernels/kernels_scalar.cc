@@ -41,6 +41,8 @@ constinit const KernelTable kScalarKernels{
     .add = ref::add,
     .add_scaled = ref::add_scaled,
     .causal_conv1d = ref::causal_conv1d,
+    .sample_max = ref::sample_max,
+    .sample_block_sums = ref::sample_block_sums,
 };
 
 }  // namespace recur::kernels::detail

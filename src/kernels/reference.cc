@@ -322,4 +322,23 @@ void mamba2_head(const Mamba2Inputs& in, float* s, float* y, const Mamba2Shape& 
   }
 }
 
+float sample_max(const float* logits, std::int64_t n, const std::uint64_t* allowed) {
+  float best = -std::numeric_limits<float>::infinity();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (allowed == nullptr || ((allowed[i >> 6] >> (i & 63)) & 1) != 0) {
+      best = std::max(best, logits[i]);
+    }
+  }
+  return best;
+}
+
+void sample_block_sums(const SampleRow& row, double* blocks) {
+  for (std::int64_t b = 0; b * kSampleBlock < row.n; ++b) {
+    double lane[4] = {0.0, 0.0, 0.0, 0.0};
+    const std::int64_t end = std::min(row.n, (b + 1) * kSampleBlock);
+    for (std::int64_t i = b * kSampleBlock; i < end; ++i) lane[i & 3] += sample_weight(row, i);
+    blocks[b] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  }
+}
+
 }  // namespace recur::kernels::ref

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/kernels.h"
+#include "kernels/sampling.h"
 
 namespace recur::kernels::ref {
 
@@ -51,5 +52,9 @@ void gated_delta_gates(const float* a, const float* b, const float* a_log, const
 // One head h over all tokens.
 void mamba2_head(const Mamba2Inputs& in, float* state_h, float* y, const Mamba2Shape& shape,
                  std::int64_t h);
+
+// sampling.h's definitions, id by id.
+float sample_max(const float* logits, std::int64_t n, const std::uint64_t* allowed);
+void sample_block_sums(const SampleRow& row, double* blocks);
 
 }  // namespace recur::kernels::ref

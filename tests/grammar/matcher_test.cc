@@ -88,8 +88,8 @@ TEST(Matcher, RejectedTokensLeaveTheStateAlone) {
   for (auto w : *m.allowed()) EXPECT_EQ(w, 0u);
 }
 
-// (a|b)* a (a|b){17}: a deterministic automaton needs 2^18 states. Past kMaxStates the automaton
-// refuses to grow and says so, rather than taking the server's memory.
+// (a|b)* a (a|b){17}: a deterministic automaton needs 2^18 states. Past its state limit the
+// automaton refuses to grow and says so, rather than taking the server's memory.
 TEST(Matcher, AnAmbiguousGrammarStopsAtTheStateLimit) {
   auto g = parse(R"(root ::= [ab]* "a" [ab]{17})");
   Automaton a(g);
@@ -100,7 +100,59 @@ TEST(Matcher, AnAmbiguousGrammarStopsAtTheStateLimit) {
     s = next == Automaton::kDead ? a.start() : next;
   }
   EXPECT_TRUE(a.overflowed());
-  EXPECT_EQ(a.n_states(), Automaton::kMaxStates);
+  EXPECT_EQ(a.n_states(), Automaton::Limits{}.states);
+  EXPECT_EQ(a.overflow(), "its automaton passed 65536 states");
+}
+
+// Forty nested rules, each two ways to the same nullable one: without merging the paths that meet,
+// one byte's closure would walk 2^40 of them.
+TEST(Matcher, NullablePathsThatMeetAreExpandedOnce) {
+  std::string src = "root ::= n40 \"x\"\nn0 ::= \"y\"?\n";
+  for (int k = 1; k <= 40; ++k) {
+    src += "n" + std::to_string(k) + " ::= n" + std::to_string(k - 1) + " | \"\" n" +
+           std::to_string(k - 1) + "\n";
+  }
+  auto g = parse(src);
+  EXPECT_TRUE(accepts(*g, "x"));
+  EXPECT_TRUE(accepts(*g, "yx"));
+  EXPECT_FALSE(accepts(*g, "yyx"));
+}
+
+// s ::= "a" s s | "": after n bytes the parser holds n stacks, each deeper than the last, so the
+// stacks summed over states grow with the square of the text. The limit ends it with its name.
+TEST(Matcher, StacksThatGrowWithTheTextStopAtTheirLimit) {
+  auto g = parse("root ::= s \"b\"\ns ::= \"a\" s s | \"\"\n");
+  Automaton::Limits limits;
+  limits.stack_entries = 1 << 14;
+  Automaton a(g, limits);
+  auto s = a.start();
+  int steps = 0;
+  while (s != Automaton::kDead && steps < 100000) {
+    s = a.next(s, 'a');
+    ++steps;
+  }
+  EXPECT_TRUE(a.overflowed());
+  EXPECT_EQ(a.overflow(), "its automaton's parse stacks passed 16384 in all");
+  EXPECT_LT(steps, 1000);
+  // Refused for good: a transition not yet computed stays dead.
+  EXPECT_EQ(a.next(a.start(), 'b'), Automaton::kDead);
+}
+
+TEST(Matcher, OneBytesClosureIsBounded) {
+  std::string src = "root ::= (";
+  for (int i = 0; i < 300; ++i)
+    src += (i ? " | " : "") + std::string("\"w") + std::to_string(i) + "\"";
+  src += ")\n";
+  auto g = parse(src);
+  Automaton::Limits limits;
+  limits.expansion = 100;
+  Automaton a(g, limits);
+  EXPECT_TRUE(a.overflowed());
+  EXPECT_EQ(a.overflow(), "one byte's step passed 100 parse positions");
+  EXPECT_EQ(a.start(), Automaton::kDead);
+  Automaton roomy(g);
+  EXPECT_FALSE(roomy.overflowed());
+  EXPECT_NE(roomy.walk(roomy.start(), "w299"), Automaton::kDead);
 }
 
 TEST(Matcher, VocabularyTrieHoldsEveryNonEmptyTokenOnce) {
