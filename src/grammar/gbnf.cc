@@ -249,9 +249,16 @@ class Parser {
       return class_elements({{0, 0x10FFFF}}, out);
     }
     if (c == '(') {
+      // The parser recurses once per open group: a bound keeps a hostile grammar off the stack.
+      if (depth_ >= kMaxGroupDepth) {
+        return fail(start, "groups nest deeper than {} levels", kMaxGroupDepth);
+      }
       ++pos_;
       Alts alts;
-      if (!parse_alternatives(alts, true)) return false;
+      ++depth_;
+      const bool ok = parse_alternatives(alts, true);
+      --depth_;
+      if (!ok) return false;
       if (pos_ >= s_.size() || s_[pos_] != ')') return fail(start, "'(' without a matching ')'");
       ++pos_;
       if (alts.size() == 1 && alts[0].size() == 1) {
@@ -584,6 +591,7 @@ class Parser {
   std::string current_ = "rule";
   int generated_ = 0;
   std::size_t elements_ = 0;
+  int depth_ = 0;  // groups open around the parser
   Status error_;
 };
 
