@@ -45,6 +45,18 @@ inline V16 load16(const float* p) {
 }
 inline void store16(float* p, V16 v) { __builtin_memcpy(p, &v, sizeof(v)); }
 inline V16 splat16(float x) { return V16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+inline V8 splat8(float x) { return V8{x, x, x, x, x, x, x, x}; }
+// A vector of any width from memory and back (kernels written once for V8 and V16).
+template <typename V>
+inline V load_v(const float* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename V>
+inline void store_v(float* p, V v) {
+  __builtin_memcpy(p, &v, sizeof(v));
+}
 
 // The fixed pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1; lane 0 is the sum.
 inline float tree_sum(V16 p) {
@@ -125,15 +137,19 @@ inline V16 fma16(V16 a, V16 b, V16 c) {
 // exp(x) for the activations, branch-free so loops over it vectorise: x = n·ln2 + r with
 // |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (error < 2 ulp), times 2^n built in the
 // exponent bits. Inputs are clamped to [-87, 88], where exp stays a normal finite float. One
-// body for a float and for 16 lanes held in registers (exp_poly16), so every lane runs the
-// scalar's operations in its order and gives its bytes.
+// body for a float and for 8 or 16 lanes held in registers, so every lane runs the scalar's
+// operations in its order and gives its bytes.
 typedef std::int32_t V16i __attribute__((vector_size(64)));
+typedef std::int32_t V8i __attribute__((vector_size(32)));
 inline float as_t(float, float c) { return c; }
 inline V16 as_t(V16, float c) { return splat16(c); }
+inline V8 as_t(V8, float c) { return splat8(c); }
 inline float exp_bits(std::int32_t e) { return __builtin_bit_cast(float, e); }
 inline V16 exp_bits(V16i e) { return (V16)e; }
+inline V8 exp_bits(V8i e) { return (V8)e; }
 inline std::int32_t to_i32(float n) { return static_cast<std::int32_t>(n); }
 inline V16i to_i32(V16 n) { return __builtin_convertvector(n, V16i); }
+inline V8i to_i32(V8 n) { return __builtin_convertvector(n, V8i); }
 
 template <typename T>
 inline T exp_poly_of(T x) {

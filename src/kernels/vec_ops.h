@@ -153,48 +153,53 @@ inline void conv_channels(const float* x, const float* w, const float* bias, flo
   }
 }
 
-// K = 4 (every family here), 16 channels at a time with the three carried inputs and the taps in
-// registers through all the tokens: the general loop's sums in its order (0 + w0·s0 + w1·s1 +
-// w2·s2 + w3·x, then the bias, then the SiLU), so the bytes are the same. Each token's input is
-// read before its output is written, and both are the same 16 channels, so y may alias x.
-// AVX-512 only: on AVX2 the seven 16-lane values take 14 of the 16 ymm registers and the group
-// spilled (twice the general loop's time on the Xeon VM).
+// K = 4 (every family here), a register of channels at a time (16 on AVX-512, 8 on AVX2) with the
+// three carried inputs and the taps in registers through all the tokens: the general loop's sums
+// in its order (0 + w0·s0 + w1·s1 + w2·s2 + w3·x, then the bias, then the SiLU), so the bytes are
+// the same. Each token's input is read before its output is written, and both are the same
+// channels, so y may alias x. (Written with 16 lanes on AVX2 too, its seven values took 14 of the
+// 16 ymm registers and the group spilled: twice the general loop's time on the Xeon VM.)
+template <typename V>
 inline void conv4_group(const float* x, const float* w, const float* bias, float* state, float* y,
                         const Conv1dShape& shape, std::int64_t c0) {
   const std::int64_t ch = shape.tap_stride != 0 ? shape.tap_stride : shape.channels;
   const std::int64_t xs = shape.x_stride != 0 ? shape.x_stride : shape.channels;
   const std::int64_t ys = shape.y_stride != 0 ? shape.y_stride : shape.channels;
-  V16 s0 = load16(state + c0), s1 = load16(state + ch + c0), s2 = load16(state + 2 * ch + c0);
-  const V16 w0 = load16(w + c0), w1 = load16(w + ch + c0), w2 = load16(w + 2 * ch + c0);
-  const V16 w3 = load16(w + 3 * ch + c0);
-  const V16 b = bias != nullptr ? load16(bias + c0) : V16{};
+  V s0 = load_v<V>(state + c0), s1 = load_v<V>(state + ch + c0);
+  V s2 = load_v<V>(state + 2 * ch + c0);
+  const V w0 = load_v<V>(w + c0), w1 = load_v<V>(w + ch + c0), w2 = load_v<V>(w + 2 * ch + c0);
+  const V w3 = load_v<V>(w + 3 * ch + c0);
+  const V b = bias != nullptr ? load_v<V>(bias + c0) : V{};
+  const V one = as_t(V{}, 1.0f);
   for (std::int64_t t = 0; t < shape.n_tokens; ++t) {
-    const V16 in = load16(x + t * xs + c0);
-    V16 acc = V16{};
+    const V in = load_v<V>(x + t * xs + c0);
+    V acc = V{};
     acc += w0 * s0;
     acc += w1 * s1;
     acc += w2 * s2;
     acc += w3 * in;
     if (bias != nullptr) acc += b;
-    if (shape.apply_silu) acc = acc / (splat16(1.0f) + exp_poly16(-acc));
-    store16(y + t * ys + c0, acc);
+    if (shape.apply_silu) acc = acc / (one + exp_poly_of(-acc));
+    store_v(y + t * ys + c0, acc);
     s0 = s1;
     s1 = s2;
     s2 = in;
   }
-  store16(state + c0, s0);
-  store16(state + ch + c0, s1);
-  store16(state + 2 * ch + c0, s2);
+  store_v(state + c0, s0);
+  store_v(state + ch + c0, s1);
+  store_v(state + 2 * ch + c0, s2);
 }
 
 inline void causal_conv1d(const float* x, const float* w, const float* bias, float* state, float* y,
                           const Conv1dShape& shape) {
   std::int64_t c = 0;
-#ifdef __AVX512F__
   if (shape.kernel == 4) {
-    for (; c + kLanes <= shape.channels; c += kLanes) conv4_group(x, w, bias, state, y, shape, c);
-  }
+#ifdef __AVX512F__
+    for (; c + 16 <= shape.channels; c += 16) conv4_group<V16>(x, w, bias, state, y, shape, c);
+#else
+    for (; c + 8 <= shape.channels; c += 8) conv4_group<V8>(x, w, bias, state, y, shape, c);
 #endif
+  }
   conv_channels(x, w, bias, state, y, shape, c, shape.channels);
 }
 

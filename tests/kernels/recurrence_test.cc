@@ -15,7 +15,9 @@ using testing::random_floats;
 
 constexpr std::int64_t kChunks[] = {1, 5, 1, 17, 8};  // 32 tokens
 
-// Dv of 35 and 80 reach every width of the column-block path (1-4 vectors, partial ones).
+// Dv of 35, 80, 24 and 128 reach the widths of the column-block path on both vector ISAs
+// (AVX-512: 1-4 vectors of 16, partial ones; AVX2: 1-8 vectors of 8, its two halves of 4, partial
+// ones) and the released geometry (Dk = Dv = 128).
 void check_gated_delta(std::int64_t dk, std::int64_t dv) {
   const std::int64_t hk = 2, hv = 4, n_tok = 32;
   const std::int64_t stride = 2 * hk * dk + hv * dv + 3;
@@ -66,6 +68,8 @@ void check_gated_delta(std::int64_t dk, std::int64_t dv) {
 TEST(GatedDelta, MatchesReferenceAndIsSplitInvariant) {
   check_gated_delta(19, 35);
   check_gated_delta(32, 80);
+  check_gated_delta(8, 24);
+  check_gated_delta(128, 128);
 }
 
 // A batched decode step's dispatch: jobs of 1 token (the per-head loop), 5 and 17 (the column
