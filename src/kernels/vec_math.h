@@ -68,6 +68,15 @@ inline float tree_sum(V16 p) {
   return s2[0] + s2[1];
 }
 
+// tree_sum of the 16 lanes lo then hi (lanes 0-7 and 8-15), in AVX2's registers.
+inline float tree_sum(V8 lo, V8 hi) {
+  const V8 s8 = lo + hi;
+  const V4 s4 =
+      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const V2 s2 = __builtin_shufflevector(s4, s4, 0, 1) + __builtin_shufflevector(s4, s4, 2, 3);
+  return s2[0] + s2[1];
+}
+
 // Lane l sums a[i]·b[i] over i ≡ l (mod 16) in increasing i, then tree_sum. A partial last chunk
 // adds zero products to the lanes past n, which leaves them unchanged (a lane is never −0).
 inline float dot_lanes(const float* __restrict a, const float* __restrict b, std::int64_t n) {

@@ -263,6 +263,7 @@ struct MambaBlock {
 // Out of line, as GCC placed it while these kernels had vague linkage: with internal linkage it
 // inlines it into mamba2_head, which changed the speed (single-thread, cache-resident: AVX-512
 // decode 0.85x the time, AVX2 1.03-1.05x) - a change of its own, not of the file structure.
+#ifdef __AVX512F__
 template <int NV>
 [[gnu::noinline]] void mamba2_rows_reg(const Mamba2Inputs& in, float* __restrict s, float* y,
                                        const Mamba2Shape& shape, const MambaBlock& blk) {
@@ -292,6 +293,57 @@ template <int NV>
     for (int c = 0; c < NV; ++c) store16(sp + c * kLanes, st[c]);
   }
 }
+#endif
+
+#ifndef __AVX512F__
+// mamba2_rows_reg in AVX2's 8-lane vectors: the 16-lane form spilled on every operation (GCC moves
+// its halves through memory). A row of 128 states is 16 ymm, all AVX2 has, so the row goes through
+// the block's tokens in passes of 64 states, each token's two 8-lane partial sums kept between
+// passes; per lane the sums run over the chunks in order, so tree_sum gives mamba2_rows_reg's
+// bytes.
+template <int NV>  // 16-state chunks of a row: 4 or 8
+[[gnu::noinline]] void mamba2_rows_reg8(const Mamba2Inputs& in, float* __restrict s, float* y,
+                                        const Mamba2Shape& shape, const MambaBlock& blk) {
+  constexpr int kPass = 4;  // chunks per pass: 8 ymm of state
+  const std::int64_t p_dim = shape.head_dim, n_dim = shape.d_state;
+  for (std::int64_t p = 0; p < p_dim; ++p) {
+    float* sp = s + p * n_dim;
+    if (p + kMambaAheadRows < p_dim) {
+      for (int c = 0; c < NV; ++c) {
+        __builtin_prefetch(sp + kMambaAheadRows * n_dim + c * kLanes, 1, 3);
+      }
+    }
+    V8 lo_sum[kMambaTokens], hi_sum[kMambaTokens];
+    for (int c0 = 0; c0 < NV; c0 += kPass) {
+      V8 st[2 * kPass];
+      for (int c = 0; c < 2 * kPass; ++c) st[c] = load_v<V8>(sp + c0 * kLanes + c * 8);
+      for (std::int64_t tt = 0; tt < blk.nt; ++tt) {
+        const std::int64_t t = blk.t0 + tt;
+        const float xp = in.x[t * shape.x_stride + blk.h * p_dim + p];
+        const float* bv = in.b + t * shape.x_stride + blk.g * n_dim + c0 * kLanes;
+        const float* cv = in.c + t * shape.x_stride + blk.g * n_dim + c0 * kLanes;
+        const V8 dtx = splat8(blk.dt[tt] * xp), dat = splat8(blk.da[tt]);
+        V8 lo = c0 == 0 ? V8{} : lo_sum[tt], hi = c0 == 0 ? V8{} : hi_sum[tt];
+        for (int c = 0; c < kPass; ++c) {
+          st[2 * c] = dat * st[2 * c] + dtx * load_v<V8>(bv + c * kLanes);
+          lo += st[2 * c] * load_v<V8>(cv + c * kLanes);
+          st[2 * c + 1] = dat * st[2 * c + 1] + dtx * load_v<V8>(bv + c * kLanes + 8);
+          hi += st[2 * c + 1] * load_v<V8>(cv + c * kLanes + 8);
+        }
+        lo_sum[tt] = lo;
+        hi_sum[tt] = hi;
+      }
+      for (int c = 0; c < 2 * kPass; ++c) store_v(sp + c0 * kLanes + c * 8, st[c]);
+    }
+    for (std::int64_t tt = 0; tt < blk.nt; ++tt) {
+      const std::int64_t t = blk.t0 + tt;
+      const float xp = in.x[t * shape.x_stride + blk.h * p_dim + p];
+      y[(t * shape.n_heads + blk.h) * p_dim + p] =
+          tree_sum(lo_sum[tt], hi_sum[tt]) + in.d[blk.h] * xp;
+    }
+  }
+}
+#endif
 
 inline void mamba2_rows_mem(const Mamba2Inputs& in, float* __restrict s, float* y,
                             const Mamba2Shape& shape, const MambaBlock& blk) {
@@ -324,12 +376,21 @@ inline void mamba2_head(const Mamba2Inputs& in, float* __restrict s, float* y,
       blk.da[tt] = std::exp(blk.dt[tt] * a);
     }
     switch (nv) {
+#ifdef __AVX512F__
       case 4:
         mamba2_rows_reg<4>(in, s, y, shape, blk);
         break;
       case 8:
         mamba2_rows_reg<8>(in, s, y, shape, blk);
         break;
+#else
+      case 4:
+        mamba2_rows_reg8<4>(in, s, y, shape, blk);
+        break;
+      case 8:
+        mamba2_rows_reg8<8>(in, s, y, shape, blk);
+        break;
+#endif
       default:
         mamba2_rows_mem(in, s, y, shape, blk);
         break;

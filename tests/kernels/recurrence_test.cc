@@ -169,7 +169,7 @@ void check_mamba2(std::int64_t n) {
   const auto state_size = static_cast<std::size_t>(h * p * n);
   const auto out_size = static_cast<std::size_t>(n_tok * h * p);
   ThreadPool pool1(1), pool3(3);
-  std::vector<std::vector<float>> by_isa;
+  std::vector<std::vector<float>> by_isa, states_by_isa;
   for (Isa isa : testing::runnable_isas()) {
     testing::ScopedIsa scoped(isa);
     auto s0 = random_floats(state_size, 6);
@@ -191,11 +191,16 @@ void check_mamba2(std::int64_t n) {
     }
     ASSERT_TRUE(testing::same_bytes(parts.data(), whole.data(), out_size)) << isa_name(isa);
     ASSERT_TRUE(testing::same_bytes(s_parts.data(), s_whole.data(), state_size));
-    if (isa == Isa::kAvx2 || isa == Isa::kAvx512) by_isa.push_back(whole);
+    if (isa == Isa::kAvx2 || isa == Isa::kAvx512) {
+      by_isa.push_back(whole);
+      states_by_isa.push_back(s_whole);
+    }
   }
-  // avx2 and avx512 compile the same fixed-order loops: identical bytes.
+  // avx2 and avx512 run the same fixed-order sums per lane: identical bytes, outputs and states.
   for (const auto& v : by_isa)
     ASSERT_TRUE(testing::same_bytes(v.data(), by_isa[0].data(), out_size));
+  for (const auto& v : states_by_isa)
+    ASSERT_TRUE(testing::same_bytes(v.data(), states_by_isa[0].data(), state_size));
 }
 
 TEST(Mamba2, MatchesReferenceAndIsSplitInvariant) {
