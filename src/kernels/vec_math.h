@@ -79,19 +79,37 @@ inline float tree_sum(V8 lo, V8 hi) {
 
 // Lane l sums a[i]·b[i] over i ≡ l (mod 16) in increasing i, then tree_sum. A partial last chunk
 // adds zero products to the lanes past n, which leaves them unchanged (a lane is never −0).
+// On AVX2 the 16 lanes are two 8-lane registers (the 16-lane type went through memory there).
 inline float dot_lanes(const float* __restrict a, const float* __restrict b, std::int64_t n) {
+#ifdef __AVX512F__
   V16 p = {};
+#else
+  V8 lo = {}, hi = {};
+#endif
   std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) p += load16(a + i) * load16(b + i);
-  if (i < n) {
-    alignas(64) float ta[kLanes] = {}, tb[kLanes] = {};
-    for (int l = 0; i + l < n; ++l) {
-      ta[l] = a[i + l];
-      tb[l] = b[i + l];
+  alignas(64) float ta[kLanes] = {}, tb[kLanes] = {};
+  for (; i < n; i += kLanes) {
+    const float *pa = a + i, *pb = b + i;
+    if (i + kLanes > n) {  // a partial last chunk, zero-padded
+      for (int l = 0; i + l < n; ++l) {
+        ta[l] = a[i + l];
+        tb[l] = b[i + l];
+      }
+      pa = ta;
+      pb = tb;
     }
-    p += load16(ta) * load16(tb);
+#ifdef __AVX512F__
+    p += load16(pa) * load16(pb);
+#else
+    lo += load_v<V8>(pa) * load_v<V8>(pb);
+    hi += load_v<V8>(pa + 8) * load_v<V8>(pb + 8);
+#endif
   }
+#ifdef __AVX512F__
   return tree_sum(p);
+#else
+  return tree_sum(lo, hi);
+#endif
 }
 
 inline float sum_squares_lanes(const float* __restrict a, std::int64_t n) {

@@ -60,20 +60,34 @@ inline void add_scaled(float* __restrict y, const float* __restrict x, float s, 
 // 0.5·(1 + tanh(z)) is σ(2z), so one vector exp does it, and without the cancellation of 1 + tanh
 // at negative g. a and b are 2·√(2/π) and 2·√(2/π)·0.044715, negated. Written on V16 rather than
 // left to the auto-vectoriser: out may be gate (the MLP gates in place), and the tail runs the same
-// lane operations on a padded copy, so every element gets the same bytes wherever it falls.
+// lane operations on a padded copy, so every element gets the same bytes wherever it falls (8
+// lanes on AVX2, where the 16-lane type goes through memory).
 // Past t = 88 exp_poly clamps, which would leave g·e^-88 where the value is below it: zero there.
-inline V16 geglu16(V16 g, V16 u) {
-  const V16 a = splat16(-1.5957691216057308f), b = splat16(-0.07135481627159680f);
-  const V16 t = g * (a + b * (g * g));
-  const V16 r = g / (splat16(1.0f) + exp_poly16(t)) * u;
-  return t > splat16(88.0f) ? splat16(0.0f) : r;
+template <typename V>
+inline V geglu_lanes(V g, V u) {
+  const V a = as_t(g, -1.5957691216057308f), b = as_t(g, -0.07135481627159680f);
+  const V t = g * (a + b * (g * g));
+  const V r = g / (as_t(g, 1.0f) + exp_poly_of(t)) * u;
+  return t > as_t(g, 88.0f) ? as_t(g, 0.0f) : r;
 }
 inline void geglu(const float* gate, const float* up, float* out, std::int64_t n) {
+#ifdef __AVX512F__
+  using V = V16;
+#else
+  using V = V8;
+#endif
+  constexpr std::int64_t kW = sizeof(V) / sizeof(float);
   std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) store16(out + i, geglu16(load16(gate + i), load16(up + i)));
+  for (; i + kW <= n; i += kW) {
+    store_v(out + i, geglu_lanes(load_v<V>(gate + i), load_v<V>(up + i)));
+  }
   if (i == n) return;
-  alignas(64) float r[kLanes];
-  store16(r, geglu16(load16_upto(gate + i, n - i), load16_upto(up + i, n - i)));
+  alignas(64) float g[kW] = {}, u[kW] = {}, r[kW];
+  for (std::int64_t l = 0; i + l < n; ++l) {
+    g[l] = gate[i + l];
+    u[l] = up[i + l];
+  }
+  store_v(r, geglu_lanes(load_v<V>(g), load_v<V>(u)));
   for (std::int64_t l = 0; i + l < n; ++l) out[i + l] = r[l];
 }
 
