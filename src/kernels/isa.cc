@@ -17,6 +17,7 @@ namespace {
 
 struct CpuFeatures {
   bool avx2 = false;
+  bool avx2_vnni = false;
   bool avx512 = false;
   bool amx = false;
 };
@@ -58,7 +59,9 @@ CpuFeatures detect() {
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   const bool avx512bf16 = (a1 >> 5) & 1;
+  const bool avx_vnni = (a1 >> 4) & 1;
   f.avx2 = ymm_os && avx2 && fma && f16c;
+  f.avx2_vnni = f.avx2 && avx_vnni;
   // Every CPU with AVX-512 BF16 (Cooper Lake, Sapphire Rapids, Zen 4) has VNNI, which the
   // quantized matmul needs: requiring both costs no CPU.
   f.avx512 = f.avx2 && zmm_os && avx512f && avx512bw && avx512vl && avx512bf16 && avx512vnni;
@@ -78,6 +81,8 @@ const detail::KernelTable& table_of(Isa isa) {
   switch (isa) {
     case Isa::kAvx2:
       return detail::kAvx2Kernels;
+    case Isa::kAvx2Vnni:
+      return detail::kAvx2VnniKernels;
     case Isa::kAvx512:
       return detail::kAvx512Kernels;
     case Isa::kAmx:
@@ -97,6 +102,8 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvx2Vnni:
+      return "avx2-vnni";
     case Isa::kAvx512:
       return "avx512";
     case Isa::kAmx:
@@ -108,11 +115,11 @@ const char* isa_name(Isa isa) {
 }
 
 Result<Isa> parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx, Isa::kAuto}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx2Vnni, Isa::kAvx512, Isa::kAmx, Isa::kAuto}) {
     if (name == isa_name(isa)) return isa;
   }
   return Error(StatusCode::kInvalidArgument,
-               "unknown ISA '{}': expected auto, amx, avx512, avx2 or scalar", name);
+               "unknown ISA '{}': expected auto, amx, avx512, avx2-vnni, avx2 or scalar", name);
 }
 
 bool isa_supported(Isa isa) {
@@ -122,6 +129,8 @@ bool isa_supported(Isa isa) {
       return true;
     case Isa::kAvx2:
       return features().avx2;
+    case Isa::kAvx2Vnni:
+      return features().avx2_vnni;
     case Isa::kAvx512:
       return features().avx512;
     case Isa::kAmx:
@@ -131,7 +140,7 @@ bool isa_supported(Isa isa) {
 }
 
 Isa best_isa() {
-  for (Isa isa : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
+  for (Isa isa : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2Vnni, Isa::kAvx2}) {
     if (isa_supported(isa)) return isa;
   }
   return Isa::kScalar;
@@ -141,7 +150,8 @@ Result<Isa> select_isa(Isa requested) {
   const Isa isa = requested == Isa::kAuto ? best_isa() : requested;
   if (!isa_supported(isa)) {
     static constexpr const char* kNeeds[] = {
-        "", "AVX2, FMA and F16C", "AVX-512 F/BW/VL/BF16 with OS zmm support",
+        "", "AVX2, FMA and F16C", "AVX2, FMA, F16C and AVX-VNNI",
+        "AVX-512 F/BW/VL/BF16 with OS zmm support",
         "AMX-TILE and AMX-BF16 with OS tile support (Linux >= 5.16)"};
     return Error(StatusCode::kFailedPrecondition,
                  "ISA '{}' was requested but this CPU lacks {} (best available: {})", isa_name(isa),

@@ -114,6 +114,7 @@ inline constexpr std::int64_t kMaxGateGroup = 8192;
 // One per ISA, each defined in its ISA's file.
 extern const KernelTable kScalarKernels;
 extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx2VnniKernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAmxKernels;
 

@@ -189,6 +189,7 @@ void quantize_group_avx512(const float* x, int n, int chunk, std::int64_t chunk_
 void matmul_block_quant_avx512(const MatmulOperands& op, const MatmulBlock& b);
 void quantize_x_rows_avx2(const ActivationRows& a, std::int64_t r0, std::int64_t r1, void* out);
 void matmul_block_quant_avx2(const MatmulOperands& op, const MatmulBlock& b);
+void matmul_block_quant_avxvnni(const MatmulOperands& op, const MatmulBlock& b);
 // matmul_quant_amx.cc: tdpbsud tiles over the same packed weights and the same int8 activations
 // in tile order (amx_quant_kernel.h), the reference's bytes again. Calls of at most
 // kAmxQuantMinRows rows run matmul_block_quant_avx512 on quant.h's layout.

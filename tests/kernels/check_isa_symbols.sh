@@ -1,6 +1,6 @@
 #!/bin/sh
-# Fails when an object built with ISA flags (the files named *_avx2, *_avx512, *_amx) exports a
-# weak (inline or template) symbol: the linker could pick that copy for code running on a CPU
+# Fails when an object built with ISA flags (the files named *_avx2, *_avxvnni, *_avx512, *_amx)
+# exports a weak (inline or template) symbol: the linker could pick that copy for code running on a CPU
 # without the ISA. Their shared code (vec_*.h, amx_kernel.h) has internal linkage, and each
 # reaches other code only through its KernelTable, a plain strong object. DW.ref.__gxx_personality_v0
 # (the exception personality pointer that sanitizer builds emit) is data the runtime owns, not ISA
@@ -9,7 +9,7 @@ status=0
 checked=0
 for obj in "$@"; do
   case "$(basename "$obj")" in
-    *_avx2.*|*_avx512.*|*_amx.*) ;;
+    *_avx2.*|*_avxvnni.*|*_avx512.*|*_amx.*) ;;
     *) continue ;;
   esac
   checked=$((checked + 1))

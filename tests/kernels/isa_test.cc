@@ -7,7 +7,7 @@ namespace recur::kernels {
 namespace {
 
 TEST(Isa, ParsesEveryName) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx, Isa::kAuto}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx2Vnni, Isa::kAvx512, Isa::kAmx, Isa::kAuto}) {
     auto parsed = parse_isa(isa_name(isa));
     ASSERT_TRUE(parsed.is_ok());
     EXPECT_EQ(*parsed, isa);
@@ -28,7 +28,7 @@ TEST(Isa, AutoSelectsTheBestSupported) {
   if (isa_supported(Isa::kAmx)) {
     EXPECT_TRUE(isa_supported(Isa::kAvx512));
   }
-  if (isa_supported(Isa::kAvx512)) {
+  if (isa_supported(Isa::kAvx512) || isa_supported(Isa::kAvx2Vnni)) {
     EXPECT_TRUE(isa_supported(Isa::kAvx2));
   }
   (void)select_isa(saved);
@@ -36,7 +36,7 @@ TEST(Isa, AutoSelectsTheBestSupported) {
 
 TEST(Isa, ForcingAMissingIsaFailsClearly) {
   const Isa saved = active_isa();
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx2Vnni, Isa::kAvx512, Isa::kAmx}) {
     auto r = select_isa(isa);
     if (isa_supported(isa)) {
       EXPECT_TRUE(r.is_ok());

@@ -17,7 +17,7 @@ namespace recur::kernels::testing {
 
 inline std::vector<Isa> runnable_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx})
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx2Vnni, Isa::kAvx512, Isa::kAmx})
     if (isa_supported(isa)) out.push_back(isa);
   return out;
 }

@@ -1,7 +1,7 @@
 // Split and batch invariance (design invariant 1) on all three families, as stored (bf16) and
-// quantized on load to 4 and 8 bits, for every ISA this CPU has: the logits of a position are the same bytes whether computed in one prefill, in random
-// chunks, after restoring a snapshot, in decode steps, alone or batched with other sequences,
-// with 1 or 3 threads.
+// quantized on load to 4 and 8 bits, for every ISA this CPU has: the logits of a position are the
+// same bytes whether computed in one prefill, in random chunks, after restoring a snapshot, in
+// decode steps, alone or batched with other sequences, with 1 or 3 threads.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -146,8 +146,8 @@ TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) 
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   Model& m = **loaded;
   int n_isas = 0;
-  for (auto isa :
-       {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAmx}) {
+  for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx2Vnni,
+                   kernels::Isa::kAvx512, kernels::Isa::kAmx}) {
     if (!kernels::isa_supported(isa)) continue;
     SCOPED_TRACE(kernels::isa_name(isa));
     ASSERT_TRUE(kernels::select_isa(isa).is_ok());

@@ -57,8 +57,8 @@ void load_case(const TempDir& tmp, const std::string& preset, Case* c) {
   std::mt19937 rng(99);  // reference_test's tokens
   c->tokens.resize(kTokens);
   for (auto& t : c->tokens) t = static_cast<std::int32_t>(rng() % (*m)->vocab_size());
-  for (auto isa :
-       {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAmx}) {
+  for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx2Vnni,
+                   kernels::Isa::kAvx512, kernels::Isa::kAmx}) {
     if (!kernels::isa_supported(isa)) continue;
     ASSERT_TRUE(kernels::select_isa(isa).is_ok());
     ThreadPool pool(2);

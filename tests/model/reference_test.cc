@@ -129,8 +129,8 @@ void check_against_reference(modelgen::Family family, modelgen::DType dtype, dou
     range = hi - lo;
   };
   if (!routes) compute_reference(nullptr);
-  for (auto isa :
-       {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAmx}) {
+  for (auto isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx2Vnni,
+                   kernels::Isa::kAvx512, kernels::Isa::kAmx}) {
     if (!kernels::isa_supported(isa)) continue;
     SCOPED_TRACE(kernels::isa_name(isa));
     ASSERT_TRUE(kernels::select_isa(isa).is_ok());
