@@ -295,11 +295,17 @@ int main(int argc, char** argv) {
   const kernels::Ceilings c = kernels::measure_ceilings(pool, args.seconds);
   fmt::print("## Ceilings ({} threads, ISA {})\n\n", c.n_threads, kernels::isa_name(*isa));
   fmt::print("| probe | measured |\n|---|---|\n");
-  fmt::print("| AVX-512 BF16 vdpbf16ps register loop | {:.1f} GFLOP/s |\n",
-             c.avx512_bf16_flops / 1e9);
-  fmt::print("| AMX-BF16 tdpbf16ps register loop | {} |\n",
-             c.amx_bf16_flops > 0 ? fmt::format("{:.1f} GFLOP/s", c.amx_bf16_flops / 1e9)
-                                  : std::string("n/a (no AMX)"));
+  // The probes of the selected ISA's instructions (measure_ceilings runs no others).
+  const auto probe = [](const char* name, double v, const char* unit) {
+    if (v > 0) fmt::print("| {} register loop | {:.1f} {} |\n", name, v / 1e9, unit);
+  };
+  probe("AVX2 f32 vfmadd231ps", c.avx2_f32_flops, "GFLOP/s");
+  probe("AVX2 int8 vpmaddubsw sequence", c.avx2_int8_ops, "GOP/s");
+  probe("AVX-VNNI vpdpbusd", c.avxvnni_int8_ops, "GOP/s");
+  probe("AVX-512 BF16 vdpbf16ps", c.avx512_bf16_flops, "GFLOP/s");
+  probe("AVX-512 VNNI vpdpbusd", c.avx512_int8_ops, "GOP/s");
+  probe("AMX-BF16 tdpbf16ps", c.amx_bf16_flops, "GFLOP/s");
+  probe("AMX-INT8 tdpbsud", c.amx_int8_ops, "GOP/s");
   fmt::print("| read bandwidth, {} MiB buffer ({}) | {:.1f} GB/s |\n", c.buffer_bytes >> 20,
              c.read_mode, c.read_bytes_per_s / 1e9);
   fmt::print("\n");

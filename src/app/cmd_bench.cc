@@ -116,15 +116,22 @@ int cmd_bench(const BenchSettings& settings) {
   apply_memory_policy(settings.runtime);
   const double probe_s = settings.probe_seconds;
   if (settings.runtime.model_dir.empty()) {
+    if (auto isa = kernels::select_isa(settings.runtime.isa); !isa) {
+      log::error("recur bench: {}", isa.status().message());
+      return kExitFailure;
+    }
     ThreadPool pool(settings.runtime.threads_or_cores(), settings.runtime.thread_spin);
     kernels::Ceilings c = kernels::measure_ceilings(pool, probe_s);
     fmt::print(
-        "threads {}: bf16 peak {:.1f} GFLOP/s (avx512 {:.1f}, amx {:.1f}), int8 peak {:.1f} "
-        "GOP/s (avx512 {:.1f}, amx {:.1f}), read bandwidth {:.1f} GB/s ({})\n(pass -m DIR for "
-        "prefill and decode figures; bench/kernels has the matmul shapes)\n",
-        c.n_threads, c.peak_flops() / 1e9, c.avx512_bf16_flops / 1e9, c.amx_bf16_flops / 1e9,
-        c.int8_peak_ops() / 1e9, c.avx512_int8_ops / 1e9, c.amx_int8_ops / 1e9,
-        c.read_bytes_per_s / 1e9, c.read_mode);
+        "threads {}, isa {}: bf16 peak {:.1f} GFLOP/s (avx2 f32 fma {:.1f}, avx512 {:.1f}, amx "
+        "{:.1f}), int8 peak {:.1f} GOP/s (avx2 {:.1f}, avx-vnni {:.1f}, avx512 {:.1f}, amx "
+        "{:.1f}), read bandwidth {:.1f} GB/s ({})\n(the probes of the active ISA; --isa picks "
+        "another; pass -m DIR for prefill and decode figures; bench/kernels has the matmul "
+        "shapes)\n",
+        c.n_threads, kernels::isa_name(c.isa), c.peak_flops() / 1e9, c.avx2_f32_flops / 1e9,
+        c.avx512_bf16_flops / 1e9, c.amx_bf16_flops / 1e9, c.int8_peak_ops() / 1e9,
+        c.avx2_int8_ops / 1e9, c.avxvnni_int8_ops / 1e9, c.avx512_int8_ops / 1e9,
+        c.amx_int8_ops / 1e9, c.read_bytes_per_s / 1e9, c.read_mode);
     return kExitOk;
   }
   auto prompts = parse_counts(settings.prompt_lengths, "--bench-prompts");
@@ -167,9 +174,10 @@ int cmd_bench(const BenchSettings& settings) {
       fmt::print("model {} ({}), threads {}\n", settings.runtime.model_dir, rt->model->family(),
                  rt->n_threads);
       fmt::print(
-          "ceilings: bf16 peak {:.1f} GFLOP/s, int8 peak {:.1f} GOP/s, read bandwidth {:.1f} "
+          "ceilings ({}): bf16 peak {:.1f} GFLOP/s, int8 peak {:.1f} GOP/s, read bandwidth {:.1f} "
           "GB/s ({})\n",
-          c.peak_flops() / 1e9, c.int8_peak_ops() / 1e9, c.read_bytes_per_s / 1e9, c.read_mode);
+          kernels::isa_name(c.isa), c.peak_flops() / 1e9, c.int8_peak_ops() / 1e9,
+          c.read_bytes_per_s / 1e9, c.read_mode);
     }
     // Quantized weights' dot products run on int8 (a checkpoint stored quantized, or quantized
     // on load): their fraction is of the int8 peak.

@@ -167,11 +167,22 @@ void ReadProbe::calibrate(ThreadPool& pool) {
 Ceilings measure_ceilings(ThreadPool& pool, double seconds) {
   Ceilings c;
   c.n_threads = pool.n_threads();
-  if (isa_supported(Isa::kAvx512)) {
+  // The probes of the active ISA's instructions only (each takes three times `seconds`).
+  c.isa = active_isa();
+  if (c.isa == Isa::kAvx2 || c.isa == Isa::kAvx2Vnni) {
+    c.avx2_f32_flops = measure_peak(pool, detail::peak_loop_avx2_f32, seconds);
+  }
+  if (c.isa == Isa::kAvx2) {
+    c.avx2_int8_ops = measure_peak(pool, detail::peak_loop_avx2_int8, seconds);
+  }
+  if (c.isa == Isa::kAvx2Vnni) {
+    c.avxvnni_int8_ops = measure_peak(pool, detail::peak_loop_avxvnni_int8, seconds);
+  }
+  if (c.isa == Isa::kAvx512 || c.isa == Isa::kAmx) {
     c.avx512_bf16_flops = measure_peak(pool, detail::peak_loop_avx512_bf16, seconds);
     c.avx512_int8_ops = measure_peak(pool, detail::peak_loop_avx512_int8, seconds);
   }
-  if (isa_supported(Isa::kAmx)) {
+  if (c.isa == Isa::kAmx) {
     c.amx_bf16_flops = measure_peak(pool, detail::peak_loop_amx_bf16, seconds);
     c.amx_int8_ops = measure_peak(pool, detail::peak_loop_amx_int8, seconds);
   }

@@ -14,20 +14,48 @@ namespace recur::kernels {
 
 struct Ceilings {
   int n_threads = 0;
+  // The ISA the kernels ran on when measured: the peaks below are those of its instructions.
+  Isa isa = Isa::kScalar;
+  double avx2_f32_flops = 0;     // FLOP/s of f32 FMA on AVX2 (its bf16 and f16 matmul), all threads
   double avx512_bf16_flops = 0;  // FLOP/s, all threads; 0 when the CPU lacks AVX512-BF16
   double amx_bf16_flops = 0;     // FLOP/s, all threads; 0 when the CPU lacks AMX-BF16
   // The same for int8 dot products (vpdpbusd, tdpbsud), a multiply and an add per byte product:
   // the quantized matmul's arithmetic.
+  double avx2_int8_ops = 0;     // AVX2's vpmaddubsw sequence (matmul_quant_avx2.cc)
+  double avxvnni_int8_ops = 0;  // 256-bit vpdpbusd; 0 without AVX-VNNI
   double avx512_int8_ops = 0;
   double amx_int8_ops = 0;
   double read_bytes_per_s = 0;  // all threads reading a buffer of buffer_bytes
   const char* read_mode = "";   // which ReadProbe pass was the fastest (read_mode_name)
   std::int64_t buffer_bytes = 0;
+  // Of the active ISA's instructions (0 on scalar): a figure "of peak" is of what its kernels
+  // can reach, so --isa avx2 on an AVX-512 machine is measured against AVX2's peak.
   double peak_flops() const {
-    return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
+    switch (isa) {
+      case Isa::kAmx:
+        return amx_bf16_flops > avx512_bf16_flops ? amx_bf16_flops : avx512_bf16_flops;
+      case Isa::kAvx512:
+        return avx512_bf16_flops;
+      case Isa::kAvx2:
+      case Isa::kAvx2Vnni:
+        return avx2_f32_flops;
+      default:
+        return 0;
+    }
   }
   double int8_peak_ops() const {
-    return amx_int8_ops > avx512_int8_ops ? amx_int8_ops : avx512_int8_ops;
+    switch (isa) {
+      case Isa::kAmx:
+        return amx_int8_ops > avx512_int8_ops ? amx_int8_ops : avx512_int8_ops;
+      case Isa::kAvx512:
+        return avx512_int8_ops;
+      case Isa::kAvx2Vnni:
+        return avxvnni_int8_ops;
+      case Isa::kAvx2:
+        return avx2_int8_ops;
+      default:
+        return 0;
+    }
   }
   // The peak of the arithmetic a weight runs on: int8 for quantized ones, else bf16.
   double peak_for(bool quantized) const { return quantized ? int8_peak_ops() : peak_flops(); }
