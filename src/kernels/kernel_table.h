@@ -103,8 +103,11 @@ struct KernelTable {
   void (*sample_block_sums)(const SampleRow& row, double* blocks) = nullptr;
 };
 
-// Query rows (group heads x queries) of one kv head that one attention_tile call computes.
-inline constexpr std::int64_t kAttentionTileRows = 64;
+// Query rows (group heads x queries) of one kv head that one attention_tile call computes: each
+// key block is widened (and read from the cache) once per tile, so at depth bigger tiles read
+// less (128 against 64 rows: a prefill's attention 1.04-1.07x faster after 4k tokens on Zen 5).
+// Its accumulators and block copies take ~0.5 MiB of the pool thread's stack.
+inline constexpr std::int64_t kAttentionTileRows = 128;
 // Value columns of the gated delta state one gated_delta_cols call walks through all its tokens.
 inline constexpr std::int64_t kGatedDeltaCols = 64;
 // Largest group rms_norm_gate_first takes (the vector form's stack buffer); kernels.cc sends
