@@ -4,23 +4,13 @@
 import json, os, sys
 sys.path.insert(0, os.path.join(sys.argv[1], 'gguf-py'))
 import gguf
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'llama'))
+from gguf_tokens import token_list
 tok = json.load(open(sys.argv[2]))
 out = sys.argv[3]
 vocab = tok['model']['vocab']
-added = {a['id']: a for a in tok['added_tokens']}
-n = max(max(vocab.values()), max(added)) + 1
-tokens = [''] * n
-types = [gguf.TokenType.UNUSED] * n
-for t, i in vocab.items():
-    tokens[i] = t
-    types[i] = gguf.TokenType.NORMAL
-for i, a in added.items():
-    tokens[i] = a['content']
-    types[i] = gguf.TokenType.CONTROL if a['special'] else gguf.TokenType.USER_DEFINED
-for i in range(n):
-    if tokens[i] == '':
-        tokens[i] = f'[PAD{i}]'
-merges = [m if isinstance(m, str) else ' '.join(m) for m in tok['model']['merges']]
+n = max(max(vocab.values()), max(a['id'] for a in tok['added_tokens'])) + 1
+tokens, types, merges = token_list(tok, n, gguf)
 w = gguf.GGUFWriter(out, 'qwen3')
 w.add_context_length(40960)
 w.add_embedding_length(1024)
