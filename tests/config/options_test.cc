@@ -126,7 +126,7 @@ TEST(Options, InvalidValuesNameFlagEnvValueAndAllowed) {
       {{"--log-level", "loud"},
        {},
        {"--log-level", "RECUR_LOG_LEVEL", "'loud'", "one of trace|debug|info|warn|error|off"}},
-      {{"--isa", "sse2"}, {}, {"--isa", "'sse2'", "amx|avx512|avx2|scalar"}},
+      {{"--isa", "sse2"}, {}, {"--isa", "'sse2'", "amx|avx512|avx2-vnni|avx2|scalar"}},
       {{"--prompt-cache=maybe"}, {}, {"--prompt-cache", "'maybe'", "yes/no"}},
       {{},
        {{"RECUR_PARALLEL", "zero"}},
