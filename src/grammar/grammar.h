@@ -22,7 +22,7 @@ namespace recur::grammar {
 
 inline constexpr int kMaxRepeat = 10000;      // {m,n} bound
 inline constexpr int kMaxElements = 1 << 20;  // elements of the lowered grammar
-inline constexpr int kMaxGroupDepth = 128;    // parenthesised groups inside one another
+inline constexpr int kMaxGroupDepth = 1024;   // parenthesised groups inside one another
 
 // The lowered grammar: rules of alternatives of sequences, each element a byte set or a rule
 // reference. Immutable once built; shared by every sequence constrained by it.

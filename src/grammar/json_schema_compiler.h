@@ -20,6 +20,9 @@ namespace recur::grammar::schema_detail {
 using Json = nlohmann::ordered_json;
 
 inline constexpr int kMaxDepth = 64;
+// Longest property name of an object that also allows other properties: the other keys' rule
+// nests a group per character of the names (grammar.h's kMaxGroupDepth bounds the parser).
+inline constexpr std::size_t kMaxExcludedNameChars = 256;
 
 bool is_annotation(std::string_view keyword);
 bool is_supported(std::string_view keyword);

@@ -320,6 +320,14 @@ Result<std::string> Compiler::object_body(const Json& s, const std::string& path
   }
   std::string kv_extra;
   if (extra_allowed) {
+    // The other keys' grammar spells each name's prefixes as nested groups, one per character.
+    for (const auto& name : names) {
+      if (decode_utf8(name).size() > kMaxExcludedNameChars) {
+        return error(path, fmt::format("property names longer than {} characters cannot be told "
+                                       "apart from additional properties",
+                                       kMaxExcludedNameChars));
+      }
+    }
     std::string key =
         n == 0
             ? primitive("string")

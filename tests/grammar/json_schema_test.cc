@@ -68,6 +68,22 @@ TEST(JsonSchema, WhitespaceStyle) {
         {"{\n" + std::string(21, ' ') + "\"a\":[]}"});
 }
 
+// The other keys of an object with named properties nest a group per character of the names: a
+// 256-character name still compiles to a grammar the parser takes (the fuzzer found a 170-character
+// one the parser's nesting limit refused), a longer one is an error naming the object.
+TEST(JsonSchema, LongPropertyNamesBesideAdditionalProperties) {
+  const std::string name(256, 'k');
+  auto g = compile(R"({"type":"object","properties":{")" + name +
+                   R"(":{"type":"integer"}},"additionalProperties":{"type":"integer"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(accepts(*g, "{\"" + name + "\":1,\"other\":2}"));
+  EXPECT_FALSE(accepts(*g, "{\"" + name + "\":1,\"" + name + "\":2}"));
+  EXPECT_EQ(error_of(R"({"properties":{"a":{"properties":{")" + name +
+                     R"(x":{}},"additionalProperties":true}}})"),
+            "$.properties.a: property names longer than 256 characters cannot be told apart "
+            "from additional properties");
+}
+
 TEST(JsonSchema, JsonObjectGrammar) {
   auto g = parse_gbnf(json_object_gbnf());
   ASSERT_TRUE(g.is_ok()) << g.status().message();
