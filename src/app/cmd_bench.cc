@@ -88,16 +88,20 @@ constexpr int kDecodeSteps = 32;
 // --bench-stages: one prefill row's stages, each with its time (all its calls, summed over the
 // layers), its share of the forward and its matmuls' rate against the peak. A stage's figures
 // include the stages under it.
+// A share of the peak, or "-" where the ISA has no probe (scalar).
+std::string of_peak(double rate, double peak) {
+  return peak > 0 ? fmt::format("{:.0f}%", 100 * rate / peak) : std::string("-");
+}
+
 std::string stage_table(const PrefillResult& p, const std::string& weights, double peak) {
   std::string out = fmt::format(
       "\nStages of the prefill of {} tokens after {} ({}), {:.1f} ms:\n\n| stage | calls | ms | "
       "share | GFLOP/s | of peak |\n|---|---|---|---|---|---|\n",
       p.n_tokens, p.prefix_tokens, weights, 1e3 * p.seconds);
   for (const stages::Stage& s : p.stages) {
-    const std::string rate = s.flops > 0
-                                 ? fmt::format("{:.1f} | {:.0f}%", s.flops / s.seconds / 1e9,
-                                               100 * s.flops / s.seconds / peak)
-                                 : std::string("- | -");
+    const std::string rate = s.flops > 0 ? fmt::format("{:.1f} | {}", s.flops / s.seconds / 1e9,
+                                                       of_peak(s.flops / s.seconds, peak))
+                                         : std::string("- | -");
     out += fmt::format("| {} | {} | {:.2f} | {:.1f}% | {} |\n", s.path, s.calls, 1e3 * s.seconds,
                        100 * s.seconds / p.seconds, rate);
   }
@@ -203,9 +207,9 @@ int cmd_bench(const BenchSettings& settings) {
         PrefillResult p = bench_prefill(*rt->model, *rt->pool, n, prefix, max_batch, 2);
         stages::set_enabled(false);
         prefill_rows.push_back(fmt::format(
-            "| prefill | {} | {} | {} | {:.1f} | {} | {:.1f} | {:.0f}% | {:.0f}% |", weights,
-            prefix, n, p.tokens_per_s, versus_first(p.tokens_per_s), p.flops_per_s / 1e9,
-            100 * p.flops_per_s / peak, 100 * p.flops_with_attention_per_s / peak));
+            "| prefill | {} | {} | {} | {:.1f} | {} | {:.1f} | {} | {} |", weights, prefix, n,
+            p.tokens_per_s, versus_first(p.tokens_per_s), p.flops_per_s / 1e9,
+            of_peak(p.flops_per_s, peak), of_peak(p.flops_with_attention_per_s, peak)));
         if (settings.stages) stage_tables.push_back(stage_table(p, weights, peak));
       }
     }
