@@ -290,11 +290,7 @@ template <int G, typename T>
   // exponentials are exp_poly's lane by lane), and the rows' sums side by side, each adding its
   // keys in order: written per score in scalar code, this was a third of a block's time, its
   // sum one dependent chain of adds per row.
-#ifdef __AVX512F__
-  using V = V16;
-#else
-  using V = V8;
-#endif
+  using V = VN;
   constexpr std::int64_t kW = sizeof(V) / sizeof(float);
   float corr[G], l[G];
   for (int r = 0; r < G; ++r) {

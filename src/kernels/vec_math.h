@@ -46,6 +46,16 @@ inline V16 load16(const float* p) {
 inline void store16(float* p, V16 v) { __builtin_memcpy(p, &v, sizeof(v)); }
 inline V16 splat16(float x) { return V16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 inline V8 splat8(float x) { return V8{x, x, x, x, x, x, x, x}; }
+// One register of floats: 16 lanes on AVX-512, 8 on AVX2, for elementwise kernels written once for
+// both (GCC splits the 16-lane type through memory on AVX2; as the same vector type as V16 or V8,
+// VN takes their overloads).
+#ifdef __AVX512F__
+inline constexpr int kNativeLanes = 16;
+#else
+inline constexpr int kNativeLanes = 8;
+#endif
+typedef float VN __attribute__((vector_size(4 * kNativeLanes)));
+
 // A vector of any width from memory and back (kernels written once for V8 and V16).
 template <typename V>
 inline V load_v(const float* p) {

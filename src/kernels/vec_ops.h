@@ -71,11 +71,7 @@ inline V geglu_lanes(V g, V u) {
   return t > as_t(g, 88.0f) ? as_t(g, 0.0f) : r;
 }
 inline void geglu(const float* gate, const float* up, float* out, std::int64_t n) {
-#ifdef __AVX512F__
-  using V = V16;
-#else
-  using V = V8;
-#endif
+  using V = VN;
   constexpr std::int64_t kW = sizeof(V) / sizeof(float);
   std::int64_t i = 0;
   for (; i + kW <= n; i += kW) {

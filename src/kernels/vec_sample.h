@@ -15,12 +15,8 @@ namespace recur::kernels::detail::vec {
 namespace {
 
 typedef double D4 __attribute__((vector_size(32)));
-#ifdef __AVX512F__
-inline constexpr int kSampleLanes = 16;
-#else
-inline constexpr int kSampleLanes = 8;
-#endif
-typedef float SF __attribute__((vector_size(4 * kSampleLanes)));
+inline constexpr int kSampleLanes = kNativeLanes;
+typedef VN SF;
 typedef std::int32_t SI __attribute__((vector_size(4 * kSampleLanes)));
 typedef std::uint32_t SU __attribute__((vector_size(4 * kSampleLanes)));
 
@@ -29,12 +25,7 @@ inline SU lane_index() {
   for (int i = 0; i < kSampleLanes; ++i) l[i] = static_cast<std::uint32_t>(i);
   return l;
 }
-inline SF load_s(const float* p) {
-  SF v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline SF splat_s(float x) { return SF{} + x; }
+inline SF splat_s(float x) { return as_t(SF{}, x); }
 
 // Lanes whose bit of `bits` (bit l for lane l) is set: all ones, the others zero.
 inline SI lane_mask(std::uint32_t bits) { return (SI)(((SU{} + bits) >> lane_index()) & 1u) != 0; }
@@ -58,7 +49,7 @@ inline TailBlock tail_block(const float* x, std::int64_t i, std::int64_t n,
 inline SF block_max(const float* x, std::uint64_t word, bool masked, SF m) {
   const SF neg_inf = splat_s(-__builtin_inff());
   for (int k = 0; k < kSampleBlock / kSampleLanes; ++k) {
-    SF v = load_s(x + kSampleLanes * k);
+    SF v = load_v<SF>(x + kSampleLanes * k);
     if (masked) v = lane_mask(static_cast<std::uint32_t>(word >> (kSampleLanes * k))) ? v : neg_inf;
     m = v > m ? v : m;
   }
@@ -106,7 +97,7 @@ inline double block_sum(const SampleRow& r, const float* x, std::uint64_t word, 
   const SF zero = splat_s(0.0f);
   D4 acc = {0.0, 0.0, 0.0, 0.0};
   for (int k = 0; k < kSampleBlock / kSampleLanes; ++k) {
-    SF e = sample_exp_lanes(load_s(x + kSampleLanes * k) * r.scale - r.shift);
+    SF e = sample_exp_lanes(load_v<SF>(x + kSampleLanes * k) * r.scale - r.shift);
     e = e >= floor ? e : zero;
     if (masked) e = lane_mask(static_cast<std::uint32_t>(word >> (kSampleLanes * k))) ? e : zero;
     acc += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), D4);
