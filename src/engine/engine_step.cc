@@ -169,10 +169,6 @@ std::int64_t Engine::plan_snapshot_points(Sequence& seq, std::int64_t start, std
   for (const auto& [p, origin] : snapshot_points(seq)) {
     if (p <= start || p > start + len) continue;
     if (p == start + len) break;  // the piece ends there: after_prefill_piece stores the state
-    if (!model_.supports_capture()) {
-      // This family cannot record its state inside a chunk: the piece stops at the point.
-      return p - start;
-    }
     // A ring overwrites the window before p once the chunk runs too far past it.
     const std::int64_t tail = seq.state->capture_tail_limit();
     if (start + len - p > tail) len = p - start + tail;

@@ -25,7 +25,7 @@ void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, s
 
 void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, NormW* n) {
   v.vector(name, {width}, &n->w);
-  if (n->zero_centred && !v.norms_hold_one()) {
+  if (n->form == NormForm::kGemma || (n->form == NormForm::kZeroCentred && !v.norms_hold_one())) {
     for (float& x : n->w) x = 1.0f + x;
   }
 }
@@ -123,16 +123,16 @@ void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_mode
   v.matrix(m + "q_proj.weight", w->n_heads * q_head_width(*w), d_model, &w->q);
   v.matrix(m + "k_proj.weight", w->n_kv_heads * hd, d_model, &w->k);
   v.matrix(m + "v_proj.weight", w->n_kv_heads * hd, d_model, &w->v);
-  v.matrix(m + "o_proj.weight", d_model, w->n_heads * hd, &w->o);
+  v.matrix(m + w->o_proj + ".weight", d_model, w->n_heads * hd, &w->o);
   if (w->qk_norm) {
-    visit_norm(v, m + "q_norm.weight", hd, &w->q_norm);
-    visit_norm(v, m + "k_norm.weight", hd, &w->k_norm);
+    visit_norm(v, m + w->q_norm_name + ".weight", hd, &w->q_norm);
+    visit_norm(v, m + w->k_norm_name + ".weight", hd, &w->k_norm);
   }
   if (w->bias) {
     v.vector(m + "q_proj.bias", {w->q.rows}, &w->q_bias);
     v.vector(m + "k_proj.bias", {w->k.rows}, &w->k_bias);
     v.vector(m + "v_proj.bias", {w->v.rows}, &w->v_bias);
-    v.vector(m + "o_proj.bias", {d_model}, &w->o_bias);
+    v.vector(m + w->o_proj + ".bias", {d_model}, &w->o_bias);
   }
 }
 
@@ -338,13 +338,13 @@ void attention_block(ForwardCtx& ctx, const AttentionW& w, const float* x, float
 void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
                MlpW* w) {
   const std::string m = p + w->module;
-  v.matrix(m + "gate_proj.weight", d_ff, d_model, &w->gate);
-  v.matrix(m + "up_proj.weight", d_ff, d_model, &w->up);
-  v.matrix(m + "down_proj.weight", d_model, d_ff, &w->down);
+  v.matrix(m + w->proj[0] + ".weight", d_ff, d_model, &w->gate);
+  v.matrix(m + w->proj[1] + ".weight", d_ff, d_model, &w->up);
+  v.matrix(m + w->proj[2] + ".weight", d_model, d_ff, &w->down);
   if (w->bias) {
-    v.vector(m + "gate_proj.bias", {d_ff}, &w->gate_bias);
-    v.vector(m + "up_proj.bias", {d_ff}, &w->up_bias);
-    v.vector(m + "down_proj.bias", {d_model}, &w->down_bias);
+    v.vector(m + w->proj[0] + ".bias", {d_ff}, &w->gate_bias);
+    v.vector(m + w->proj[1] + ".bias", {d_ff}, &w->up_bias);
+    v.vector(m + w->proj[2] + ".bias", {d_model}, &w->down_bias);
   }
 }
 

@@ -14,13 +14,17 @@
 
 namespace recur::model {
 
+// How a checkpoint stores a norm's multiplier. Zero-centred: Qwen3.5's norms are (1 + w) ⊙ norm(x)
+// (spec 0.1) and its files store w, except MLX conversions, which store 1 + w
+// (TensorVisitor::norms_hold_one). Gemma's are (1 + w) too, but every format stores w.
+enum class NormForm : std::uint8_t { kPlain, kZeroCentred, kGemma };
+
 struct NormW {
-  std::vector<float> w;  // [width] f32, as the kernel multiplies (1 already added if zero-centred)
+  std::vector<float> w;  // [width] f32, as the kernel multiplies (1 already added if offset)
   float eps = 1e-6f;
-  // Qwen3.5's checkpoints store w - 1 ((1 + w) ⊙ norm(x), spec 0.1): the 1 is added at load.
-  bool zero_centred = false;
+  NormForm form = NormForm::kPlain;
 };
-// Reads the norm's weight vector [width] and folds in the 1 of a zero-centred norm, so the
+// Reads the norm's weight vector [width] and folds in the 1 of a zero-centred or Gemma norm, so the
 // forward multiplies by w alone (the same f32 value the kernel computed as 1 + w).
 void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, NormW* n);
 // A depthwise conv kernel as read from the checkpoint, [channels, 1, K], reordered in place to the
@@ -47,8 +51,10 @@ struct AttentionW {
   std::vector<float> q_bias, k_bias, v_bias, o_bias;  // bound when `bias`
   kernels::DType kv_dtype = kernels::DType::kF32;
   std::size_t layer = 0;  // index into SequenceState layers
-  // Tensor names are <layer prefix><module><q|k|v|o>_proj.*: Nemotron-H names its "mixer.".
+  // Tensor names are <layer prefix><module><q|k|v|o>_proj.*: Nemotron-H names its "mixer.";
+  // LFM2 names the output out_proj and the q/k norms q_layernorm / k_layernorm.
   std::string module = "self_attn.";
+  std::string o_proj = "o_proj", q_norm_name = "q_norm", k_norm_name = "k_norm";
 };
 void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_model, AttentionW* w);
 std::int64_t attention_scratch_per_row(const AttentionW& w);
@@ -64,8 +70,9 @@ struct MlpW {
   // folded into the output.
   float gate_scale = 1.0f;
   // Tensor names are <layer prefix><module><gate|up|down>_proj.*: Falcon-H1 names its
-  // "feed_forward.".
+  // "feed_forward.", LFM2 its Linears w1 / w3 / w2.
   std::string module = "mlp.";
+  std::string proj[3] = {"gate_proj", "up_proj", "down_proj"};
 };
 void visit_mlp(TensorVisitor& v, const std::string& p, std::int64_t d_model, std::int64_t d_ff,
                MlpW* w);

@@ -12,8 +12,7 @@
 #include <cmath>
 #include <limits>
 
-#include "model/blocks.h"
-#include "model/mlp_variants.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -212,135 +211,59 @@ std::vector<float> in_scale(const FalconConfig& f, const Mamba2W& m) {
   return s;
 }
 
-struct FalconLayer {
-  NormW input_norm, pre_ff_norm;
-  AttentionW attn;
-  Mamba2W mamba;
-  MlpW mlp;
-};
-
-class FalconH1 final : public FamilyModel {
- public:
-  FalconH1(const FalconConfig& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    const float a = c.attention_in;
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      FalconLayer& l = layers_[i];
-      l.input_norm.eps = l.pre_ff_norm.eps = c.eps;
-      l.attn = {.n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = c.head_dim,
-                .rope_theta = c.rope_theta,
-                .scale = a * a * c.key / std::sqrt(static_cast<float>(c.head_dim)),
-                .qk_norm = false,
-                .bias = c.attention_bias,
-                .kv_dtype = c.kv_dtype,
-                .layer = 2 * i};
-      l.mamba = {.norm = {.eps = c.eps},
-                 .n_heads = c.ssm_heads,
-                 .head_dim = c.ssm_head_dim,
-                 .d_state = c.ssm_state,
-                 .n_groups = c.ssm_groups,
-                 .conv_kernel = c.conv_kernel,
-                 .dt_min = c.dt_min,
-                 .dt_max = c.dt_max,
-                 .conv_bias_present = c.conv_bias,
-                 .layer = 2 * i + 1,
-                 .module = "mamba.",
-                 .gate = c.gate};
-      l.mamba.in_scale = in_scale(c, l.mamba);
-      l.mlp = {.bias = c.mlp_bias, .gate_scale = c.mlp_gate, .module = "feed_forward."};
-    }
-    final_norm_.eps = c.eps;
-  }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-  std::int64_t n_layers() const override { return c_.n_layers; }
-
-  // Every layer holds both kinds of state, as two entries of the layout: its attention's K/V at
-  // 2i, its mixer's recurrent state and conv window at 2i + 1.
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) {
-      s.layers.push_back(attention_state(l.attn));
-      s.layers.push_back(mamba2_state(l.mamba));
-    }
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, c_.d_model, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      FalconLayer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
-      visit_mamba2(v, p, c_.d_model, &l.mamba);
-      visit_attention(v, p, c_.d_model, &l.attn);
-      visit_norm(v, p + "pre_ff_layernorm.weight", c_.d_model, &l.pre_ff_norm);
-      visit_mlp(v, p, c_.d_model, c_.d_ff, &l.mlp);
-    }
-    visit_norm(v, p_ + "final_layernorm.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    std::int64_t need = 0;
-    for (const auto& l : layers_) {
-      need = std::max({need, mlp_scratch_per_row(l.mlp), attention_scratch_per_row(l.attn),
-                       mamba2_scratch_per_row(l.mamba)});
-    }
-    return 3 * c_.d_model + need;
-  }
-
-  // h = embedding · m_e; per layer x = norm(h), h += mixer(x) · m_ssm_out + attn(x · a) ·
-  // m_attn_out, h += mlp(norm(h)) · m_down.
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (std::int64_t i = 0; i < n * d; ++i) h[i] *= c_.embedding;
-    const float attn_out = c_.attention_in * c_.attention_out;
-    for (const FalconLayer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* m = ctx.scratch->take(n * d);
-      float* a = ctx.scratch->take(n * d);
-      apply_norm(l.input_norm, h, x, n, d);
-      mamba2_block(ctx, l.mamba, x, m);
-      attention_block(ctx, l.attn, x, a);
-      for (std::int64_t i = 0; i < n * d; ++i) h[i] += m[i] * c_.ssm_out + a[i] * attn_out;
-      apply_norm(l.pre_ff_norm, h, x, n, d);
-      swiglu_mlp(ctx, l.mlp, x, m);
-      add_scaled(h, m, c_.mlp_down, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  void finish_logits(float* logits, std::int64_t n_rows) const override {
-    if (c_.lm_head == 1.0f) return;
-    for (std::int64_t i = 0; i < n_rows * c_.vocab_size; ++i) logits[i] *= c_.lm_head;
-  }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-  // mamba2_block records captures; the attention beside it needs none.
-  bool supports_capture() const override { return true; }
-
- private:
-  FalconConfig c_;
-  std::string p_;
-  std::vector<FalconLayer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
                                                       const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(FalconConfig f, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<FalconH1>(f, prefix));
+  StackSpec s{.d_model = f.d_model,
+              .vocab_size = f.vocab_size,
+              .prefix = prefix,
+              .embed_scale = f.embedding,
+              .final_norm_name = "final_layernorm.weight",
+              .final_norm = {.eps = f.eps},
+              .tied = f.tied,
+              .logits = {.multiplier = f.lm_head}};
+  const float a = f.attention_in;
+  // h = embedding · m_e; per layer x = norm(h), h += mixer(x) · m_ssm_out + attn(x · a) ·
+  // m_attn_out, h += mlp(norm(h)) · m_down.
+  for (std::int64_t i = 0; i < f.n_layers; ++i) {
+    Mamba2W mamba{.norm = {.eps = f.eps},
+                  .n_heads = f.ssm_heads,
+                  .head_dim = f.ssm_head_dim,
+                  .d_state = f.ssm_state,
+                  .n_groups = f.ssm_groups,
+                  .conv_kernel = f.conv_kernel,
+                  .dt_min = f.dt_min,
+                  .dt_max = f.dt_max,
+                  .conv_bias_present = f.conv_bias,
+                  .module = "mamba.",
+                  .gate = f.gate};
+    mamba.in_scale = in_scale(f, mamba);
+    AttentionW attn{.n_heads = f.n_heads,
+                    .n_kv_heads = f.n_kv_heads,
+                    .head_dim = f.head_dim,
+                    .rotary_dim = f.head_dim,
+                    .rope_theta = f.rope_theta,
+                    .scale = a * a * f.key / std::sqrt(static_cast<float>(f.head_dim)),
+                    .qk_norm = false,
+                    .bias = f.attention_bias,
+                    .kv_dtype = f.kv_dtype};
+    Sublayer mixers{.norm_name = "input_layernorm.weight", .norm = {.eps = f.eps}};
+    mixers.mixers.push_back(
+        {.mixer = std::make_unique<Mamba2Mixer>(std::move(mamba)), .scale = f.ssm_out});
+    mixers.mixers.push_back({.mixer = std::make_unique<AttentionMixer>(std::move(attn)),
+                             .scale = f.attention_in * f.attention_out});
+    StackLayer l;
+    l.sublayers.push_back(std::move(mixers));
+    l.sublayers.push_back(pre_norm(
+        "pre_ff_layernorm.weight", {.eps = f.eps},
+        std::make_unique<GluMlpMixer>(
+            MlpW{.bias = f.mlp_bias, .gate_scale = f.mlp_gate, .module = "feed_forward."}, f.d_ff),
+        f.mlp_down));
+    s.layers.push_back(std::move(l));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -138,9 +138,6 @@ class FamilyModel {
   virtual void finish_logits(float* /*logits*/, std::int64_t /*n_rows*/) const {}
   virtual const kernels::WeightView& embedding() const = 0;
   virtual const kernels::WeightView& lm_head() const = 0;
-  // Whether forward_layers records SequenceState captures (capture.h) in every recurrent block.
-  // A family opts in once each of its recurrent blocks does; attention layers need nothing.
-  virtual bool supports_capture() const { return false; }
 };
 
 // Registry entry: one per family (registry.cc).

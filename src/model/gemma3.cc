@@ -7,8 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/blocks.h"
-#include "util/dtype.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -165,151 +164,60 @@ Result<Gemma3Config> parse_config(const ConfigJson& c) {
   return g;
 }
 
-// Gemma's norms are always (1 + w) ⊙ x̂ with w as trained: HF and mlx-lm checkpoints alike store
-// w, so the 1 is added here whatever the checkpoint's format (unlike Qwen3.5's MLX files).
-void visit_gemma_norm(TensorVisitor& v, const std::string& name, std::int64_t width, float eps,
-                      NormW* n) {
-  n->eps = eps;
-  v.vector(name, {width}, &n->w);
-  for (float& x : n->w) x = 1.0f + x;
+// HF's linear scaling of the global layers: inv_freq / factor, the rest as the default RoPE (f32).
+std::vector<float> linear_inv_freq(const Gemma3Config& c) {
+  std::vector<float> out;
+  for (std::int64_t j = 0; j < c.head_dim / 2; ++j) {
+    const float inv =
+        1.0f / std::pow(c.global_theta, static_cast<float>(2 * j) / static_cast<float>(c.head_dim));
+    out.push_back(inv / c.global_factor);
+  }
+  return out;
 }
-
-// sqrt(hidden_size) as HF multiplies it: a tensor cast to the embedding's dtype (bf16 turns
-// sqrt(1152) = 33.94 into 34), then an f32 product with the f32 activations.
-float embedding_scale(std::int64_t d_model, kernels::DType dtype) {
-  const auto s = static_cast<float>(std::sqrt(static_cast<double>(d_model)));
-  if (dtype == kernels::DType::kBF16) return round_to_bf16(s);
-  if (dtype == kernels::DType::kF16) return f16_to_f32(f32_to_f16(s));
-  return s;
-}
-
-struct Gemma3Layer {
-  NormW input_norm, post_attn_norm, pre_ff_norm, post_ff_norm;
-  AttentionW attn;
-  MlpW mlp;
-};
-
-class Gemma3 final : public FamilyModel {
- public:
-  Gemma3(const Gemma3Config& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      const bool sliding = c.sliding[i];
-      Gemma3Layer& l = layers_[i];
-      l.attn = {.n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = c.head_dim,
-                .rope_theta = sliding ? c.local_theta : c.global_theta,
-                .scale = 1.0f / std::sqrt(c.query_pre_attn_scalar),
-                .window = sliding ? c.window : 0,
-                .kv_dtype = c.kv_dtype,
-                .layer = i};
-      if (!sliding && c.global_factor != 1.0f) {
-        // HF's linear scaling: inv_freq / factor, the rest as the default RoPE (f32).
-        const std::int64_t half = c.head_dim / 2;
-        for (std::int64_t j = 0; j < half; ++j) {
-          const float inv = 1.0f / std::pow(c.global_theta, static_cast<float>(2 * j) /
-                                                                static_cast<float>(c.head_dim));
-          l.attn.inv_freq.push_back(inv / c.global_factor);
-        }
-      }
-    }
-  }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) s.layers.push_back(attention_state(l.attn));
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    const std::int64_t d = c_.d_model, hd = c_.head_dim;
-    v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, d, &embed_);
-    embed_scale_ = embedding_scale(d, embed_.dtype);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Gemma3Layer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_gemma_norm(v, p + "input_layernorm.weight", d, c_.eps, &l.input_norm);
-      l.attn.qk_norm = false;  // Gemma's q/k norms are (1 + w): visited below
-      visit_attention(v, p, d, &l.attn);
-      l.attn.qk_norm = true;
-      visit_gemma_norm(v, p + "self_attn.q_norm.weight", hd, c_.eps, &l.attn.q_norm);
-      visit_gemma_norm(v, p + "self_attn.k_norm.weight", hd, c_.eps, &l.attn.k_norm);
-      visit_gemma_norm(v, p + "post_attention_layernorm.weight", d, c_.eps, &l.post_attn_norm);
-      visit_gemma_norm(v, p + "pre_feedforward_layernorm.weight", d, c_.eps, &l.pre_ff_norm);
-      visit_mlp(v, p, d, c_.d_ff, &l.mlp);
-      visit_gemma_norm(v, p + "post_feedforward_layernorm.weight", d, c_.eps, &l.post_ff_norm);
-    }
-    visit_gemma_norm(v, p_ + "norm.weight", d, c_.eps, &final_norm_);
-    if (!c_.tied) v.matrix(head_name(), c_.vocab_size, d, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    const Gemma3Layer& l = layers_.front();
-    return 2 * c_.d_model + std::max(attention_scratch_per_row(l.attn), mlp_scratch_per_row(l.mlp));
-  }
-
-  // Per layer: h += post_attn_norm(attn(input_norm(h))); h += post_ff_norm(mlp(pre_ff_norm(h))).
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (std::int64_t i = 0; i < n * d; ++i) h[i] *= embed_scale_;
-    for (const Gemma3Layer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.input_norm, h, x, n, d);
-      attention_block(ctx, l.attn, x, y);
-      apply_norm(l.post_attn_norm, y, y, n, d);
-      kernels::add(h, y, n * d);
-      apply_norm(l.pre_ff_norm, h, x, n, d);
-      geglu_mlp(ctx, l.mlp, x, y);
-      apply_norm(l.post_ff_norm, y, y, n, d);
-      kernels::add(h, y, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-
-  // final_logit_softcapping: logits ← cap · tanh(logits / cap).
-  void finish_logits(float* logits, std::int64_t n_rows) const override {
-    if (c_.final_softcap == 0.0f) return;
-    const float cap = c_.final_softcap;
-    for (std::int64_t i = 0; i < n_rows * c_.vocab_size; ++i) {
-      logits[i] = std::tanh(logits[i] / cap) * cap;
-    }
-  }
-
-  bool supports_capture() const override { return true; }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-
- private:
-  // Gemma3ForCausalLM keeps its head at lm_head.weight beside model.*; the conditional-generation
-  // wrappers (prefix language_model.model. or model.language_model.) beside their model.
-  std::string head_name() const {
-    if (p_ == "language_model.model.") return "language_model.lm_head.weight";
-    return "lm_head.weight";
-  }
-
-  Gemma3Config c_;
-  std::string p_;
-  std::vector<Gemma3Layer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-  float embed_scale_ = 1.0f;
-};
 
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(Gemma3Config g, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<Gemma3>(g, prefix));
+  // Every norm is (1 + w) ⊙ x̂ with w as trained, in HF and MLX files alike.
+  const NormW norm{.eps = g.eps, .form = NormForm::kGemma};
+  // sqrt(hidden_size) as HF multiplies it: a tensor cast to the embedding's dtype (bf16 turns
+  // sqrt(1152) = 33.94 into 34), then an f32 product with the f32 activations.
+  StackSpec s{.d_model = g.d_model,
+              .vocab_size = g.vocab_size,
+              .prefix = prefix,
+              .embed_scale = static_cast<float>(std::sqrt(static_cast<double>(g.d_model))),
+              .embed_scale_in_embedding_dtype = true,
+              .final_norm = norm,
+              .tied = g.tied,
+              .logits = {.softcap = g.final_softcap}};
+  for (std::int64_t i = 0; i < g.n_layers; ++i) {
+    const bool sliding = g.sliding[static_cast<std::size_t>(i)];
+    AttentionW attn{.q_norm = norm,
+                    .k_norm = norm,
+                    .n_heads = g.n_heads,
+                    .n_kv_heads = g.n_kv_heads,
+                    .head_dim = g.head_dim,
+                    .rotary_dim = g.head_dim,
+                    .rope_theta = sliding ? g.local_theta : g.global_theta,
+                    .scale = 1.0f / std::sqrt(g.query_pre_attn_scalar),
+                    .window = sliding ? g.window : 0,
+                    .kv_dtype = g.kv_dtype};
+    if (!sliding && g.global_factor != 1.0f) attn.inv_freq = linear_inv_freq(g);
+    // h += post_attn_norm(attn(input_norm(h))); h += post_ff_norm(mlp(pre_ff_norm(h))).
+    StackLayer l;
+    l.sublayers.push_back(pre_norm("input_layernorm.weight", norm,
+                                   std::make_unique<AttentionMixer>(std::move(attn))));
+    l.sublayers.back().post_norm_name = "post_attention_layernorm.weight";
+    l.sublayers.back().post_norm = norm;
+    l.sublayers.push_back(
+        pre_norm("pre_feedforward_layernorm.weight", norm,
+                 std::make_unique<GluMlpMixer>(MlpW{}, g.d_ff, GluMlpMixer::Act::kGeluTanh)));
+    l.sublayers.back().post_norm_name = "post_feedforward_layernorm.weight";
+    l.sublayers.back().post_norm = norm;
+    s.layers.push_back(std::move(l));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -10,9 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "model/blocks.h"
-#include "model/mlp_variants.h"
-#include "model/moe.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -205,169 +203,34 @@ Result<GraniteConfig> parse_config(const ConfigJson& c) {
   return g;
 }
 
-struct GraniteLayer {
-  bool is_attention = false;
-  NormW input_norm, post_norm;
-  AttentionW attn;  // when is_attention
-  Mamba2W mamba;    // otherwise
-  // shared_mlp.input_linear / output_linear (Hugging Face), or MLX's split mlp.{gate,up,down}_proj.
-  bool split_mlp = false;
-  FusedGluW fused;
-  MlpW split;
-  bool sparse = false;  // block_sparse_moe beside the shared MLP
-  MoeW moe;
-};
-
-class GraniteHybrid final : public FamilyModel {
+// The shared MLP: Hugging Face's fused shared_mlp.input_linear / output_linear, or the split
+// mlp.{gate,up,down}_proj of MLX conversions, whichever the checkpoint holds.
+class SharedMlp final : public Mixer {
  public:
-  GraniteHybrid(const GraniteConfig& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      GraniteLayer& l = layers_[i];
-      l.is_attention = c.is_attention[i];
-      l.input_norm.eps = l.post_norm.eps = c.eps;
-      l.attn = {.n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = c.rope ? c.head_dim : 0,
-                .rope_theta = c.rope_theta,
-                .scale = c.attention_multiplier,
-                .qk_norm = false,
-                .bias = c.attention_bias,
-                .kv_dtype = c.kv_dtype,
-                .layer = i};
-      l.mamba = {.norm = {.eps = c.eps},
-                 .n_heads = c.ssm_heads,
-                 .head_dim = c.ssm_head_dim,
-                 .d_state = c.ssm_state,
-                 .n_groups = c.ssm_groups,
-                 .conv_kernel = c.conv_kernel,
-                 .dt_min = c.dt_min,
-                 .dt_max = c.dt_max,
-                 .conv_bias_present = c.conv_bias,
-                 .layer = i,
-                 .module = "mamba."};
-      l.fused.d_ff = c.d_ff;
-      l.sparse = c.n_experts > 0;
-      // HF: block_sparse_moe.router.layer, input_linear [E, 2 * I, H] (gate rows first),
-      // output_linear [E, H, I]; MLX: block_sparse_moe.switch_mlp.{gate,up,down}_proj. The softmax
-      // over the top k logits is the renormalised softmax over all of them.
-      l.moe = {.n_experts = c.n_experts,
-               .top_k = c.top_k,
-               .d_ff = c.moe_d_ff,
-               .norm_topk_prob = true,
-               .names = {.module = "block_sparse_moe.",
-                         .router = "router.layer.weight",
-                         .fused_gate_up = "input_linear.weight",
-                         .fused_down = "output_linear.weight",
-                         .per_expert = false}};
-    }
-    final_norm_.eps = c.eps;
+  explicit SharedMlp(std::int64_t d_ff)
+      : fused_(d_ff, "shared_mlp.input_linear.weight", "shared_mlp.output_linear.weight"),
+        split_(MlpW{}, d_ff) {}
+  void visit(TensorVisitor& v, const std::string& p, std::int64_t d_model) override {
+    is_split_ = v.has_tensor(p + "mlp.gate_proj.weight");
+    chosen().visit(v, p, d_model);
   }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) {
-      s.layers.push_back(l.is_attention ? attention_state(l.attn) : mamba2_state(l.mamba));
-    }
-    return s;
+  std::int64_t scratch_per_row() const override {
+    return is_split_ ? split_.scratch_per_row() : fused_.scratch_per_row();
   }
-
-  void visit_tensors(TensorVisitor& v) override {
-    v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, c_.d_model, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      GraniteLayer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
-      if (l.is_attention) {
-        visit_attention(v, p, c_.d_model, &l.attn);
-      } else {
-        visit_mamba2(v, p, c_.d_model, &l.mamba);
-      }
-      visit_norm(v, p + "post_attention_layernorm.weight", c_.d_model, &l.post_norm);
-      l.split_mlp = v.has_tensor(p + "mlp.gate_proj.weight");
-      if (l.split_mlp) {
-        visit_mlp(v, p, c_.d_model, c_.d_ff, &l.split);
-      } else {
-        visit_fused_glu(v, p + "shared_mlp.input_linear.weight",
-                        p + "shared_mlp.output_linear.weight", c_.d_model, &l.fused);
-      }
-      if (l.sparse) visit_moe(v, p, c_.d_model, &l.moe);
-    }
-    visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    std::int64_t need = 0;
-    for (const auto& l : layers_) {
-      need = std::max(
-          {need, fused_glu_scratch_per_row(l.fused), mlp_scratch_per_row(l.split),
-           l.is_attention ? attention_scratch_per_row(l.attn) : mamba2_scratch_per_row(l.mamba)});
-      // The shared MLP's output beside the experts' (which it may take the room of).
-      if (l.sparse) {
-        need = std::max({need, c_.d_model + moe_scratch_per_row(l.moe),
-                         c_.d_model + fused_glu_scratch_per_row(l.fused),
-                         c_.d_model + mlp_scratch_per_row(l.split)});
-      }
-    }
-    return 2 * c_.d_model + need;
-  }
-
-  // h = embedding · embedding_multiplier; per layer h += m · mixer(norm(h)); h += m · mlp(norm(h)),
-  // mlp(x) = moe(x) + shared_mlp(x) in the MoE variants.
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (std::int64_t i = 0; i < n * d; ++i) h[i] *= c_.embedding_multiplier;
-    for (const GraniteLayer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.input_norm, h, x, n, d);
-      if (l.is_attention) {
-        attention_block(ctx, l.attn, x, y);
-      } else {
-        mamba2_block(ctx, l.mamba, x, y);
-      }
-      add_scaled(h, y, c_.residual_multiplier, n * d);
-      apply_norm(l.post_norm, h, x, n, d);
-      float* shared = y;
-      if (l.sparse) {
-        moe_block(ctx, l.moe, x, y);
-        shared = ctx.scratch->take(n * d);
-      }
-      if (l.split_mlp) {
-        swiglu_mlp(ctx, l.split, x, shared);
-      } else {
-        fused_swiglu_mlp(ctx, l.fused, x, shared);
-      }
-      if (l.sparse) kernels::add(y, shared, n * d);  // HF: moe_out + shared_mlp(x)
-      add_scaled(h, y, c_.residual_multiplier, n * d);
+  void forward(ForwardCtx& ctx, const float* x, float* out) const override {
+    if (is_split_) {
+      split_.forward(ctx, x, out);
+    } else {
+      fused_.forward(ctx, x, out);
     }
   }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  // HF divides the head's output by logits_scaling.
-  void finish_logits(float* logits, std::int64_t n_rows) const override {
-    if (c_.logits_scaling == 1.0f) return;
-    for (std::int64_t i = 0; i < n_rows * c_.vocab_size; ++i) logits[i] /= c_.logits_scaling;
-  }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-  // mamba2_block records captures; attention and MLP layers need none.
-  bool supports_capture() const override { return true; }
 
  private:
-  GraniteConfig c_;
-  std::string p_;
-  std::vector<GraniteLayer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
+  Mixer& chosen() { return is_split_ ? static_cast<Mixer&>(split_) : fused_; }
+
+  FusedGluMixer fused_;
+  GluMlpMixer split_;
+  bool is_split_ = false;
 };
 
 }  // namespace
@@ -375,7 +238,59 @@ class GraniteHybrid final : public FamilyModel {
 Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
                                                            const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(GraniteConfig g, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<GraniteHybrid>(g, prefix));
+  StackSpec s{.d_model = g.d_model,
+              .vocab_size = g.vocab_size,
+              .prefix = prefix,
+              .embed_scale = g.embedding_multiplier,
+              .final_norm = {.eps = g.eps},
+              .tied = g.tied,
+              .logits = {.divisor = g.logits_scaling}};
+  // h = embedding · embedding_multiplier; per layer h += m · mixer(norm(h)); h += m · mlp(norm(h)),
+  // mlp(x) = shared_mlp(x) + moe(x) in the MoE variants.
+  for (std::int64_t i = 0; i < g.n_layers; ++i) {
+    std::unique_ptr<Mixer> mixer;
+    if (g.is_attention[static_cast<std::size_t>(i)]) {
+      mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = g.n_heads,
+                                                          .n_kv_heads = g.n_kv_heads,
+                                                          .head_dim = g.head_dim,
+                                                          .rotary_dim = g.rope ? g.head_dim : 0,
+                                                          .rope_theta = g.rope_theta,
+                                                          .scale = g.attention_multiplier,
+                                                          .qk_norm = false,
+                                                          .bias = g.attention_bias,
+                                                          .kv_dtype = g.kv_dtype});
+    } else {
+      mixer = std::make_unique<Mamba2Mixer>(Mamba2W{.norm = {.eps = g.eps},
+                                                    .n_heads = g.ssm_heads,
+                                                    .head_dim = g.ssm_head_dim,
+                                                    .d_state = g.ssm_state,
+                                                    .n_groups = g.ssm_groups,
+                                                    .conv_kernel = g.conv_kernel,
+                                                    .dt_min = g.dt_min,
+                                                    .dt_max = g.dt_max,
+                                                    .conv_bias_present = g.conv_bias,
+                                                    .module = "mamba."});
+    }
+    StackLayer l = mixer_ffn_layer({.eps = g.eps}, std::move(mixer),
+                                   std::make_unique<SharedMlp>(g.d_ff), g.residual_multiplier);
+    if (g.n_experts > 0) {
+      // HF: block_sparse_moe.router.layer, input_linear [E, 2 * I, H] (gate rows first),
+      // output_linear [E, H, I]; MLX: block_sparse_moe.switch_mlp.{gate,up,down}_proj. The
+      // softmax over the top k logits is the renormalised softmax over all of them.
+      MoeW moe{.n_experts = g.n_experts,
+               .top_k = g.top_k,
+               .d_ff = g.moe_d_ff,
+               .norm_topk_prob = true,
+               .names = {.module = "block_sparse_moe.",
+                         .router = "router.layer.weight",
+                         .fused_gate_up = "input_linear.weight",
+                         .fused_down = "output_linear.weight",
+                         .per_expert = false}};
+      l.sublayers.back().mixers.push_back({.mixer = std::make_unique<MoeMixer>(std::move(moe))});
+    }
+    s.layers.push_back(std::move(l));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/blocks.h"
-#include "model/moe.h"
-#include "model/short_conv.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -151,158 +149,79 @@ Result<Lfm2Config> parse_config(const ConfigJson& c) {
   return q;
 }
 
-struct Lfm2Layer {
-  bool is_attention = false;
-  NormW operator_norm, ffn_norm;
-  AttentionW attn;  // when is_attention
-  ShortConvW conv;  // otherwise
-  MlpW mlp;
-  bool sparse = false;  // lfm2_moe from num_dense_layers on
-  MoeW moe;
-};
-
-class Lfm2 final : public FamilyModel {
+// The dense feed-forward: HF's feed_forward.w1 / w3 / w2 (gate, up, down); mlx-lm's lfm2_moe.py
+// renames them gate_proj / up_proj / down_proj.
+class DenseFeedForward final : public GluMlpMixer {
  public:
-  Lfm2(const Lfm2Config& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Lfm2Layer& l = layers_[i];
-      l.is_attention = c.is_attention[i];
-      l.operator_norm.eps = l.ffn_norm.eps = c.eps;
-      l.attn = {.q_norm = {.eps = c.eps},
-                .k_norm = {.eps = c.eps},
-                .n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = c.head_dim,
-                .rope_theta = c.rope_theta,
-                .kv_dtype = c.kv_dtype,
-                .layer = i};
-      l.conv = {.bias = c.conv_bias, .width = c.d_model, .kernel = c.conv_kernel, .layer = i};
-      l.sparse = c.moe && static_cast<std::int64_t>(i) >= c.n_dense;
-      // HF: feed_forward.gate (router), expert_bias (f32 buffer), experts.<e>.w1 / w3 / w2 (or
-      // transformers 5's fused experts.gate_up_proj / down_proj); MLX: feed_forward.switch_mlp.
-      l.moe = {.n_experts = c.n_experts,
-               .top_k = c.top_k,
-               .d_ff = c.moe_d_ff,
-               .norm_topk_prob = c.norm_topk_prob,
-               .score = RouterRule::Score::kSigmoid,
-               .norm_eps = 1e-6f,
-               .routed_scale = c.routed_scale,
-               .names = {.module = "feed_forward.",
-                         .router = "gate.weight",
-                         .selection_bias = c.expert_bias ? "expert_bias" : "",
-                         .proj = {"w1", "w3", "w2"}}};
+  DenseFeedForward(std::int64_t d_ff, bool moe)
+      : GluMlpMixer(MlpW{.module = "feed_forward.", .proj = {"w1", "w3", "w2"}}, d_ff), moe_(moe) {}
+  void visit(TensorVisitor& v, const std::string& p, std::int64_t d_model) override {
+    if (moe_ && v.has_tensor(p + "feed_forward.gate_proj.weight")) {
+      w_.proj[0] = "gate_proj", w_.proj[1] = "up_proj", w_.proj[2] = "down_proj";
     }
-    final_norm_.eps = c.eps;
+    GluMlpMixer::visit(v, p, d_model);
   }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) {
-      s.layers.push_back(l.is_attention ? attention_state(l.attn) : short_conv_state(l.conv));
-    }
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    const std::int64_t d = c_.d_model;
-    v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, d, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Lfm2Layer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "operator_norm.weight", d, &l.operator_norm);
-      if (l.is_attention) {
-        visit_lfm2_attention(v, p, &l.attn);
-      } else {
-        visit_short_conv(v, p, &l.conv);
-      }
-      visit_norm(v, p + "ffn_norm.weight", d, &l.ffn_norm);
-      if (l.sparse) {
-        visit_moe(v, p, d, &l.moe);
-      } else if (c_.moe && v.has_tensor(p + "feed_forward.gate_proj.weight")) {
-        // mlx-lm's lfm2_moe.py renames w1 / w3 / w2 to gate_proj / up_proj / down_proj.
-        l.mlp.module = "feed_forward.";
-        visit_mlp(v, p, d, c_.d_ff, &l.mlp);
-      } else {
-        v.matrix(p + "feed_forward.w1.weight", c_.d_ff, d, &l.mlp.gate);
-        v.matrix(p + "feed_forward.w3.weight", c_.d_ff, d, &l.mlp.up);
-        v.matrix(p + "feed_forward.w2.weight", d, c_.d_ff, &l.mlp.down);
-      }
-    }
-    visit_norm(v, p_ + "embedding_norm.weight", d, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, d, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    std::int64_t need = 0;
-    for (const auto& l : layers_) {
-      need = std::max({need, l.sparse ? moe_scratch_per_row(l.moe) : mlp_scratch_per_row(l.mlp),
-                       l.is_attention ? attention_scratch_per_row(l.attn)
-                                      : short_conv_scratch_per_row(l.conv)});
-    }
-    return 2 * c_.d_model + need;
-  }
-
-  // Lfm2DecoderLayer: h += mixer(operator_norm(h)); h += feed_forward(ffn_norm(h)).
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (const Lfm2Layer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.operator_norm, h, x, n, d);
-      if (l.is_attention) {
-        attention_block(ctx, l.attn, x, y);
-      } else {
-        short_conv_block(ctx, l.conv, x, y);
-      }
-      kernels::add(h, y, n * d);
-      apply_norm(l.ffn_norm, h, x, n, d);
-      if (l.sparse) {
-        moe_block(ctx, l.moe, x, y);
-      } else {
-        swiglu_mlp(ctx, l.mlp, x, y);
-      }
-      kernels::add(h, y, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  bool supports_capture() const override { return true; }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
 
  private:
-  // Lfm2Attention's names: out_proj (not o_proj), q_layernorm / k_layernorm (plain RMSNorm over
-  // head_dim, before RoPE).
-  void visit_lfm2_attention(TensorVisitor& v, const std::string& p, AttentionW* w) const {
-    const std::int64_t d = c_.d_model, hd = w->head_dim;
-    v.matrix(p + "self_attn.q_proj.weight", w->n_heads * hd, d, &w->q);
-    v.matrix(p + "self_attn.k_proj.weight", w->n_kv_heads * hd, d, &w->k);
-    v.matrix(p + "self_attn.v_proj.weight", w->n_kv_heads * hd, d, &w->v);
-    v.matrix(p + "self_attn.out_proj.weight", d, w->n_heads * hd, &w->o);
-    visit_norm(v, p + "self_attn.q_layernorm.weight", hd, &w->q_norm);
-    visit_norm(v, p + "self_attn.k_layernorm.weight", hd, &w->k_norm);
-  }
-
-  Lfm2Config c_;
-  std::string p_;
-  std::vector<Lfm2Layer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
+  bool moe_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_lfm2(const ConfigJson& c, const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(Lfm2Config q, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<Lfm2>(q, prefix));
+  StackSpec s{.d_model = q.d_model,
+              .vocab_size = q.vocab_size,
+              .prefix = prefix,
+              .final_norm_name = "embedding_norm.weight",
+              .final_norm = {.eps = q.eps},
+              .tied = q.tied};
+  // Lfm2DecoderLayer: h += mixer(operator_norm(h)); h += feed_forward(ffn_norm(h)).
+  for (std::int64_t i = 0; i < q.n_layers; ++i) {
+    std::unique_ptr<Mixer> mixer;
+    if (q.is_attention[static_cast<std::size_t>(i)]) {
+      // Lfm2Attention's names: out_proj (not o_proj), q_layernorm / k_layernorm (plain RMSNorm
+      // over head_dim, before RoPE).
+      mixer = std::make_unique<AttentionMixer>(AttentionW{.q_norm = {.eps = q.eps},
+                                                          .k_norm = {.eps = q.eps},
+                                                          .n_heads = q.n_heads,
+                                                          .n_kv_heads = q.n_kv_heads,
+                                                          .head_dim = q.head_dim,
+                                                          .rotary_dim = q.head_dim,
+                                                          .rope_theta = q.rope_theta,
+                                                          .kv_dtype = q.kv_dtype,
+                                                          .o_proj = "out_proj",
+                                                          .q_norm_name = "q_layernorm",
+                                                          .k_norm_name = "k_layernorm"});
+    } else {
+      mixer = std::make_unique<ShortConvMixer>(
+          ShortConvW{.bias = q.conv_bias, .width = q.d_model, .kernel = q.conv_kernel});
+    }
+    std::unique_ptr<Mixer> ffn;
+    if (q.moe && i >= q.n_dense) {
+      // HF: feed_forward.gate (router), expert_bias (f32 buffer), experts.<e>.w1 / w3 / w2 (or
+      // transformers 5's fused experts.gate_up_proj / down_proj); MLX: feed_forward.switch_mlp.
+      ffn = std::make_unique<MoeMixer>(
+          MoeW{.n_experts = q.n_experts,
+               .top_k = q.top_k,
+               .d_ff = q.moe_d_ff,
+               .norm_topk_prob = q.norm_topk_prob,
+               .score = RouterRule::Score::kSigmoid,
+               .norm_eps = 1e-6f,
+               .routed_scale = q.routed_scale,
+               .names = {.module = "feed_forward.",
+                         .router = "gate.weight",
+                         .selection_bias = q.expert_bias ? "expert_bias" : "",
+                         .proj = {"w1", "w3", "w2"}}});
+    } else {
+      ffn = std::make_unique<DenseFeedForward>(q.d_ff, q.moe);
+    }
+    StackLayer l;
+    l.sublayers.push_back(pre_norm("operator_norm.weight", {.eps = q.eps}, std::move(mixer)));
+    l.sublayers.push_back(pre_norm("ffn_norm.weight", {.eps = q.eps}, std::move(ffn)));
+    s.layers.push_back(std::move(l));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

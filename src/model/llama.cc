@@ -6,7 +6,7 @@
 #include <numbers>
 #include <optional>
 
-#include "model/blocks.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -137,98 +137,31 @@ std::vector<float> llama3_inv_freq(const LlamaConfig& c) {
   return out;
 }
 
-struct LlamaLayer {
-  NormW input_norm, post_norm;
-  AttentionW attn;
-  MlpW mlp;
-};
-
-class Llama final : public FamilyModel {
- public:
-  Llama(const LlamaConfig& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    const std::vector<float> inv_freq = c.llama3 ? llama3_inv_freq(c) : std::vector<float>{};
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      LlamaLayer& l = layers_[i];
-      l.input_norm.eps = l.post_norm.eps = c.eps;
-      l.attn = {.n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = c.head_dim,
-                .rope_theta = static_cast<float>(c.rope_theta),
-                .inv_freq = inv_freq,
-                .qk_norm = false,
-                .bias = c.attention_bias,
-                .kv_dtype = c.kv_dtype,
-                .layer = i};
-      l.mlp.bias = c.mlp_bias;
-    }
-    final_norm_.eps = c.eps;
-  }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) s.layers.push_back(attention_state(l.attn));
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, c_.d_model, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      LlamaLayer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
-      visit_attention(v, p, c_.d_model, &l.attn);
-      visit_norm(v, p + "post_attention_layernorm.weight", c_.d_model, &l.post_norm);
-      visit_mlp(v, p, c_.d_model, c_.d_ff, &l.mlp);
-    }
-    visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    const LlamaLayer& l = layers_.front();
-    return 2 * c_.d_model + std::max(attention_scratch_per_row(l.attn), mlp_scratch_per_row(l.mlp));
-  }
-
-  // Per layer: h += attn(norm(h)); h += mlp(norm(h)).
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (const LlamaLayer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.input_norm, h, x, n, d);
-      attention_block(ctx, l.attn, x, y);
-      kernels::add(h, y, n * d);
-      apply_norm(l.post_norm, h, x, n, d);
-      swiglu_mlp(ctx, l.mlp, x, y);
-      kernels::add(h, y, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-
- private:
-  LlamaConfig c_;
-  std::string p_;
-  std::vector<LlamaLayer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(LlamaConfig q, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<Llama>(q, prefix));
+  const std::vector<float> inv_freq = q.llama3 ? llama3_inv_freq(q) : std::vector<float>{};
+  StackSpec s{.d_model = q.d_model,
+              .vocab_size = q.vocab_size,
+              .prefix = prefix,
+              .final_norm = {.eps = q.eps},
+              .tied = q.tied};
+  for (std::int64_t i = 0; i < q.n_layers; ++i) {
+    AttentionW attn{.n_heads = q.n_heads,
+                    .n_kv_heads = q.n_kv_heads,
+                    .head_dim = q.head_dim,
+                    .rotary_dim = q.head_dim,
+                    .rope_theta = static_cast<float>(q.rope_theta),
+                    .inv_freq = inv_freq,
+                    .qk_norm = false,
+                    .bias = q.attention_bias,
+                    .kv_dtype = q.kv_dtype};
+    s.layers.push_back(
+        mixer_ffn_layer({.eps = q.eps}, std::make_unique<AttentionMixer>(std::move(attn)),
+                        std::make_unique<GluMlpMixer>(MlpW{.bias = q.mlp_bias}, q.d_ff)));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

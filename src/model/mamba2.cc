@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "model/blocks.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -67,90 +67,34 @@ Result<Mamba2Config> parse_config(const ConfigJson& c) {
   return m;
 }
 
-struct Mamba2Layer {
-  NormW norm;
-  Mamba2W mixer;
-};
-
-class Mamba2 final : public FamilyModel {
- public:
-  Mamba2(const Mamba2Config& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Mamba2Layer& l = layers_[i];
-      l.norm.eps = c.eps;
-      l.mixer = {.norm = {.eps = c.eps},
-                 .n_heads = c.n_heads,
-                 .head_dim = c.head_dim,
-                 .d_state = c.d_state,
-                 .n_groups = c.n_groups,
-                 .conv_kernel = c.conv_kernel,
-                 .dt_min = c.dt_min,
-                 .dt_max = c.dt_max,
-                 .conv_bias_present = c.conv_bias,
-                 .layer = i};
-    }
-    final_norm_.eps = c.eps;
-  }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) s.layers.push_back(mamba2_state(l.mixer));
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    v.matrix(p_ + "embeddings.weight", c_.vocab_size, c_.d_model, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Mamba2Layer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "norm.weight", c_.d_model, &l.norm);
-      visit_mamba2(v, p, c_.d_model, &l.mixer);
-    }
-    visit_norm(v, p_ + "norm_f.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    return 2 * c_.d_model + mamba2_scratch_per_row(layers_.front().mixer);
-  }
-
-  // Spec 4.3, per layer: h += mixer(norm(h)); the residual stream stays f32.
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (const Mamba2Layer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.norm, h, x, n, d);
-      mamba2_block(ctx, l.mixer, x, y);
-      kernels::add(h, y, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  bool supports_capture() const override { return true; }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-
- private:
-  Mamba2Config c_;
-  std::string p_;
-  std::vector<Mamba2Layer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(Mamba2Config m, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<Mamba2>(m, prefix));
+  StackSpec s{.d_model = m.d_model,
+              .vocab_size = m.vocab_size,
+              .prefix = prefix,
+              .embedding_name = "embeddings.weight",
+              .final_norm_name = "norm_f.weight",
+              .final_norm = {.eps = m.eps},
+              .tied = m.tied};
+  // Spec 4.3, per layer: h += mixer(norm(h)); the residual stream stays f32.
+  for (std::int64_t i = 0; i < m.n_layers; ++i) {
+    Mamba2W mixer{.norm = {.eps = m.eps},
+                  .n_heads = m.n_heads,
+                  .head_dim = m.head_dim,
+                  .d_state = m.d_state,
+                  .n_groups = m.n_groups,
+                  .conv_kernel = m.conv_kernel,
+                  .dt_min = m.dt_min,
+                  .dt_max = m.dt_max,
+                  .conv_bias_present = m.conv_bias};
+    StackLayer l;
+    l.sublayers.push_back(
+        pre_norm("norm.weight", {.eps = m.eps}, std::make_unique<Mamba2Mixer>(std::move(mixer))));
+    s.layers.push_back(std::move(l));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -556,10 +556,6 @@ Status Model::validate(std::span<const SeqChunk> batch, std::int64_t* n_rows,
     }
     const auto n = static_cast<std::int64_t>(c.tokens.size());
     if (c.seq->n_captures() > 0) {
-      if (!impl_->supports_capture()) {
-        return Error(StatusCode::kInvalidArgument,
-                     "chunk {}: this model's family does not record interior captures", i);
-      }
       const std::int64_t pos0 = c.seq->n_tokens();
       for (std::int64_t k = 0; k < c.seq->n_captures(); ++k) {
         const std::int64_t p = c.seq->capture_position(static_cast<std::size_t>(k));
@@ -581,8 +577,6 @@ Status Model::validate(std::span<const SeqChunk> batch, std::int64_t* n_rows,
   }
   return Status::ok();
 }
-
-bool Model::supports_capture() const { return impl_->supports_capture(); }
 
 Result<Logits> Model::forward(ThreadPool& pool, std::span<const SeqChunk> batch) {
   // One caller at a time: the scratch and logit buffers are the model's own. Two engine threads

@@ -111,8 +111,6 @@ class Model {
   // (nothing is changed then): empty chunk, a sequence twice, a foreign sequence, token id out of
   // range, more rows or logit rows than LoadOptions allow.
   Result<Logits> forward(ThreadPool& pool, std::span<const SeqChunk> batch);
-  // Whether forward records interior captures (SequenceState::request_capture) for this family.
-  bool supports_capture() const;
 
  private:
   Model();

@@ -6,8 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "model/blocks.h"
-#include "model/mlp_variants.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -187,155 +186,52 @@ Result<NemotronHConfig> parse_config(const ConfigJson& c) {
   return q;
 }
 
-// An MLP block keeps nothing between calls: an attention entry with no kv heads holds no bytes and
-// leaves the state truncatable.
-LayerStateSpec stateless_layer() { return {.kind = LayerStateSpec::Kind::kAttention}; }
-
-struct NemotronHLayer {
-  Block block = Block::kMamba;
-  NormW norm;
-  Mamba2W mamba;
-  AttentionW attn;
-  Relu2MlpW mlp;
-};
-
-class NemotronH final : public FamilyModel {
- public:
-  NemotronH(const NemotronHConfig& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      NemotronHLayer& l = layers_[i];
-      l.block = c.blocks[i];
-      l.norm.eps = c.eps;
-      l.mamba = {.norm = {.eps = c.eps},
-                 .n_heads = c.ssm_heads,
-                 .head_dim = c.ssm_head_dim,
-                 .d_state = c.ssm_state,
-                 .n_groups = c.ssm_groups,
-                 .conv_kernel = c.conv_kernel,
-                 .dt_min = c.dt_min,
-                 .dt_max = c.dt_max,
-                 .conv_bias_present = c.conv_bias,
-                 .layer = i};
-      l.attn = {.n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = 0,
-                .qk_norm = false,
-                .bias = c.attention_bias,
-                .kv_dtype = c.kv_dtype,
-                .layer = i,
-                .module = "mixer."};
-    }
-    final_norm_.eps = c.eps;
-  }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) {
-      switch (l.block) {
-        case Block::kMamba:
-          s.layers.push_back(mamba2_state(l.mamba));
-          break;
-        case Block::kAttention:
-          s.layers.push_back(attention_state(l.attn));
-          break;
-        case Block::kMlp:
-          s.layers.push_back(stateless_layer());
-          break;
-      }
-    }
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    v.matrix(p_ + "embeddings.weight", c_.vocab_size, c_.d_model, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      NemotronHLayer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "norm.weight", c_.d_model, &l.norm);
-      switch (l.block) {
-        case Block::kMamba:
-          visit_mamba2(v, p, c_.d_model, &l.mamba);
-          break;
-        case Block::kAttention:
-          visit_attention(v, p, c_.d_model, &l.attn);
-          break;
-        case Block::kMlp:
-          visit_relu2_mlp(v, p + "mixer.", c_.d_model, c_.d_ff, &l.mlp);
-          break;
-      }
-    }
-    visit_norm(v, p_ + "norm_f.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    std::int64_t need = 0;
-    for (const auto& l : layers_) {
-      switch (l.block) {
-        case Block::kMamba:
-          need = std::max(need, mamba2_scratch_per_row(l.mamba));
-          break;
-        case Block::kAttention:
-          need = std::max(need, attention_scratch_per_row(l.attn));
-          break;
-        case Block::kMlp:
-          need = std::max(need, c_.d_ff);
-          break;
-      }
-    }
-    return 2 * c_.d_model + need;
-  }
-
-  // Per block: h += mixer(norm(h)).
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (const NemotronHLayer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.norm, h, x, n, d);
-      switch (l.block) {
-        case Block::kMamba:
-          mamba2_block(ctx, l.mamba, x, y);
-          break;
-        case Block::kAttention:
-          attention_block(ctx, l.attn, x, y);
-          break;
-        case Block::kMlp:
-          relu2_mlp(ctx, l.mlp, x, y);
-          break;
-      }
-      kernels::add(h, y, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-  // mamba2_block records captures; attention and MLP blocks need none.
-  bool supports_capture() const override { return true; }
-
- private:
-  NemotronHConfig c_;
-  std::string p_;
-  std::vector<NemotronHLayer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
                                                        const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(NemotronHConfig q, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<NemotronH>(q, prefix));
+  StackSpec s{.d_model = q.d_model,
+              .vocab_size = q.vocab_size,
+              .prefix = prefix,
+              .embedding_name = "embeddings.weight",
+              .final_norm_name = "norm_f.weight",
+              .final_norm = {.eps = q.eps},
+              .tied = q.tied};
+  // Per block: h += mixer(norm(h)).
+  for (Block b : q.blocks) {
+    std::unique_ptr<Mixer> mixer;
+    switch (b) {
+      case Block::kMamba:
+        mixer = std::make_unique<Mamba2Mixer>(Mamba2W{.norm = {.eps = q.eps},
+                                                      .n_heads = q.ssm_heads,
+                                                      .head_dim = q.ssm_head_dim,
+                                                      .d_state = q.ssm_state,
+                                                      .n_groups = q.ssm_groups,
+                                                      .conv_kernel = q.conv_kernel,
+                                                      .dt_min = q.dt_min,
+                                                      .dt_max = q.dt_max,
+                                                      .conv_bias_present = q.conv_bias});
+        break;
+      case Block::kAttention:
+        mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = q.n_heads,
+                                                            .n_kv_heads = q.n_kv_heads,
+                                                            .head_dim = q.head_dim,
+                                                            .rotary_dim = 0,
+                                                            .qk_norm = false,
+                                                            .bias = q.attention_bias,
+                                                            .kv_dtype = q.kv_dtype,
+                                                            .module = "mixer."});
+        break;
+      case Block::kMlp:
+        mixer = std::make_unique<Relu2MlpMixer>(q.d_ff, "mixer.");
+        break;
+    }
+    StackLayer l;
+    l.sublayers.push_back(pre_norm("norm.weight", {.eps = q.eps}, std::move(mixer)));
+    s.layers.push_back(std::move(l));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -35,7 +35,7 @@ Result<std::vector<bool>> parse_schedule(const ConfigJson& c, std::int64_t n_lay
   return out;
 }
 
-NormW zero_centred(float eps) { return {.eps = eps, .zero_centred = true}; }
+NormW zero_centred(float eps) { return {.eps = eps, .form = NormForm::kZeroCentred}; }
 
 }  // namespace
 
@@ -101,99 +101,40 @@ Result<HybridConfig> parse_hybrid_config(const ConfigJson& c) {
   return q;
 }
 
-Qwen35Hybrid::Qwen35Hybrid(const HybridConfig& c, std::string prefix, bool interleaved_gdn)
-    : c_(c), p_(std::move(prefix)) {
-  layers_.resize(static_cast<std::size_t>(c.n_layers));
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    Layer& l = layers_[i];
-    l.is_attention = c.is_attention[i];
-    l.input_norm = l.post_norm = zero_centred(c.eps);
-    l.attn = {.q_norm = zero_centred(c.eps),
-              .k_norm = zero_centred(c.eps),
-              .n_heads = c.n_heads,
-              .n_kv_heads = c.n_kv_heads,
-              .head_dim = c.head_dim,
-              .rotary_dim = c.rotary_dim,
-              .rope_theta = c.rope_theta,
-              .output_gate = true,
-              .kv_dtype = c.kv_dtype,
-              .layer = i};
-    l.gdn = {.norm = {.eps = c.eps},
-             .interleaved = interleaved_gdn,
-             .n_k_heads = c.lin_k_heads,
-             .n_v_heads = c.lin_v_heads,
-             .k_dim = c.lin_k_dim,
-             .v_dim = c.lin_v_dim,
-             .conv_kernel = c.conv_kernel,
-             .layer = i};
-  }
-  final_norm_ = zero_centred(c.eps);
-}
-
-StateLayout Qwen35Hybrid::state_layout() const {
-  StateLayout s;
-  for (const Layer& l : layers_) {
-    s.layers.push_back(l.is_attention ? attention_state(l.attn) : gated_delta_state(l.gdn));
-  }
-  return s;
-}
-
-// Unused tensors (model.visual.*, mtp.*) are never visited.
-void Qwen35Hybrid::visit_tensors(TensorVisitor& v) {
-  v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, c_.d_model, &embed_);
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    Layer& l = layers_[i];
-    const std::string p = p_ + "layers." + std::to_string(i) + ".";
-    visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
-    if (l.is_attention) {
-      visit_attention(v, p, c_.d_model, &l.attn);
+// Spec 2.4 / 2.5 / 2.7: h += mixer(zc_norm(h)); h += mlp(zc_norm(h)). Unused tensors
+// (model.visual.*, mtp.*) are never visited.
+std::unique_ptr<FamilyModel> make_hybrid(
+    const HybridConfig& c, const std::string& prefix, bool interleaved_gdn,
+    const std::function<std::unique_ptr<Mixer>(std::int64_t)>& ffn) {
+  StackSpec s{.d_model = c.d_model,
+              .vocab_size = c.vocab_size,
+              .prefix = prefix,
+              .final_norm = zero_centred(c.eps),
+              .tied = c.tied};
+  for (std::int64_t i = 0; i < c.n_layers; ++i) {
+    std::unique_ptr<Mixer> mixer;
+    if (c.is_attention[static_cast<std::size_t>(i)]) {
+      mixer = std::make_unique<AttentionMixer>(AttentionW{.q_norm = zero_centred(c.eps),
+                                                          .k_norm = zero_centred(c.eps),
+                                                          .n_heads = c.n_heads,
+                                                          .n_kv_heads = c.n_kv_heads,
+                                                          .head_dim = c.head_dim,
+                                                          .rotary_dim = c.rotary_dim,
+                                                          .rope_theta = c.rope_theta,
+                                                          .output_gate = true,
+                                                          .kv_dtype = c.kv_dtype});
     } else {
-      visit_gated_delta(v, p, c_.d_model, &l.gdn);
+      mixer = std::make_unique<GatedDeltaMixer>(GatedDeltaW{.norm = {.eps = c.eps},
+                                                            .interleaved = interleaved_gdn,
+                                                            .n_k_heads = c.lin_k_heads,
+                                                            .n_v_heads = c.lin_v_heads,
+                                                            .k_dim = c.lin_k_dim,
+                                                            .v_dim = c.lin_v_dim,
+                                                            .conv_kernel = c.conv_kernel});
     }
-    visit_norm(v, p + "post_attention_layernorm.weight", c_.d_model, &l.post_norm);
-    visit_layer_mlp(v, p, i);
+    s.layers.push_back(mixer_ffn_layer(zero_centred(c.eps), std::move(mixer), ffn(i)));
   }
-  visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
-  // mlx-vlm's layout nests the head beside the text model: language_model.lm_head.
-  const std::string head =
-      p_.starts_with("language_model.") ? "language_model.lm_head.weight" : "lm_head.weight";
-  if (!c_.tied) v.matrix(head, c_.vocab_size, c_.d_model, &head_);
-}
-
-std::int64_t Qwen35Hybrid::scratch_floats_per_row() const {
-  std::int64_t need = 0;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
-    const std::int64_t mixer =
-        l.is_attention ? attention_scratch_per_row(l.attn) : gated_delta_scratch_per_row(l.gdn);
-    need = std::max({need, mixer, layer_mlp_scratch_per_row(i)});
-  }
-  return 2 * c_.d_model + need;
-}
-
-// Spec 2.4 / 2.5 / 2.7: h += mixer(zc_norm(h)); h += mlp(zc_norm(h)).
-void Qwen35Hybrid::forward_layers(ForwardCtx& ctx, float* h) {
-  const std::int64_t n = ctx.n_rows, d = c_.d_model;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
-    ctx.scratch->reset();
-    float* x = ctx.scratch->take(n * d);
-    float* y = ctx.scratch->take(n * d);
-    apply_norm(l.input_norm, h, x, n, d);
-    if (l.is_attention) {
-      attention_block(ctx, l.attn, x, y);
-    } else {
-      gated_delta_block(ctx, l.gdn, x, y);
-    }
-    kernels::add(h, y, n * d);
-    apply_norm(l.post_norm, h, x, n, d);
-    layer_mlp(ctx, i, x, y);
-    kernels::add(h, y, n * d);
-  }
-}
-
-void Qwen35Hybrid::final_norm(float* h, std::int64_t n_rows) const {
-  apply_norm(final_norm_, h, h, n_rows, c_.d_model);
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "model/blocks.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -28,42 +30,10 @@ struct HybridConfig {
 // when present, else HF's default: layer i is full attention iff (i + 1) % interval == 0.
 Result<HybridConfig> parse_hybrid_config(const ConfigJson& c);
 
-// Everything of the model but the MLP, which a family adds through the three hooks below.
-class Qwen35Hybrid : public FamilyModel {
- public:
-  // `interleaved_gdn`: Qwen3-Next's in_proj_qkvz / in_proj_ba layout (GatedDeltaW::interleaved).
-  Qwen35Hybrid(const HybridConfig& c, std::string prefix, bool interleaved_gdn);
-
-  std::int64_t d_model() const final { return c_.d_model; }
-  std::int64_t vocab_size() const final { return c_.vocab_size; }
-  StateLayout state_layout() const final;
-  void visit_tensors(TensorVisitor& v) final;
-  std::int64_t scratch_floats_per_row() const final;
-  void forward_layers(ForwardCtx& ctx, float* h) final;
-  void final_norm(float* h, std::int64_t n_rows) const final;
-  bool supports_capture() const final { return true; }
-  const kernels::WeightView& embedding() const final { return embed_; }
-  const kernels::WeightView& lm_head() const final { return c_.tied ? embed_ : head_; }
-
- protected:
-  // Layer `layer`'s MLP tensors, under its prefix `p` ("model.layers.N.").
-  virtual void visit_layer_mlp(TensorVisitor& v, const std::string& p, std::size_t layer) = 0;
-  virtual std::int64_t layer_mlp_scratch_per_row(std::size_t layer) const = 0;
-  // y = mlp(x), both [ctx.n_rows, d_model].
-  virtual void layer_mlp(ForwardCtx& ctx, std::size_t layer, const float* x, float* y) const = 0;
-
- private:
-  struct Layer {
-    bool is_attention = false;
-    NormW input_norm, post_norm;  // zero-centred
-    AttentionW attn;              // when is_attention
-    GatedDeltaW gdn;              // otherwise
-  };
-  HybridConfig c_;
-  std::string p_;
-  std::vector<Layer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-};
+// The stack of a Qwen3.5 hybrid with `ffn(i)` as layer i's MLP. `interleaved_gdn`: Qwen3-Next's
+// in_proj_qkvz / in_proj_ba layout (GatedDeltaW::interleaved).
+std::unique_ptr<FamilyModel> make_hybrid(
+    const HybridConfig& c, const std::string& prefix, bool interleaved_gdn,
+    const std::function<std::unique_ptr<Mixer>(std::int64_t)>& ffn);
 
 }  // namespace recur::model

@@ -4,8 +4,7 @@
 // the others; final plain RMSNorm; tied or separate head.
 #include <algorithm>
 
-#include "model/blocks.h"
-#include "model/moe.h"
+#include "model/stack.h"
 
 namespace recur::model {
 
@@ -93,114 +92,39 @@ Result<Qwen3MoeConfig> parse_config(const ConfigJson& c) {
   return q;
 }
 
-struct Qwen3MoeLayer {
-  NormW input_norm, post_norm;
-  AttentionW attn;
-  bool sparse = false;
-  MoeW moe;  // sparse layers
-  MlpW mlp;  // dense layers
-};
-
-class Qwen3Moe final : public FamilyModel {
- public:
-  Qwen3Moe(const Qwen3MoeConfig& c, std::string prefix) : c_(c), p_(std::move(prefix)) {
-    layers_.resize(static_cast<std::size_t>(c.n_layers));
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Qwen3MoeLayer& l = layers_[i];
-      l.input_norm.eps = l.post_norm.eps = c.eps;
-      l.attn = {.n_heads = c.n_heads,
-                .n_kv_heads = c.n_kv_heads,
-                .head_dim = c.head_dim,
-                .rotary_dim = c.head_dim,
-                .rope_theta = c.rope_theta,
-                .bias = c.attention_bias,
-                .kv_dtype = c.kv_dtype,
-                .layer = i};
-      l.attn.q_norm.eps = l.attn.k_norm.eps = c.eps;
-      l.sparse = c.sparse(static_cast<std::int64_t>(i));
-      l.moe = {.n_experts = c.n_experts,
-               .top_k = c.top_k,
-               .d_ff = c.moe_d_ff,
-               .norm_topk_prob = c.norm_topk_prob};
-    }
-    final_norm_.eps = c.eps;
-  }
-
-  std::int64_t d_model() const override { return c_.d_model; }
-  std::int64_t vocab_size() const override { return c_.vocab_size; }
-
-  StateLayout state_layout() const override {
-    StateLayout s;
-    for (const auto& l : layers_) s.layers.push_back(attention_state(l.attn));
-    return s;
-  }
-
-  void visit_tensors(TensorVisitor& v) override {
-    v.matrix(p_ + "embed_tokens.weight", c_.vocab_size, c_.d_model, &embed_);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      Qwen3MoeLayer& l = layers_[i];
-      const std::string p = p_ + "layers." + std::to_string(i) + ".";
-      visit_norm(v, p + "input_layernorm.weight", c_.d_model, &l.input_norm);
-      visit_attention(v, p, c_.d_model, &l.attn);
-      visit_norm(v, p + "post_attention_layernorm.weight", c_.d_model, &l.post_norm);
-      if (l.sparse) {
-        visit_moe(v, p, c_.d_model, &l.moe);
-      } else {
-        visit_mlp(v, p, c_.d_model, c_.d_ff, &l.mlp);
-      }
-    }
-    visit_norm(v, p_ + "norm.weight", c_.d_model, &final_norm_);
-    if (!c_.tied) v.matrix("lm_head.weight", c_.vocab_size, c_.d_model, &head_);
-  }
-
-  std::int64_t scratch_floats_per_row() const override {
-    std::int64_t ff = 0;
-    for (const Qwen3MoeLayer& l : layers_) {
-      ff = std::max(ff, l.sparse ? moe_scratch_per_row(l.moe) : mlp_scratch_per_row(l.mlp));
-    }
-    return 2 * c_.d_model + std::max(attention_scratch_per_row(layers_.front().attn), ff);
-  }
-
-  // Per layer: h += attn(norm(h)); h += (moe or mlp)(norm(h)).
-  void forward_layers(ForwardCtx& ctx, float* h) override {
-    const std::int64_t n = ctx.n_rows, d = c_.d_model;
-    for (const Qwen3MoeLayer& l : layers_) {
-      ctx.scratch->reset();
-      float* x = ctx.scratch->take(n * d);
-      float* y = ctx.scratch->take(n * d);
-      apply_norm(l.input_norm, h, x, n, d);
-      attention_block(ctx, l.attn, x, y);
-      kernels::add(h, y, n * d);
-      apply_norm(l.post_norm, h, x, n, d);
-      if (l.sparse) {
-        moe_block(ctx, l.moe, x, y);
-      } else {
-        swiglu_mlp(ctx, l.mlp, x, y);
-      }
-      kernels::add(h, y, n * d);
-    }
-  }
-
-  void final_norm(float* h, std::int64_t n_rows) const override {
-    apply_norm(final_norm_, h, h, n_rows, c_.d_model);
-  }
-  const kernels::WeightView& embedding() const override { return embed_; }
-  const kernels::WeightView& lm_head() const override { return c_.tied ? embed_ : head_; }
-
- private:
-  Qwen3MoeConfig c_;
-  std::string p_;
-  std::vector<Qwen3MoeLayer> layers_;
-  NormW final_norm_;
-  kernels::WeightView embed_, head_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
                                                       const std::string& prefix) {
   RECUR_ASSIGN_OR_RETURN(Qwen3MoeConfig q, parse_config(c));
-  return std::unique_ptr<FamilyModel>(std::make_unique<Qwen3Moe>(q, prefix));
+  StackSpec s{.d_model = q.d_model,
+              .vocab_size = q.vocab_size,
+              .prefix = prefix,
+              .final_norm = {.eps = q.eps},
+              .tied = q.tied};
+  for (std::int64_t i = 0; i < q.n_layers; ++i) {
+    AttentionW attn{.q_norm = {.eps = q.eps},
+                    .k_norm = {.eps = q.eps},
+                    .n_heads = q.n_heads,
+                    .n_kv_heads = q.n_kv_heads,
+                    .head_dim = q.head_dim,
+                    .rotary_dim = q.head_dim,
+                    .rope_theta = q.rope_theta,
+                    .bias = q.attention_bias,
+                    .kv_dtype = q.kv_dtype};
+    std::unique_ptr<Mixer> ffn;
+    if (q.sparse(i)) {
+      ffn = std::make_unique<MoeMixer>(MoeW{.n_experts = q.n_experts,
+                                            .top_k = q.top_k,
+                                            .d_ff = q.moe_d_ff,
+                                            .norm_topk_prob = q.norm_topk_prob});
+    } else {
+      ffn = std::make_unique<GluMlpMixer>(MlpW{}, q.d_ff);
+    }
+    s.layers.push_back(mixer_ffn_layer(
+        {.eps = q.eps}, std::make_unique<AttentionMixer>(std::move(attn)), std::move(ffn)));
+  }
+  return make_stack(std::move(s));
 }
 
 }  // namespace recur::model

@@ -10,8 +10,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "model/moe.h"
-#include "model/moe_shared.h"
 #include "model/qwen3_5_hybrid.h"
 
 namespace recur::model {
@@ -70,63 +68,20 @@ Result<MoeConfig> parse_moe_config(const ConfigJson& c, Variant variant, std::in
   return q;
 }
 
-struct MoeLayerW {
-  bool sparse = true;
-  MoeW moe;              // sparse layers: routed experts ...
-  SharedExpertW shared;  // ... and the gated shared expert
-  MlpW mlp;              // dense layers (Qwen3-Next's mlp_only_layers)
-};
-
-class Qwen3Next final : public Qwen35Hybrid {
- public:
-  Qwen3Next(const HybridConfig& h, const MoeConfig& c, std::string prefix, Variant variant)
-      : Qwen35Hybrid(h, std::move(prefix), /*interleaved_gdn=*/variant == Variant::kQwen3Next),
-        moe_(c),
-        layers_(static_cast<std::size_t>(h.n_layers)) {
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      layers_[i].sparse = c.sparse(static_cast<std::int64_t>(i));
-      layers_[i].moe = {.n_experts = c.n_experts,
-                        .top_k = c.top_k,
-                        .d_ff = c.moe_d_ff,
-                        .norm_topk_prob = c.norm_topk_prob};
-    }
-  }
-
- private:
-  void visit_layer_mlp(TensorVisitor& v, const std::string& p, std::size_t layer) override {
-    MoeLayerW& l = layers_[layer];
-    if (l.sparse) {
-      visit_moe(v, p, d_model(), &l.moe);
-      visit_shared_expert(v, p, d_model(), moe_.shared_d_ff, &l.shared);
-    } else {
-      visit_mlp(v, p, d_model(), moe_.d_ff, &l.mlp);
-    }
-  }
-  std::int64_t layer_mlp_scratch_per_row(std::size_t layer) const override {
-    const MoeLayerW& l = layers_[layer];
-    return l.sparse ? std::max(moe_scratch_per_row(l.moe), shared_expert_scratch_per_row(l.shared))
-                    : mlp_scratch_per_row(l.mlp);
-  }
-  // y = routed experts(x) + gated shared expert(x), or a dense SwiGLU.
-  void layer_mlp(ForwardCtx& ctx, std::size_t layer, const float* x, float* y) const override {
-    const MoeLayerW& l = layers_[layer];
-    if (l.sparse) {
-      moe_block(ctx, l.moe, x, y);
-      add_shared_expert(ctx, l.shared, x, y);
-    } else {
-      swiglu_mlp(ctx, l.mlp, x, y);
-    }
-  }
-
-  MoeConfig moe_;
-  std::vector<MoeLayerW> layers_;
-};
-
 Result<std::unique_ptr<FamilyModel>> create(const ConfigJson& c, const std::string& prefix,
                                             Variant variant) {
   RECUR_ASSIGN_OR_RETURN(HybridConfig h, parse_hybrid_config(c));
   RECUR_ASSIGN_OR_RETURN(MoeConfig q, parse_moe_config(c, variant, h.n_layers));
-  return std::unique_ptr<FamilyModel>(std::make_unique<Qwen3Next>(h, q, prefix, variant));
+  // y = routed experts(x) + gated shared expert(x), or a dense SwiGLU.
+  return make_hybrid(h, prefix, /*interleaved_gdn=*/variant == Variant::kQwen3Next,
+                     [&](std::int64_t i) -> std::unique_ptr<Mixer> {
+                       if (!q.sparse(i)) return std::make_unique<GluMlpMixer>(MlpW{}, q.d_ff);
+                       return std::make_unique<MoeMixer>(MoeW{.n_experts = q.n_experts,
+                                                              .top_k = q.top_k,
+                                                              .d_ff = q.moe_d_ff,
+                                                              .norm_topk_prob = q.norm_topk_prob},
+                                                         q.shared_d_ff);
+                     });
 }
 
 }  // namespace

@@ -241,8 +241,8 @@ TEST_P(EngineTest, BoundarySnapshotServesTheNextRequestWithTheSameHistory) {
 }
 
 // The boundary snapshot of a prompt whose uncached part fits one prefill piece is captured inside
-// that piece: one forward, not one up to the boundary and a second for the generation prompt
-// (where the family records interior captures; others still stop at the boundary). The stored
+// that piece: one forward, not one up to the boundary and a second for the generation prompt. The
+// stored
 // boundary then serves a request that shares only the history, exactly.
 TEST_P(EngineTest, BoundarySnapshotIsCapturedInsideOneForward) {
   if (model_->state_layout().truncatable()) GTEST_SKIP() << "dense models take no boundary";
@@ -267,8 +267,7 @@ TEST_P(EngineTest, BoundarySnapshotIsCapturedInsideOneForward) {
   EXPECT_EQ(done1.timing.prefill_tokens, n_prompt);
   // Pieces of at most 64 tokens (max_batch_tokens); the boundary falls inside the last one.
   ASSERT_NE(static_cast<std::int64_t>(history.size()) % 64, 0);
-  EXPECT_EQ(done1.timing.prefill_steps,
-            (n_prompt + 63) / 64 + (model_->supports_capture() ? 0 : 1));
+  EXPECT_EQ(done1.timing.prefill_steps, (n_prompt + 63) / 64);
   // Another generation prompt after the same history resumes at the boundary.
   auto second = engine.submit(turn("<|im_start|>assistant\n<think>\n"));
   ASSERT_TRUE(second.is_ok());

@@ -47,9 +47,9 @@ TEST(FalconH1, StateSizesOfTheRealConfig) {
   auto layout = state_layout_from_config(kFalcon05b);
   ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
   ASSERT_EQ(layout->layers.size(), 72u);
-  for (std::size_t i = 0; i < 72; i += 2) {
-    EXPECT_EQ(layout->layers[i].kind, LayerStateSpec::Kind::kAttention) << i;
-    EXPECT_EQ(layout->layers[i + 1].kind, LayerStateSpec::Kind::kRecurrent) << i;
+  for (std::size_t i = 0; i < 72; i += 2) {  // the mixers in the order the layer sums them
+    EXPECT_EQ(layout->layers[i].kind, LayerStateSpec::Kind::kRecurrent) << i;
+    EXPECT_EQ(layout->layers[i + 1].kind, LayerStateSpec::Kind::kAttention) << i;
   }
   EXPECT_EQ(layout->kv_bytes_per_token(), 18432);  // 36 layers·2·2·64·2 (bf16 K/V)
   EXPECT_EQ(layout->fixed_bytes(), 29085696);      // 36 × (24·64·128 + 3·1792) f32
