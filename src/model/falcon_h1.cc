@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -20,7 +21,7 @@ namespace {
 
 struct FalconConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
-  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  AttentionGeometry attn;
   std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
   float eps = 1e-5f, rope_theta = 10000.0f;
   float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();
@@ -61,13 +62,6 @@ Result<std::vector<float>> multipliers(const ConfigJson& c, const char* key, std
   return out;
 }
 
-Status refuse_true(const ConfigJson& c, const char* key, const char* what) {
-  RECUR_ASSIGN_OR_RETURN(bool on, c.get_bool(key, false));
-  if (!on) return Status::ok();
-  return Error(StatusCode::kUnimplemented, "{}: {}=true ({}) is not supported", c.file(), key,
-               what);
-}
-
 Status parse_mamba(const ConfigJson& c, FalconConfig& f) {
   RECUR_ASSIGN_OR_RETURN(std::int64_t expand, c.get_int("mamba_expand", 2));
   // HF: mamba_d_ssm null means mamba_expand · hidden_size (recur also reads an absent key so,
@@ -92,25 +86,13 @@ Status parse_mamba(const ConfigJson& c, FalconConfig& f) {
   f.gate = !rms_norm ? Mamba2W::Gate::kNoNorm
            : before  ? Mamba2W::Gate::kNormBeforeGate
                      : Mamba2W::Gate::kNormAfterGate;
-  if (c.has("time_step_limit")) {
-    RECUR_ASSIGN_OR_RETURN(auto lim, c.get_floats("time_step_limit"));
-    if (lim.size() != 2 || !(lim[0] <= lim[1])) {
-      return Error(StatusCode::kInvalidArgument, "{}: time_step_limit must be [min, max]",
-                   c.file());
-    }
-    f.dt_min = static_cast<float>(lim[0]);
-    f.dt_max = static_cast<float>(lim[1]);
-  }
-  for (auto [v, name] : {std::pair{f.ssm_heads, "mamba_n_heads"},
-                         {f.ssm_head_dim, "mamba_d_head"},
-                         {f.ssm_state, "mamba_d_state"},
-                         {f.ssm_groups, "mamba_n_groups"},
-                         {f.conv_kernel, "mamba_d_conv"},
-                         {d_ssm, "mamba_d_ssm"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(read_dt_limit(c, {"time_step_limit"}, &f.dt_min, &f.dt_max));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{f.ssm_heads, "mamba_n_heads"},
+                                             {f.ssm_head_dim, "mamba_d_head"},
+                                             {f.ssm_state, "mamba_d_state"},
+                                             {f.ssm_groups, "mamba_n_groups"},
+                                             {f.conv_kernel, "mamba_d_conv"},
+                                             {d_ssm, "mamba_d_ssm"}}));
   RECUR_RETURN_IF_ERROR(
       check_size_bounds(c, f.n_layers, {d_ssm},
                         {f.ssm_heads, f.ssm_head_dim, f.ssm_state, f.ssm_groups, f.conv_kernel}));
@@ -124,28 +106,12 @@ Status parse_mamba(const ConfigJson& c, FalconConfig& f) {
 }
 
 Status parse_attention(const ConfigJson& c, FalconConfig& f) {
-  RECUR_ASSIGN_OR_RETURN(f.n_heads, c.get_int("num_attention_heads", 32));
-  RECUR_ASSIGN_OR_RETURN(f.n_kv_heads, c.get_int("num_key_value_heads", f.n_heads));
-  RECUR_ASSIGN_OR_RETURN(f.head_dim,
-                         c.get_int("head_dim", f.n_heads > 0 ? f.d_model / f.n_heads : 0));
+  RECUR_ASSIGN_OR_RETURN(f.attn,
+                         read_attention_geometry(c, f.d_model, f.n_layers, {.n_heads = 32}));
   RECUR_ASSIGN_OR_RETURN(f.attention_bias, c.get_bool("attention_bias", false));
-  RECUR_ASSIGN_OR_RETURN(double theta_top, c.get_float("rope_theta", 10000.0));
-  RECUR_ASSIGN_OR_RETURN(double theta, c.get_float("rope_parameters.rope_theta", theta_top));
+  RECUR_ASSIGN_OR_RETURN(double theta, read_rope_theta(c, 10000.0));
   f.rope_theta = static_cast<float>(theta);
-  RECUR_RETURN_IF_ERROR(check_default_rope(c));
-  for (auto [v, name] : {std::pair{f.n_heads, "num_attention_heads"},
-                         {f.n_kv_heads, "num_key_value_heads"},
-                         {f.head_dim, "head_dim"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
-  if (f.n_heads % f.n_kv_heads != 0 || f.head_dim % 2 != 0 || f.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",
-                 c.file(), f.n_heads, f.n_kv_heads, f.head_dim);
-  }
-  return Status::ok();
+  return check_default_rope(c);
 }
 
 Status parse_multipliers(const ConfigJson& c, FalconConfig& f) {
@@ -169,26 +135,16 @@ Result<FalconConfig> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(f.n_layers, c.get_int("num_hidden_layers"));
   RECUR_ASSIGN_OR_RETURN(f.vocab_size, c.get_int("vocab_size"));
   RECUR_ASSIGN_OR_RETURN(f.d_ff, c.get_int("intermediate_size", 14336));
-  if (c.has("hidden_act")) {
-    RECUR_ASSIGN_OR_RETURN(std::string act, c.get_string("hidden_act"));
-    if (act != "silu") {
-      return Error(StatusCode::kUnimplemented, "{}: hidden_act '{}' is not supported (only silu)",
-                   c.file(), act);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(check_activation(c, "hidden_act", "silu"));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-5));
   f.eps = static_cast<float>(eps);
   RECUR_ASSIGN_OR_RETURN(f.tied, c.get_bool("tie_word_embeddings", false));
   RECUR_ASSIGN_OR_RETURN(f.mlp_bias, c.get_bool("mlp_bias", false));
   RECUR_ASSIGN_OR_RETURN(f.kv_dtype, kv_dtype_from_config(c));
-  for (auto [v, name] : {std::pair{f.d_model, "hidden_size"},
-                         {f.n_layers, "num_hidden_layers"},
-                         {f.vocab_size, "vocab_size"},
-                         {f.d_ff, "intermediate_size"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{f.d_model, "hidden_size"},
+                                             {f.n_layers, "num_hidden_layers"},
+                                             {f.vocab_size, "vocab_size"},
+                                             {f.d_ff, "intermediate_size"}}));
   RECUR_RETURN_IF_ERROR(check_size_bounds(c, f.n_layers, {f.d_model, f.d_ff, f.vocab_size}, {}));
   RECUR_RETURN_IF_ERROR(parse_mamba(c, f));
   RECUR_RETURN_IF_ERROR(parse_attention(c, f));
@@ -240,12 +196,12 @@ Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
                   .module = "mamba.",
                   .gate = f.gate};
     mamba.in_scale = in_scale(f, mamba);
-    AttentionW attn{.n_heads = f.n_heads,
-                    .n_kv_heads = f.n_kv_heads,
-                    .head_dim = f.head_dim,
-                    .rotary_dim = f.head_dim,
+    AttentionW attn{.n_heads = f.attn.n_heads,
+                    .n_kv_heads = f.attn.n_kv_heads,
+                    .head_dim = f.attn.head_dim,
+                    .rotary_dim = f.attn.head_dim,
                     .rope_theta = f.rope_theta,
-                    .scale = a * a * f.key / std::sqrt(static_cast<float>(f.head_dim)),
+                    .scale = a * a * f.key / std::sqrt(static_cast<float>(f.attn.head_dim)),
                     .qk_norm = false,
                     .bias = f.attention_bias,
                     .kv_dtype = f.kv_dtype};

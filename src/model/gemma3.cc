@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -14,8 +15,8 @@ namespace recur::model {
 namespace {
 
 struct Gemma3Config {
-  std::int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, d_ff = 0;
-  std::int64_t vocab_size = 0, window = 0;
+  std::int64_t d_model = 0, n_layers = 0, d_ff = 0, vocab_size = 0, window = 0;
+  AttentionGeometry attn;
   float eps = 1e-6f, query_pre_attn_scalar = 256.0f;
   float global_theta = 1e6f, global_factor = 1.0f, local_theta = 1e4f;
   float final_softcap = 0.0f;  // 0: none
@@ -88,9 +89,6 @@ Result<Gemma3Config> parse_config(const ConfigJson& c) {
   Gemma3Config g;
   RECUR_ASSIGN_OR_RETURN(g.d_model, c.get_int("hidden_size", 2304));
   RECUR_ASSIGN_OR_RETURN(g.n_layers, c.get_int("num_hidden_layers", 26));
-  RECUR_ASSIGN_OR_RETURN(g.n_heads, c.get_int("num_attention_heads", 8));
-  RECUR_ASSIGN_OR_RETURN(g.n_kv_heads, c.get_int("num_key_value_heads", 4));
-  RECUR_ASSIGN_OR_RETURN(g.head_dim, c.get_int("head_dim", 256));
   RECUR_ASSIGN_OR_RETURN(g.d_ff, c.get_int("intermediate_size", 9216));
   RECUR_ASSIGN_OR_RETURN(g.vocab_size, c.get_int("vocab_size", 262208));
   RECUR_ASSIGN_OR_RETURN(g.window, c.get_int("sliding_window", 4096));
@@ -122,44 +120,27 @@ Result<Gemma3Config> parse_config(const ConfigJson& c) {
     return Error(StatusCode::kUnimplemented, "{}: attention_bias true is not supported for Gemma 3",
                  c.file());
   }
-  for (const char* key : {"hidden_activation", "hidden_act"}) {
-    if (!c.has(key)) continue;
-    RECUR_ASSIGN_OR_RETURN(std::string act, c.get_string(key));
-    if (act != "gelu_pytorch_tanh") {
-      return Error(StatusCode::kUnimplemented,
-                   "{}: {} '{}' is not supported (only gelu_pytorch_tanh)", c.file(), key, act);
-    }
-    break;
-  }
-  for (auto [v, name] : {std::pair{g.d_model, "hidden_size"},
-                         {g.n_layers, "num_hidden_layers"},
-                         {g.n_heads, "num_attention_heads"},
-                         {g.n_kv_heads, "num_key_value_heads"},
-                         {g.head_dim, "head_dim"},
-                         {g.d_ff, "intermediate_size"},
-                         {g.vocab_size, "vocab_size"},
-                         {g.window, "sliding_window"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(check_activation(
+      c, c.has("hidden_activation") ? "hidden_activation" : "hidden_act", "gelu_pytorch_tanh"));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{g.d_model, "hidden_size"},
+                                             {g.n_layers, "num_hidden_layers"},
+                                             {g.d_ff, "intermediate_size"},
+                                             {g.vocab_size, "vocab_size"},
+                                             {g.window, "sliding_window"}}));
   if (!(g.query_pre_attn_scalar > 0.0f) || g.final_softcap < 0.0f) {
     return Error(StatusCode::kInvalidArgument,
                  "{}: query_pre_attn_scalar must be positive and final_logit_softcapping not "
                  "negative",
                  c.file());
   }
-  RECUR_RETURN_IF_ERROR(check_size_bounds(c, g.n_layers, {g.d_model, g.d_ff, g.vocab_size},
-                                          {g.n_heads, g.n_kv_heads, g.head_dim}));
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, g.n_layers, {g.d_model, g.d_ff, g.vocab_size}, {}));
   if (g.window > (1 << 20)) {
     return Error(StatusCode::kInvalidArgument, "{}: sliding_window {} is beyond 2^20 tokens",
                  c.file(), g.window);
   }
-  if (g.n_heads % g.n_kv_heads != 0 || g.head_dim % 2 != 0 || g.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",
-                 c.file(), g.n_heads, g.n_kv_heads, g.head_dim);
-  }
+  RECUR_ASSIGN_OR_RETURN(g.attn,
+                         read_attention_geometry(c, g.d_model, g.n_layers,
+                                                 {.n_heads = 8, .n_kv_heads = 4, .head_dim = 256}));
   RECUR_ASSIGN_OR_RETURN(g.sliding, parse_schedule(c, g.n_layers));
   return g;
 }
@@ -167,9 +148,9 @@ Result<Gemma3Config> parse_config(const ConfigJson& c) {
 // HF's linear scaling of the global layers: inv_freq / factor, the rest as the default RoPE (f32).
 std::vector<float> linear_inv_freq(const Gemma3Config& c) {
   std::vector<float> out;
-  for (std::int64_t j = 0; j < c.head_dim / 2; ++j) {
-    const float inv =
-        1.0f / std::pow(c.global_theta, static_cast<float>(2 * j) / static_cast<float>(c.head_dim));
+  for (std::int64_t j = 0; j < c.attn.head_dim / 2; ++j) {
+    const float inv = 1.0f / std::pow(c.global_theta, static_cast<float>(2 * j) /
+                                                          static_cast<float>(c.attn.head_dim));
     out.push_back(inv / c.global_factor);
   }
   return out;
@@ -195,10 +176,10 @@ Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const st
     const bool sliding = g.sliding[static_cast<std::size_t>(i)];
     AttentionW attn{.q_norm = norm,
                     .k_norm = norm,
-                    .n_heads = g.n_heads,
-                    .n_kv_heads = g.n_kv_heads,
-                    .head_dim = g.head_dim,
-                    .rotary_dim = g.head_dim,
+                    .n_heads = g.attn.n_heads,
+                    .n_kv_heads = g.attn.n_kv_heads,
+                    .head_dim = g.attn.head_dim,
+                    .rotary_dim = g.attn.head_dim,
                     .rope_theta = sliding ? g.local_theta : g.global_theta,
                     .scale = 1.0f / std::sqrt(g.query_pre_attn_scalar),
                     .window = sliding ? g.window : 0,

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -18,7 +19,7 @@ namespace {
 
 struct GraniteConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
-  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  AttentionGeometry attn;
   std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
   std::int64_t n_experts = 0, top_k = 0, moe_d_ff = 0;  // MoE variants: num_local_experts > 0
   float eps = 1e-6f, rope_theta = 10000.0f;
@@ -76,32 +77,16 @@ Status parse_mamba(const ConfigJson& c, GraniteConfig& g) {
   RECUR_ASSIGN_OR_RETURN(g.ssm_groups, c.get_int("mamba_n_groups", 1));
   RECUR_ASSIGN_OR_RETURN(g.conv_kernel, c.get_int("mamba_d_conv", 4));
   RECUR_ASSIGN_OR_RETURN(g.conv_bias, c.get_bool("mamba_conv_bias", true));
-  RECUR_ASSIGN_OR_RETURN(bool proj_bias, c.get_bool("mamba_proj_bias", false));
-  if (proj_bias) {
-    return Error(StatusCode::kUnimplemented,
-                 "{}: mamba_proj_bias=true (in/out projection bias) is not supported", c.file());
-  }
+  RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "in/out projection bias"));
   // HF reads time_step_limit when the config has it, else (0, inf): no clamp. (mlx-lm defaults
   // to (0.001, 100); docs/model.md.)
-  if (c.has("time_step_limit")) {
-    RECUR_ASSIGN_OR_RETURN(auto lim, c.get_floats("time_step_limit"));
-    if (lim.size() != 2 || !(lim[0] <= lim[1])) {
-      return Error(StatusCode::kInvalidArgument, "{}: time_step_limit must be [min, max]",
-                   c.file());
-    }
-    g.dt_min = static_cast<float>(lim[0]);
-    g.dt_max = static_cast<float>(lim[1]);
-  }
-  for (auto [v, name] : {std::pair{g.ssm_heads, "mamba_n_heads"},
-                         {g.ssm_head_dim, "mamba_d_head"},
-                         {g.ssm_state, "mamba_d_state"},
-                         {g.ssm_groups, "mamba_n_groups"},
-                         {g.conv_kernel, "mamba_d_conv"},
-                         {expand, "mamba_expand"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(read_dt_limit(c, {"time_step_limit"}, &g.dt_min, &g.dt_max));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{g.ssm_heads, "mamba_n_heads"},
+                                             {g.ssm_head_dim, "mamba_d_head"},
+                                             {g.ssm_state, "mamba_d_state"},
+                                             {g.ssm_groups, "mamba_n_groups"},
+                                             {g.conv_kernel, "mamba_d_conv"},
+                                             {expand, "mamba_expand"}}));
   RECUR_RETURN_IF_ERROR(check_size_bounds(
       c, g.n_layers, {}, {g.ssm_heads, g.ssm_head_dim, g.ssm_state, g.ssm_groups, g.conv_kernel}));
   if (g.ssm_heads * g.ssm_head_dim != expand * g.d_model || g.ssm_heads % g.ssm_groups != 0) {
@@ -114,10 +99,7 @@ Status parse_mamba(const ConfigJson& c, GraniteConfig& g) {
 }
 
 Status parse_attention(const ConfigJson& c, GraniteConfig& g) {
-  RECUR_ASSIGN_OR_RETURN(g.n_heads, c.get_int("num_attention_heads"));
-  RECUR_ASSIGN_OR_RETURN(g.n_kv_heads, c.get_int("num_key_value_heads", g.n_heads));
-  RECUR_ASSIGN_OR_RETURN(g.head_dim,
-                         c.get_int("head_dim", g.n_heads > 0 ? g.d_model / g.n_heads : 0));
+  RECUR_ASSIGN_OR_RETURN(g.attn, read_attention_geometry(c, g.d_model, g.n_layers));
   RECUR_ASSIGN_OR_RETURN(g.attention_bias, c.get_bool("attention_bias", false));
   // HF applies RoPE only when position_embedding_type is "rope" (granite-4.0-h: "nope").
   if (c.has("position_embedding_type")) {
@@ -129,22 +111,9 @@ Status parse_attention(const ConfigJson& c, GraniteConfig& g) {
     }
     g.rope = type == "rope";
   }
-  RECUR_ASSIGN_OR_RETURN(double theta_top, c.get_float("rope_theta", 10000.0));
-  RECUR_ASSIGN_OR_RETURN(double theta, c.get_float("rope_parameters.rope_theta", theta_top));
+  RECUR_ASSIGN_OR_RETURN(double theta, read_rope_theta(c, 10000.0));
   g.rope_theta = static_cast<float>(theta);
   if (g.rope) RECUR_RETURN_IF_ERROR(check_default_rope(c));
-  for (auto [v, name] : {std::pair{g.n_heads, "num_attention_heads"},
-                         {g.n_kv_heads, "num_key_value_heads"},
-                         {g.head_dim, "head_dim"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
-  if (g.n_heads % g.n_kv_heads != 0 || g.head_dim % 2 != 0 || g.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",
-                 c.file(), g.n_heads, g.n_kv_heads, g.head_dim);
-  }
   return Status::ok();
 }
 
@@ -172,13 +141,7 @@ Result<GraniteConfig> parse_config(const ConfigJson& c) {
     return Error(StatusCode::kInvalidArgument, "{}: num_local_experts must not be negative",
                  c.file());
   }
-  if (c.has("hidden_act")) {
-    RECUR_ASSIGN_OR_RETURN(std::string act, c.get_string("hidden_act"));
-    if (act != "silu") {
-      return Error(StatusCode::kUnimplemented, "{}: hidden_act '{}' is not supported (only silu)",
-                   c.file(), act);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(check_activation(c, "hidden_act", "silu"));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-6));
   g.eps = static_cast<float>(eps);
   RECUR_ASSIGN_OR_RETURN(g.embedding_multiplier, get_multiplier(c, "embedding_multiplier"));
@@ -187,14 +150,10 @@ Result<GraniteConfig> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(g.logits_scaling, get_multiplier(c, "logits_scaling"));
   RECUR_ASSIGN_OR_RETURN(g.tied, c.get_bool("tie_word_embeddings", false));
   RECUR_ASSIGN_OR_RETURN(g.kv_dtype, kv_dtype_from_config(c));
-  for (auto [v, name] : {std::pair{g.d_model, "hidden_size"},
-                         {g.n_layers, "num_hidden_layers"},
-                         {g.vocab_size, "vocab_size"},
-                         {g.d_ff, "shared_intermediate_size"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{g.d_model, "hidden_size"},
+                                             {g.n_layers, "num_hidden_layers"},
+                                             {g.vocab_size, "vocab_size"},
+                                             {g.d_ff, "shared_intermediate_size"}}));
   RECUR_RETURN_IF_ERROR(
       check_size_bounds(c, g.n_layers, {g.d_model, g.d_ff, g.vocab_size, g.moe_d_ff}, {}));
   RECUR_ASSIGN_OR_RETURN(g.is_attention, parse_schedule(c, g.n_layers));
@@ -250,15 +209,16 @@ Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
   for (std::int64_t i = 0; i < g.n_layers; ++i) {
     std::unique_ptr<Mixer> mixer;
     if (g.is_attention[static_cast<std::size_t>(i)]) {
-      mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = g.n_heads,
-                                                          .n_kv_heads = g.n_kv_heads,
-                                                          .head_dim = g.head_dim,
-                                                          .rotary_dim = g.rope ? g.head_dim : 0,
-                                                          .rope_theta = g.rope_theta,
-                                                          .scale = g.attention_multiplier,
-                                                          .qk_norm = false,
-                                                          .bias = g.attention_bias,
-                                                          .kv_dtype = g.kv_dtype});
+      mixer =
+          std::make_unique<AttentionMixer>(AttentionW{.n_heads = g.attn.n_heads,
+                                                      .n_kv_heads = g.attn.n_kv_heads,
+                                                      .head_dim = g.attn.head_dim,
+                                                      .rotary_dim = g.rope ? g.attn.head_dim : 0,
+                                                      .rope_theta = g.rope_theta,
+                                                      .scale = g.attention_multiplier,
+                                                      .qk_norm = false,
+                                                      .bias = g.attention_bias,
+                                                      .kv_dtype = g.kv_dtype});
     } else {
       mixer = std::make_unique<Mamba2Mixer>(Mamba2W{.norm = {.eps = g.eps},
                                                     .n_heads = g.ssm_heads,

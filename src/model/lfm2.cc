@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -17,7 +18,8 @@ namespace {
 
 struct Lfm2Config {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
-  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, conv_kernel = 0;
+  std::int64_t conv_kernel = 0;
+  AttentionGeometry attn;
   float eps = 1e-5f, rope_theta = 1e6f;
   bool tied = true, conv_bias = false;
   std::vector<bool> is_attention;  // per layer: attention, else short conv
@@ -109,30 +111,25 @@ Result<Lfm2Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.d_model, c.get_int("hidden_size"));
   RECUR_ASSIGN_OR_RETURN(q.n_layers, c.get_int("num_hidden_layers"));
   RECUR_ASSIGN_OR_RETURN(q.vocab_size, c.get_int("vocab_size", 65536));
-  RECUR_ASSIGN_OR_RETURN(q.n_heads, c.get_int("num_attention_heads"));
-  RECUR_ASSIGN_OR_RETURN(q.n_kv_heads, c.get_int("num_key_value_heads", 8));
-  RECUR_ASSIGN_OR_RETURN(q.head_dim,
-                         c.get_int("head_dim", q.n_heads > 0 ? q.d_model / q.n_heads : 0));
   RECUR_ASSIGN_OR_RETURN(q.conv_kernel, c.get_int("conv_L_cache", 3));
   RECUR_ASSIGN_OR_RETURN(q.conv_bias, c.get_bool("conv_bias", false));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("norm_eps", 1e-5));
   RECUR_ASSIGN_OR_RETURN(double theta_old, c.get_float("theta", 1e6));
-  RECUR_ASSIGN_OR_RETURN(double theta_top, c.get_float("rope_theta", theta_old));
-  RECUR_ASSIGN_OR_RETURN(double theta, c.get_float("rope_parameters.rope_theta", theta_top));
+  RECUR_ASSIGN_OR_RETURN(double theta, read_rope_theta(c, theta_old));
   RECUR_ASSIGN_OR_RETURN(bool tied_new, c.get_bool("tie_word_embeddings", true));
   RECUR_ASSIGN_OR_RETURN(q.tied, c.get_bool("tie_embedding", tied_new));
   RECUR_ASSIGN_OR_RETURN(q.kv_dtype, kv_dtype_from_config(c));
   RECUR_RETURN_IF_ERROR(check_default_rope(c));
   q.eps = static_cast<float>(eps);
   q.rope_theta = static_cast<float>(theta);
-  for (std::int64_t v :
-       {q.d_model, q.n_layers, q.vocab_size, q.n_heads, q.n_kv_heads, q.head_dim, q.conv_kernel}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: a size field is zero or negative", c.file());
-    }
-  }
-  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_model, q.vocab_size},
-                                          {q.n_heads, q.n_kv_heads, q.head_dim, q.conv_kernel}));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.d_model, "hidden_size"},
+                                             {q.n_layers, "num_hidden_layers"},
+                                             {q.vocab_size, "vocab_size"},
+                                             {q.conv_kernel, "conv_L_cache"}}));
+  RECUR_RETURN_IF_ERROR(
+      check_size_bounds(c, q.n_layers, {q.d_model, q.vocab_size}, {q.conv_kernel}));
+  RECUR_ASSIGN_OR_RETURN(q.attn,
+                         read_attention_geometry(c, q.d_model, q.n_layers, {.n_kv_heads = 8}));
   q.moe = c.model_type() == "lfm2_moe";
   if (q.moe) {
     RECUR_RETURN_IF_ERROR(parse_moe(c, q));
@@ -141,11 +138,6 @@ Result<Lfm2Config> parse_config(const ConfigJson& c) {
   }
   RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_ff, q.moe_d_ff}, {}));
   RECUR_ASSIGN_OR_RETURN(q.is_attention, parse_schedule(c, q.n_layers));
-  if (q.n_heads % q.n_kv_heads != 0 || q.head_dim % 2 != 0 || q.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}/{}, head_dim {})", c.file(),
-                 q.n_heads, q.n_kv_heads, q.head_dim);
-  }
   return q;
 }
 
@@ -184,10 +176,10 @@ Result<std::unique_ptr<FamilyModel>> create_lfm2(const ConfigJson& c, const std:
       // over head_dim, before RoPE).
       mixer = std::make_unique<AttentionMixer>(AttentionW{.q_norm = {.eps = q.eps},
                                                           .k_norm = {.eps = q.eps},
-                                                          .n_heads = q.n_heads,
-                                                          .n_kv_heads = q.n_kv_heads,
-                                                          .head_dim = q.head_dim,
-                                                          .rotary_dim = q.head_dim,
+                                                          .n_heads = q.attn.n_heads,
+                                                          .n_kv_heads = q.attn.n_kv_heads,
+                                                          .head_dim = q.attn.head_dim,
+                                                          .rotary_dim = q.attn.head_dim,
                                                           .rope_theta = q.rope_theta,
                                                           .kv_dtype = q.kv_dtype,
                                                           .o_proj = "out_proj",

@@ -6,6 +6,7 @@
 #include <numbers>
 #include <optional>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -17,8 +18,8 @@ struct Llama3Scaling {
 };
 
 struct LlamaConfig {
-  std::int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, d_ff = 0;
-  std::int64_t vocab_size = 0;
+  std::int64_t d_model = 0, n_layers = 0, d_ff = 0, vocab_size = 0;
+  AttentionGeometry attn;
   float eps = 1e-6f;
   double rope_theta = 10000.0;
   std::optional<Llama3Scaling> llama3;
@@ -39,8 +40,7 @@ Status parse_rope(const ConfigJson& c, LlamaConfig& q) {
       }
     }
   }
-  RECUR_ASSIGN_OR_RETURN(double theta_top, c.get_float("rope_theta", 10000.0));
-  RECUR_ASSIGN_OR_RETURN(q.rope_theta, c.get_float("rope_parameters.rope_theta", theta_top));
+  RECUR_ASSIGN_OR_RETURN(q.rope_theta, read_rope_theta(c, 10000.0));
   if (type == "default") return Status::ok();
   if (type != "llama3") {
     return Error(StatusCode::kUnimplemented,
@@ -70,10 +70,6 @@ Result<LlamaConfig> parse_config(const ConfigJson& c) {
   LlamaConfig q;
   RECUR_ASSIGN_OR_RETURN(q.d_model, c.get_int("hidden_size"));
   RECUR_ASSIGN_OR_RETURN(q.n_layers, c.get_int("num_hidden_layers"));
-  RECUR_ASSIGN_OR_RETURN(q.n_heads, c.get_int("num_attention_heads"));
-  RECUR_ASSIGN_OR_RETURN(q.n_kv_heads, c.get_int("num_key_value_heads", q.n_heads));
-  RECUR_ASSIGN_OR_RETURN(q.head_dim,
-                         c.get_int("head_dim", q.n_heads > 0 ? q.d_model / q.n_heads : 0));
   RECUR_ASSIGN_OR_RETURN(q.d_ff, c.get_int("intermediate_size"));
   RECUR_ASSIGN_OR_RETURN(q.vocab_size, c.get_int("vocab_size"));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-6));
@@ -82,32 +78,14 @@ Result<LlamaConfig> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.mlp_bias, c.get_bool("mlp_bias", false));
   RECUR_ASSIGN_OR_RETURN(q.kv_dtype, kv_dtype_from_config(c));
   RECUR_RETURN_IF_ERROR(parse_rope(c, q));
-  if (c.has("hidden_act")) {
-    RECUR_ASSIGN_OR_RETURN(std::string act, c.get_string("hidden_act"));
-    if (act != "silu") {
-      return Error(StatusCode::kUnimplemented, "{}: hidden_act '{}' is not supported (only silu)",
-                   c.file(), act);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(check_activation(c, "hidden_act", "silu"));
   q.eps = static_cast<float>(eps);
-  for (auto [v, name] : {std::pair{q.d_model, "hidden_size"},
-                         {q.n_layers, "num_hidden_layers"},
-                         {q.n_heads, "num_attention_heads"},
-                         {q.n_kv_heads, "num_key_value_heads"},
-                         {q.head_dim, "head_dim"},
-                         {q.d_ff, "intermediate_size"},
-                         {q.vocab_size, "vocab_size"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
-  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_model, q.d_ff, q.vocab_size},
-                                          {q.n_heads, q.n_kv_heads, q.head_dim}));
-  if (q.n_heads % q.n_kv_heads != 0 || q.head_dim % 2 != 0 || q.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",
-                 c.file(), q.n_heads, q.n_kv_heads, q.head_dim);
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.d_model, "hidden_size"},
+                                             {q.n_layers, "num_hidden_layers"},
+                                             {q.d_ff, "intermediate_size"},
+                                             {q.vocab_size, "vocab_size"}}));
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_model, q.d_ff, q.vocab_size}, {}));
+  RECUR_ASSIGN_OR_RETURN(q.attn, read_attention_geometry(c, q.d_model, q.n_layers));
   return q;
 }
 
@@ -119,10 +97,10 @@ std::vector<float> llama3_inv_freq(const LlamaConfig& c) {
   const Llama3Scaling& s = *c.llama3;
   const double low_wavelen = s.original_max_pos / s.low_freq_factor;
   const double high_wavelen = s.original_max_pos / s.high_freq_factor;
-  std::vector<float> out(static_cast<std::size_t>(c.head_dim / 2));
+  std::vector<float> out(static_cast<std::size_t>(c.attn.head_dim / 2));
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const double f =
-        1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
+    const double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) /
+                                                      static_cast<double>(c.attn.head_dim));
     const double wavelen = 2.0 * std::numbers::pi / f;
     double scaled = f;
     if (wavelen > low_wavelen) {
@@ -148,10 +126,10 @@ Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std
               .final_norm = {.eps = q.eps},
               .tied = q.tied};
   for (std::int64_t i = 0; i < q.n_layers; ++i) {
-    AttentionW attn{.n_heads = q.n_heads,
-                    .n_kv_heads = q.n_kv_heads,
-                    .head_dim = q.head_dim,
-                    .rotary_dim = q.head_dim,
+    AttentionW attn{.n_heads = q.attn.n_heads,
+                    .n_kv_heads = q.attn.n_kv_heads,
+                    .head_dim = q.attn.head_dim,
+                    .rotary_dim = q.attn.head_dim,
                     .rope_theta = static_cast<float>(q.rope_theta),
                     .inv_freq = inv_freq,
                     .qk_norm = false,

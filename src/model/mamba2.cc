@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -30,31 +31,20 @@ Result<Mamba2Config> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(m.expand, c.get_int("expand", 2));
   RECUR_ASSIGN_OR_RETURN(m.conv_kernel, c.get_int("conv_kernel", 4));
   RECUR_ASSIGN_OR_RETURN(m.conv_bias, c.get_bool("use_conv_bias", true));
-  RECUR_ASSIGN_OR_RETURN(bool in_bias, c.get_bool("use_bias", false));
   RECUR_ASSIGN_OR_RETURN(m.tied, c.get_bool("tie_word_embeddings", false));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("layer_norm_epsilon", 1e-5));
   m.eps = static_cast<float>(eps);
-  if (c.has("time_step_limit")) {
-    RECUR_ASSIGN_OR_RETURN(auto lim, c.get_floats("time_step_limit"));
-    if (lim.size() != 2 || !(lim[0] <= lim[1])) {
-      return Error(StatusCode::kInvalidArgument, "{}: time_step_limit must be [min, max]",
-                   c.file());
-    }
-    m.dt_min = static_cast<float>(lim[0]);
-    m.dt_max = static_cast<float>(lim[1]);
-  }
-  if (in_bias) {
-    return Error(StatusCode::kUnimplemented,
-                 "{}: use_bias=true (in/out projection bias) is not "
-                 "supported",
-                 c.file());
-  }
-  for (std::int64_t v : {m.d_model, m.n_layers, m.vocab_size, m.n_heads, m.head_dim, m.d_state,
-                         m.n_groups, m.conv_kernel, m.expand}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: a size field is zero or negative", c.file());
-    }
-  }
+  RECUR_RETURN_IF_ERROR(read_dt_limit(c, {"time_step_limit"}, &m.dt_min, &m.dt_max));
+  RECUR_RETURN_IF_ERROR(refuse_true(c, "use_bias", "in/out projection bias"));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{m.d_model, "hidden_size"},
+                                             {m.n_layers, "num_hidden_layers"},
+                                             {m.vocab_size, "vocab_size"},
+                                             {m.n_heads, "num_heads"},
+                                             {m.head_dim, "head_dim"},
+                                             {m.d_state, "state_size"},
+                                             {m.n_groups, "n_groups"},
+                                             {m.conv_kernel, "conv_kernel"},
+                                             {m.expand, "expand"}}));
   RECUR_RETURN_IF_ERROR(
       check_size_bounds(c, m.n_layers, {m.d_model, m.vocab_size},
                         {m.n_heads, m.head_dim, m.d_state, m.n_groups, m.conv_kernel, m.expand}));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -16,7 +17,7 @@ enum class Block : std::uint8_t { kMamba, kAttention, kMlp };
 
 struct NemotronHConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
-  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  AttentionGeometry attn;
   std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
   float eps = 1e-5f;
   float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();
@@ -70,23 +71,6 @@ Result<std::vector<Block>> parse_pattern(const ConfigJson& c) {
   return out;
 }
 
-// The first of `keys` the config has (older remote-code names, then transformers 5's).
-Result<std::int64_t> get_int_any(const ConfigJson& c, std::initializer_list<const char*> keys,
-                                 std::int64_t fallback) {
-  for (const char* k : keys) {
-    if (c.has(k)) return c.get_int(k);
-  }
-  return fallback;
-}
-
-Status check_activation(const ConfigJson& c, const char* key, std::string_view want) {
-  if (!c.has(key)) return Status::ok();
-  RECUR_ASSIGN_OR_RETURN(std::string act, c.get_string(key));
-  if (act == want) return Status::ok();
-  return Error(StatusCode::kUnimplemented, "{}: {} '{}' is not supported (only {})", c.file(), key,
-               act, want);
-}
-
 Status parse_mamba(const ConfigJson& c, NemotronHConfig& q) {
   RECUR_ASSIGN_OR_RETURN(q.ssm_heads, c.get_int("mamba_num_heads", 128));
   RECUR_ASSIGN_OR_RETURN(q.ssm_head_dim, c.get_int("mamba_head_dim", 64));
@@ -95,34 +79,16 @@ Status parse_mamba(const ConfigJson& c, NemotronHConfig& q) {
   RECUR_ASSIGN_OR_RETURN(q.conv_kernel, get_int_any(c, {"conv_kernel", "mamba_d_conv"}, 4));
   const char* conv_bias_key = c.has("use_conv_bias") ? "use_conv_bias" : "mamba_conv_bias";
   RECUR_ASSIGN_OR_RETURN(q.conv_bias, c.get_bool(conv_bias_key, true));
-  RECUR_ASSIGN_OR_RETURN(bool proj_bias, c.get_bool("mamba_proj_bias", false));
-  RECUR_ASSIGN_OR_RETURN(bool use_bias, c.get_bool("use_bias", false));
-  if (proj_bias || use_bias) {
-    return Error(
-        StatusCode::kUnimplemented,
-        "{}: mamba_proj_bias / use_bias = true (Mamba2 projection biases) is not supported",
-        c.file());
-  }
+  RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "Mamba2 projection biases"));
+  RECUR_RETURN_IF_ERROR(refuse_true(c, "use_bias", "Mamba2 projection biases"));
   RECUR_RETURN_IF_ERROR(check_activation(c, "mamba_hidden_act", "silu"));
-  for (const char* key : {"time_step_limit", "mamba_dt_limit"}) {
-    if (!c.has(key)) continue;
-    RECUR_ASSIGN_OR_RETURN(auto lim, c.get_floats(key));
-    if (lim.size() != 2 || !(lim[0] <= lim[1])) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be [min, max]", c.file(), key);
-    }
-    q.dt_min = static_cast<float>(lim[0]);
-    q.dt_max = static_cast<float>(lim[1]);
-    break;
-  }
-  for (auto [v, name] : {std::pair{q.ssm_heads, "mamba_num_heads"},
-                         {q.ssm_head_dim, "mamba_head_dim"},
-                         {q.ssm_state, "ssm_state_size"},
-                         {q.ssm_groups, "n_groups"},
-                         {q.conv_kernel, "conv_kernel"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(
+      read_dt_limit(c, {"time_step_limit", "mamba_dt_limit"}, &q.dt_min, &q.dt_max));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.ssm_heads, "mamba_num_heads"},
+                                             {q.ssm_head_dim, "mamba_head_dim"},
+                                             {q.ssm_state, "ssm_state_size"},
+                                             {q.ssm_groups, "n_groups"},
+                                             {q.conv_kernel, "conv_kernel"}}));
   RECUR_RETURN_IF_ERROR(
       check_size_bounds(c, q.n_layers, {q.ssm_heads * q.ssm_head_dim},
                         {q.ssm_heads, q.ssm_head_dim, q.ssm_state, q.ssm_groups, q.conv_kernel}));
@@ -134,26 +100,11 @@ Status parse_mamba(const ConfigJson& c, NemotronHConfig& q) {
   return Status::ok();
 }
 
+// No positions: attention_head_dim is the older remote-code name of head_dim.
 Status parse_attention(const ConfigJson& c, NemotronHConfig& q) {
-  RECUR_ASSIGN_OR_RETURN(q.n_heads, c.get_int("num_attention_heads", 32));
-  RECUR_ASSIGN_OR_RETURN(q.n_kv_heads, c.get_int("num_key_value_heads", q.n_heads));
-  RECUR_ASSIGN_OR_RETURN(q.head_dim, get_int_any(c, {"head_dim", "attention_head_dim"},
-                                                 q.n_heads > 0 ? q.d_model / q.n_heads : 0));
+  RECUR_ASSIGN_OR_RETURN(
+      q.attn, read_attention_geometry(c, q.d_model, q.n_layers, {.n_heads = 32, .rotary = false}));
   RECUR_ASSIGN_OR_RETURN(q.attention_bias, c.get_bool("attention_bias", false));
-  for (auto [v, name] : {std::pair{q.n_heads, "num_attention_heads"},
-                         {q.n_kv_heads, "num_key_value_heads"},
-                         {q.head_dim, "head_dim"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
-  RECUR_RETURN_IF_ERROR(
-      check_size_bounds(c, q.n_layers, {}, {q.n_heads, q.n_kv_heads, q.head_dim}));
-  if (q.n_heads % q.n_kv_heads != 0 || q.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",
-                 c.file(), q.n_heads, q.n_kv_heads, q.head_dim);
-  }
   return Status::ok();
 }
 
@@ -173,13 +124,9 @@ Result<NemotronHConfig> parse_config(const ConfigJson& c) {
   if (mlp_bias) {
     return Error(StatusCode::kUnimplemented, "{}: mlp_bias=true is not supported", c.file());
   }
-  for (auto [v, name] : {std::pair{q.d_model, "hidden_size"},
-                         {q.vocab_size, "vocab_size"},
-                         {q.d_ff, "intermediate_size"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(
+      c,
+      {{q.d_model, "hidden_size"}, {q.vocab_size, "vocab_size"}, {q.d_ff, "intermediate_size"}}));
   RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers, {q.d_model, q.d_ff, q.vocab_size}, {}));
   RECUR_RETURN_IF_ERROR(parse_mamba(c, q));
   RECUR_RETURN_IF_ERROR(parse_attention(c, q));
@@ -214,9 +161,9 @@ Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
                                                       .conv_bias_present = q.conv_bias});
         break;
       case Block::kAttention:
-        mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = q.n_heads,
-                                                            .n_kv_heads = q.n_kv_heads,
-                                                            .head_dim = q.head_dim,
+        mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = q.attn.n_heads,
+                                                            .n_kv_heads = q.attn.n_kv_heads,
+                                                            .head_dim = q.attn.head_dim,
                                                             .rotary_dim = 0,
                                                             .qk_norm = false,
                                                             .bias = q.attention_bias,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/config_readers.h"
+
 namespace recur::model {
 
 namespace {
@@ -54,8 +56,7 @@ Result<HybridConfig> parse_hybrid_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.lin_v_dim, c.get_int("linear_value_head_dim"));
   RECUR_ASSIGN_OR_RETURN(q.conv_kernel, c.get_int("linear_conv_kernel_dim", 4));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-6));
-  RECUR_ASSIGN_OR_RETURN(double theta_top, c.get_float("rope_theta", 1e7));
-  RECUR_ASSIGN_OR_RETURN(double theta, c.get_float("rope_parameters.rope_theta", theta_top));
+  RECUR_ASSIGN_OR_RETURN(double theta, read_rope_theta(c, 1e7));
   // HF uses 0.25 when the factor is in neither place (spec 2.1).
   RECUR_ASSIGN_OR_RETURN(double f_top, c.get_float("partial_rotary_factor", 0.25));
   RECUR_ASSIGN_OR_RETURN(double factor,
@@ -65,21 +66,17 @@ Result<HybridConfig> parse_hybrid_config(const ConfigJson& c) {
   RECUR_RETURN_IF_ERROR(check_default_rope(c));
   q.eps = static_cast<float>(eps);
   q.rope_theta = static_cast<float>(theta);
-  for (auto [v, name] : {std::pair{q.d_model, "hidden_size"},
-                         {q.n_layers, "num_hidden_layers"},
-                         {q.vocab_size, "vocab_size"},
-                         {q.n_heads, "num_attention_heads"},
-                         {q.n_kv_heads, "num_key_value_heads"},
-                         {q.head_dim, "head_dim"},
-                         {q.lin_k_heads, "linear_num_key_heads"},
-                         {q.lin_v_heads, "linear_num_value_heads"},
-                         {q.lin_k_dim, "linear_key_head_dim"},
-                         {q.lin_v_dim, "linear_value_head_dim"},
-                         {q.conv_kernel, "linear_conv_kernel_dim"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.d_model, "hidden_size"},
+                                             {q.n_layers, "num_hidden_layers"},
+                                             {q.vocab_size, "vocab_size"},
+                                             {q.n_heads, "num_attention_heads"},
+                                             {q.n_kv_heads, "num_key_value_heads"},
+                                             {q.head_dim, "head_dim"},
+                                             {q.lin_k_heads, "linear_num_key_heads"},
+                                             {q.lin_v_heads, "linear_num_value_heads"},
+                                             {q.lin_k_dim, "linear_key_head_dim"},
+                                             {q.lin_v_dim, "linear_value_head_dim"},
+                                             {q.conv_kernel, "linear_conv_kernel_dim"}}));
   RECUR_RETURN_IF_ERROR(
       check_size_bounds(c, q.n_layers, {q.d_model, q.vocab_size},
                         {q.n_heads, q.n_kv_heads, q.head_dim, q.lin_k_heads, q.lin_v_heads,

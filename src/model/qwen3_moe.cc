@@ -4,6 +4,7 @@
 // the others; final plain RMSNorm; tied or separate head.
 #include <algorithm>
 
+#include "model/config_readers.h"
 #include "model/stack.h"
 
 namespace recur::model {
@@ -11,7 +12,8 @@ namespace recur::model {
 namespace {
 
 struct Qwen3MoeConfig {
-  std::int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, d_ff = 0;
+  std::int64_t d_model = 0, n_layers = 0, d_ff = 0;
+  AttentionGeometry attn;
   std::int64_t vocab_size = 0, n_experts = 0, top_k = 0, moe_d_ff = 0, sparse_step = 1;
   std::vector<std::int64_t> mlp_only_layers;
   float eps = 1e-6f, rope_theta = 1e6f;
@@ -31,10 +33,6 @@ Result<Qwen3MoeConfig> parse_config(const ConfigJson& c) {
   Qwen3MoeConfig q;
   RECUR_ASSIGN_OR_RETURN(q.d_model, c.get_int("hidden_size"));
   RECUR_ASSIGN_OR_RETURN(q.n_layers, c.get_int("num_hidden_layers"));
-  RECUR_ASSIGN_OR_RETURN(q.n_heads, c.get_int("num_attention_heads"));
-  RECUR_ASSIGN_OR_RETURN(q.n_kv_heads, c.get_int("num_key_value_heads", q.n_heads));
-  RECUR_ASSIGN_OR_RETURN(q.head_dim,
-                         c.get_int("head_dim", q.n_heads > 0 ? q.d_model / q.n_heads : 0));
   RECUR_ASSIGN_OR_RETURN(q.d_ff, c.get_int("intermediate_size"));
   RECUR_ASSIGN_OR_RETURN(q.vocab_size, c.get_int("vocab_size"));
   // transformers' attribute_map also accepts Mixtral's spelling.
@@ -48,8 +46,7 @@ Result<Qwen3MoeConfig> parse_config(const ConfigJson& c) {
   RECUR_ASSIGN_OR_RETURN(q.attention_bias, c.get_bool("attention_bias", false));
   RECUR_ASSIGN_OR_RETURN(bool sliding, c.get_bool("use_sliding_window", false));
   RECUR_ASSIGN_OR_RETURN(double eps, c.get_float("rms_norm_eps", 1e-6));
-  RECUR_ASSIGN_OR_RETURN(double theta_top, c.get_float("rope_theta", 1e6));
-  RECUR_ASSIGN_OR_RETURN(double theta, c.get_float("rope_parameters.rope_theta", theta_top));
+  RECUR_ASSIGN_OR_RETURN(double theta, read_rope_theta(c, 1e6));
   RECUR_ASSIGN_OR_RETURN(q.tied, c.get_bool("tie_word_embeddings", false));
   RECUR_ASSIGN_OR_RETURN(q.kv_dtype, kv_dtype_from_config(c));
   RECUR_RETURN_IF_ERROR(check_default_rope(c));
@@ -59,19 +56,12 @@ Result<Qwen3MoeConfig> parse_config(const ConfigJson& c) {
     return Error(StatusCode::kUnimplemented,
                  "{}: use_sliding_window true is not supported for qwen3_moe", c.file());
   }
-  for (auto [v, name] : {std::pair{q.d_model, "hidden_size"},
-                         {q.n_layers, "num_hidden_layers"},
-                         {q.n_heads, "num_attention_heads"},
-                         {q.n_kv_heads, "num_key_value_heads"},
-                         {q.head_dim, "head_dim"},
-                         {q.d_ff, "intermediate_size"},
-                         {q.vocab_size, "vocab_size"},
-                         {q.moe_d_ff, "moe_intermediate_size"},
-                         {q.sparse_step, "decoder_sparse_step"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.d_model, "hidden_size"},
+                                             {q.n_layers, "num_hidden_layers"},
+                                             {q.d_ff, "intermediate_size"},
+                                             {q.vocab_size, "vocab_size"},
+                                             {q.moe_d_ff, "moe_intermediate_size"},
+                                             {q.sparse_step, "decoder_sparse_step"}}));
   // Experts are loaded as one view each: 4096 bounds the tensor count of a corrupt config.
   constexpr std::int64_t kMaxExperts = 4096;
   if (q.n_experts < 0 || q.n_experts > kMaxExperts ||
@@ -81,14 +71,9 @@ Result<Qwen3MoeConfig> parse_config(const ConfigJson& c) {
                  "1 <= num_experts_per_tok <= num_experts",
                  c.file(), q.n_experts, q.top_k, kMaxExperts);
   }
-  RECUR_RETURN_IF_ERROR(check_size_bounds(c, q.n_layers,
-                                          {q.d_model, q.d_ff, q.vocab_size, q.moe_d_ff},
-                                          {q.n_heads, q.n_kv_heads, q.head_dim}));
-  if (q.n_heads % q.n_kv_heads != 0 || q.head_dim % 2 != 0 || q.head_dim > kernels::kMaxHeadDim) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: unsupported attention geometry (heads {}, kv heads {}, head_dim {})",
-                 c.file(), q.n_heads, q.n_kv_heads, q.head_dim);
-  }
+  RECUR_RETURN_IF_ERROR(
+      check_size_bounds(c, q.n_layers, {q.d_model, q.d_ff, q.vocab_size, q.moe_d_ff}, {}));
+  RECUR_ASSIGN_OR_RETURN(q.attn, read_attention_geometry(c, q.d_model, q.n_layers));
   return q;
 }
 
@@ -105,10 +90,10 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
   for (std::int64_t i = 0; i < q.n_layers; ++i) {
     AttentionW attn{.q_norm = {.eps = q.eps},
                     .k_norm = {.eps = q.eps},
-                    .n_heads = q.n_heads,
-                    .n_kv_heads = q.n_kv_heads,
-                    .head_dim = q.head_dim,
-                    .rotary_dim = q.head_dim,
+                    .n_heads = q.attn.n_heads,
+                    .n_kv_heads = q.attn.n_kv_heads,
+                    .head_dim = q.attn.head_dim,
+                    .rotary_dim = q.attn.head_dim,
                     .rope_theta = q.rope_theta,
                     .bias = q.attention_bias,
                     .kv_dtype = q.kv_dtype};

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/config_readers.h"
 #include "model/qwen3_5_hybrid.h"
 
 namespace recur::model {
@@ -44,13 +45,9 @@ Result<MoeConfig> parse_moe_config(const ConfigJson& c, Variant variant, std::in
     RECUR_ASSIGN_OR_RETURN(q.sparse_step, c.get_int("decoder_sparse_step", 1));
     RECUR_ASSIGN_OR_RETURN(q.mlp_only_layers, c.get_int_list("mlp_only_layers"));
   }
-  for (auto [v, name] : {std::pair{q.moe_d_ff, "moe_intermediate_size"},
-                         {q.shared_d_ff, "shared_expert_intermediate_size"},
-                         {q.sparse_step, "decoder_sparse_step"}}) {
-    if (v <= 0) {
-      return Error(StatusCode::kInvalidArgument, "{}: {} must be positive", c.file(), name);
-    }
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.moe_d_ff, "moe_intermediate_size"},
+                                             {q.shared_d_ff, "shared_expert_intermediate_size"},
+                                             {q.sparse_step, "decoder_sparse_step"}}));
   RECUR_RETURN_IF_ERROR(check_expert_counts(c, q.n_experts, q.top_k));
   bool any_dense = false;
   for (std::int64_t i = 0; i < n_layers; ++i) any_dense = any_dense || !q.sparse(i);

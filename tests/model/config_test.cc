@@ -201,7 +201,7 @@ TEST(StateSizes, Lfm2SpellingsAndErrors) {
       {R"("full_attn_idxs": [2, 5, 8, 10, 12, 14])", R"("layer_types": ["conv"])",
        "layer_types has 1 entries for 16 layers"},
       {R"("block_multiple_of": 256)", R"("block_multiple_of": 0)", "block_multiple_of 0"},
-      {R"("num_key_value_heads": 8)", R"("num_key_value_heads": 5)", "heads 16/5"},
+      {R"("num_key_value_heads": 8)", R"("num_key_value_heads": 5)", "heads 16, kv heads 5"},
       {R"("rope_theta": 1000000.0)",
        R"("rope_theta": 1000000.0, "rope_scaling": {"rope_type": "yarn"})", "'yarn'"},
   };
@@ -285,7 +285,8 @@ TEST(StateSizes, OutOfRangeSizesAreErrors) {
   const Case cases[] = {
       {kMamba2_130m, R"("num_hidden_layers": 24)", R"("num_hidden_layers": 2000000000)",
        "beyond any supported model"},
-      {kMamba2_130m, R"("expand": 2)", R"("expand": -9223372036854775808)", "zero or negative"},
+      {kMamba2_130m, R"("expand": 2)", R"("expand": -9223372036854775808)",
+       "expand must be positive"},
       {kMamba2_130m, R"("state_size": 128)", R"("state_size": 1048576)",
        "beyond any supported model"},
       {kQwen3_06b, R"("num_hidden_layers": 28)", R"("num_hidden_layers": 4611686018427387904)",

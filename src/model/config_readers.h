@@ -1,0 +1,55 @@
+// Config fields most families share, read in one place with their key aliases and checks. Every
+// error names c.file() and the key, as the family parsers' own do.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+#include "model/config_json.h"
+#include "util/status.h"
+
+namespace recur::model {
+
+struct SizeField {
+  std::int64_t value;
+  const char* key;
+};
+// "<file>: <key> must be positive" for the first field that is not.
+Status require_positive(const ConfigJson& c, std::initializer_list<SizeField> fields);
+
+// The first of `keys` the config has, else `fallback` (older remote-code names beside
+// transformers 5's).
+Result<std::int64_t> get_int_any(const ConfigJson& c, std::initializer_list<const char*> keys,
+                                 std::int64_t fallback);
+
+// rope_theta (transformers 4) or rope_parameters.rope_theta (5), the latter winning.
+Result<double> read_rope_theta(const ConfigJson& c, double fallback);
+
+// GQA geometry: num_attention_heads, num_key_value_heads, head_dim (or attention_head_dim). A zero
+// default means: heads required, kv heads = heads, head_dim = hidden_size / heads. Checked:
+// positive, within check_size_bounds, heads a multiple of kv heads, head_dim at most
+// kernels::kMaxHeadDim and even when RoPE rotates it.
+struct AttentionGeometry {
+  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+};
+struct AttentionDefaults {
+  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  bool rotary = true;
+};
+Result<AttentionGeometry> read_attention_geometry(const ConfigJson& c, std::int64_t d_model,
+                                                  std::int64_t n_layers,
+                                                  AttentionDefaults defaults = {});
+
+// The first of `keys` present, a [min, max] pair with min <= max, into *min and *max (left as
+// they are when none is present).
+Status read_dt_limit(const ConfigJson& c, std::initializer_list<const char*> keys, float* min,
+                     float* max);
+
+// "<file>: <key>=true (<what>) is not supported" when the boolean key is true.
+Status refuse_true(const ConfigJson& c, const char* key, const char* what);
+
+// An activation key, absent or `want`.
+Status check_activation(const ConfigJson& c, const char* key, std::string_view want);
+
+}  // namespace recur::model
