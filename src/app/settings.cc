@@ -45,24 +45,6 @@ server::HttpOptions read_http_options(const config::Options& opts) {
           .cors_origins = opts.get_string("cors-origins")};
 }
 
-// A real-geometry preset names its family, so `--preset qwen3-0.6b` alone picks qwen3.
-std::string_view family_of_preset(std::string_view preset) {
-  if (preset == "qwen3-0.6b") return "qwen3";
-  if (preset == "qwen3.5-0.8b") return "qwen3_5";
-  if (preset == "mamba2-130m") return "mamba2";
-  if (preset == "qwen3-30b-a3b") return "qwen3_moe";
-  if (preset == "qwen3.5-35b-a3b") return "qwen3_5_moe";
-  if (preset == "qwen3-next-80b-a3b") return "qwen3_next";
-  if (preset == "granite-4.0-h-350m") return "granitemoehybrid";
-  if (preset == "granite-4.0-h-tiny") return "granitemoehybrid_moe";
-  if (preset == "lfm2-8b-a1b") return "lfm2_moe";
-  if (preset == "lfm2-350m") return "lfm2";
-  if (preset == "nemotron-h-4b") return "nemotron_h";
-  if (preset == "falcon-h1-0.5b" || preset == "tiny-norm") return "falcon_h1";
-  if (preset == "llama-3.2-1b" || preset == "tiny-bias") return "llama";
-  return {};
-}
-
 }  // namespace
 
 LogSettings read_log_settings(const config::Options& opts) {
@@ -177,11 +159,11 @@ MakeModelSettings read_make_model_settings(const config::Options& opts) {
   MakeModelSettings s{.out_dir = opts.get_string("out")};
   modelgen::GenSpec& spec = s.spec;
   spec.preset = opts.get_string("preset");
-  std::string family = opts.get_string("family");
-  if (opts.source("family") == config::Source::kDefault && !family_of_preset(spec.preset).empty()) {
-    family = std::string(family_of_preset(spec.preset));
+  // A preset of one family names it, so `--preset qwen3-0.6b` alone picks qwen3.
+  std::optional<modelgen::Family> parsed_family = modelgen::parse_family(opts.get_string("family"));
+  if (opts.source("family") == config::Source::kDefault) {
+    if (auto f = modelgen::family_of_preset(spec.preset)) parsed_family = f;
   }
-  std::optional<modelgen::Family> parsed_family = modelgen::parse_family(family);
   std::optional<modelgen::DType> dtype = modelgen::parse_dtype(opts.get_string("dtype"));
   RECUR_CHECK_MSG(parsed_family && dtype, "a --family or --dtype choice modelgen does not know");
   spec.family = *parsed_family;

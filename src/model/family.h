@@ -1,7 +1,7 @@
-// The contract between the generic model driver (model.cc) and a model family (qwen3.cc,
-// qwen3_5.cc, mamba2.cc): a family parses its typed config, lists its tensors through one visitor,
-// declares its per-layer state, and runs its layers over a batch. Families register in
-// registry.cc, the only place that knows them all. Internal to model/.
+// The contract between the generic model driver (model.cc) and a model: it lists its tensors
+// through one visitor, declares its per-layer state, and runs its layers over a batch. The one
+// implementation is the decoder stack (stack.h) that every family's create function builds;
+// families register in registry.cc, the only place that knows them all. Internal to model/.
 #pragma once
 
 #include <cstdint>
@@ -140,6 +140,20 @@ class FamilyModel {
   virtual const kernels::WeightView& lm_head() const = 0;
 };
 
+// How mlx-lm and mlx-vlm convert a family's Hugging Face checkpoint (the sanitize of its model
+// file), which recur quantize and the generator's MLX writer follow and the loader reads back.
+struct MlxConversion {
+  enum class Names : std::uint8_t {
+    kKept,           // as in the Hugging Face file
+    kLanguageModel,  // qwen3_5.py: under language_model.; mtp.* and the vision tower dropped
+    kGluRenamed,     // lfm2_moe.py: the feed-forward's w1 / w3 / w2 become gate / up / down_proj
+  };
+  Names names = Names::kKept;
+  bool folds_norm_one = false;     // zero-centred norms stored as 1 + w (qwen3_5.py, qwen3_next.py)
+  bool stacks_experts = false;     // per-expert Linears stacked into switch_mlp.*
+  bool splits_shared_mlp = false;  // without experts, shared_mlp.input_linear into mlp.gate/up_proj
+};
+
 // Registry entry: one per family (registry.cc).
 struct FamilyInfo {
   std::string_view name;                          // canonical model_type
@@ -150,12 +164,15 @@ struct FamilyInfo {
   // quantizes the family at any format: the MoE routers (docs/checkpoints.md). --quantize follows
   // it, and the MLX writers (modelgen) do too.
   std::vector<std::string_view> mlx_8bit_modules;
+  MlxConversion mlx;
   // Typed config from config.json; `prefix` is the resolved tensor-name prefix.
   std::function<Result<std::unique_ptr<FamilyModel>>(const ConfigJson&, const std::string& prefix)>
       create;
 };
 
 std::span<const FamilyInfo> families();
+// The family that accepts config.json's model_type `type`, or null.
+const FamilyInfo* family_for_type(std::string_view type);
 // Whether mlx-lm quantizes `module` (a weight's name without ".weight") of the family named
 // `family` (FamilyInfo::name) at 8 bits in groups of 64 whatever the checkpoint's format.
 bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module);

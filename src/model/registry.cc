@@ -1,5 +1,6 @@
-// The one place that knows every family: model_type → family. Adding a family is one entry here
-// plus its file (see README.md).
+// The one place that knows every family the loader reads: model_type → family. A family is its
+// row here, its file (config.json into a StackSpec) and its generator row; docs/model.md "Adding a
+// family" lists the rest.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ std::span<const FamilyInfo> families() {
        .model_types = {"qwen3_5", "qwen3_5_text"},
        .tensor_prefixes = {"model.language_model.", "model.", "language_model.model."},
        .probe_tensor = "embed_tokens.weight",
+       .mlx = {.names = MlxConversion::Names::kLanguageModel, .folds_norm_one = true},
        .create = create_qwen3_5},
       {.name = "mamba2",
        .model_types = {"mamba2"},
@@ -45,12 +47,14 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .mlx_8bit_modules = {"mlp.gate"},
+       .mlx = {.stacks_experts = true},
        .create = create_qwen3_moe},
       {.name = "granitemoehybrid",
        .model_types = {"granitemoehybrid"},
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .mlx_8bit_modules = {"router.layer"},
+       .mlx = {.splits_shared_mlp = true},
        .create = create_granite_hybrid},
       {.name = "lfm2",
        .model_types = {"lfm2"},
@@ -63,6 +67,7 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .mlx_8bit_modules = {"feed_forward.gate"},
+       .mlx = {.names = MlxConversion::Names::kGluRenamed, .stacks_experts = true},
        .create = create_lfm2},
       // Released checkpoints name the model backbone.*; transformers 5 may save model.*.
       {.name = "nemotron_h",
@@ -77,12 +82,16 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model.language_model.", "model.", "language_model.model."},
        .probe_tensor = "embed_tokens.weight",
        .mlx_8bit_modules = {"mlp.gate", "shared_expert_gate"},
+       .mlx = {.names = MlxConversion::Names::kLanguageModel,
+               .folds_norm_one = true,
+               .stacks_experts = true},
        .create = create_qwen3_5_moe},
       {.name = "qwen3_next",
        .model_types = {"qwen3_next"},
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .mlx_8bit_modules = {"mlp.gate", "shared_expert_gate"},
+       .mlx = {.folds_norm_one = true, .stacks_experts = true},
        .create = create_qwen3_next},
       {.name = "falcon_h1",
        .model_types = {"falcon_h1"},
@@ -91,6 +100,15 @@ std::span<const FamilyInfo> families() {
        .create = create_falcon_h1},
   };
   return kFamilies;
+}
+
+const FamilyInfo* family_for_type(std::string_view type) {
+  for (const FamilyInfo& f : families()) {
+    for (std::string_view t : f.model_types) {
+      if (t == type) return &f;
+    }
+  }
+  return nullptr;
 }
 
 bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module) {

@@ -22,58 +22,6 @@
 
 namespace recur::modelgen {
 
-std::optional<Family> parse_family(std::string_view word) {
-  if (word == "qwen3") return Family::kQwen3;
-  if (word == "qwen3_5") return Family::kQwen3_5;
-  if (word == "mamba2") return Family::kMamba2;
-  if (word == "gemma3") return Family::kGemma3;
-  if (word == "llama") return Family::kLlama;
-  if (word == "qwen3_moe") return Family::kQwen3Moe;
-  if (word == "granitemoehybrid") return Family::kGraniteHybrid;
-  if (word == "lfm2") return Family::kLfm2;
-  if (word == "nemotron_h") return Family::kNemotronH;
-  if (word == "falcon_h1") return Family::kFalconH1;
-  if (word == "qwen3_5_moe") return Family::kQwen3_5Moe;
-  if (word == "qwen3_next") return Family::kQwen3Next;
-  if (word == "granitemoehybrid_moe") return Family::kGraniteMoe;
-  if (word == "lfm2_moe") return Family::kLfm2Moe;
-  return std::nullopt;
-}
-
-const char* family_name(Family family) {
-  switch (family) {
-    case Family::kQwen3:
-      return "qwen3";
-    case Family::kQwen3_5:
-      return "qwen3_5";
-    case Family::kMamba2:
-      return "mamba2";
-    case Family::kGemma3:
-      return "gemma3";
-    case Family::kLlama:
-      return "llama";
-    case Family::kQwen3Moe:
-      return "qwen3_moe";
-    case Family::kGraniteHybrid:
-      return "granitemoehybrid";
-    case Family::kLfm2:
-      return "lfm2";
-    case Family::kNemotronH:
-      return "nemotron_h";
-    case Family::kFalconH1:
-      return "falcon_h1";
-    case Family::kQwen3_5Moe:
-      return "qwen3_5_moe";
-    case Family::kQwen3Next:
-      return "qwen3_next";
-    case Family::kGraniteMoe:
-      return "granitemoehybrid_moe";
-    case Family::kLfm2Moe:
-      return "lfm2_moe";
-  }
-  return "?";
-}
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -228,9 +176,10 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
   std::string config = config_json(g, spec.dtype, ids);
   MlxPlan mlx;
   if (spec.bits != 0) {
-    const MlxRules rules{.family = spec.family,
-                         .tied = g.tied,
-                         .format = {.bits = spec.bits, .group_size = spec.group_size}};
+    RECUR_ASSIGN_OR_RETURN(
+        const MlxRules rules,
+        mlx_rules_for(family_record(spec.family).model_type, g.n_experts > 0, g.tied,
+                      {.bits = spec.bits, .group_size = spec.group_size}));
     mlx = plan_generated(table, rules);
     RECUR_ASSIGN_OR_RETURN(
         config, add_quantization_config(config, rules.format, mlx_overrides(mlx.tensors)));

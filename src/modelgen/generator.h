@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "util/check.h"
 #include "util/dtype.h"
 #include "util/status.h"
 
@@ -82,11 +85,20 @@ struct GenSummary {
 Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
                         GenSummary* summary = nullptr);
 
-// Words used by flags and file names: "qwen3", "qwen3_5", "mamba2", "gemma3", "llama",
-// "qwen3_moe", "granitemoehybrid", "lfm2", "nemotron_h", "falcon_h1", "qwen3_5_moe", "qwen3_next",
-// "granitemoehybrid_moe", "lfm2_moe"
-// (dtypes: util/dtype.h).
+// One row per family (family_records.cc), the one place outside the preset and tensor tables that
+// spells a family: its --family word (also file names), the model_type of the config.json it
+// writes (what recur quantize reads back) and its presets besides "tiny". A preset two families
+// share (tiny-bias) names the first of them when --family is left out.
+struct FamilyRecord {
+  Family family;
+  std::string_view word;
+  std::string_view model_type;
+  std::vector<std::string_view> presets;
+};
+std::span<const FamilyRecord> family_records();
+const FamilyRecord& family_record(Family family);
 std::optional<Family> parse_family(std::string_view word);
 const char* family_name(Family family);
+std::optional<Family> family_of_preset(std::string_view preset);
 
 }  // namespace recur::modelgen

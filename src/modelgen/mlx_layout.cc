@@ -2,6 +2,9 @@
 // quantize_model and save_config) applied to one tensor or one config.json at a time.
 #include "modelgen/mlx_layout.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -32,8 +35,9 @@ bool contains(std::string_view s, std::string_view part) {
 }
 
 // The MLX name of a tensor, or "" when MLX checkpoints leave it out (mtp.*, the vision tower).
-std::string mlx_name(Family family, std::string_view hf) {
-  if (family == Family::kLfm2Moe) {
+std::string mlx_name(const model::MlxConversion& conv, std::string_view hf) {
+  using Names = model::MlxConversion::Names;
+  if (conv.names == Names::kGluRenamed) {
     // lfm2_moe.py sanitize: the feed-forward's w1 / w3 / w2 are named gate_proj / up_proj /
     // down_proj (the experts' too, which plan_mlx stacks).
     constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kRenames = {
@@ -46,7 +50,7 @@ std::string mlx_name(Family family, std::string_view hf) {
     }
     return std::string(hf);
   }
-  if (family != Family::kQwen3_5 && family != Family::kQwen3_5Moe) return std::string(hf);
+  if (conv.names != Names::kLanguageModel) return std::string(hf);
   // qwen3_5.py Model.sanitize: vision weights and the multi-token-prediction head are dropped;
   // every other name moves under language_model.
   if (contains(hf, "mtp.") || hf.starts_with("model.visual") || hf.starts_with("vision_tower")) {
@@ -96,34 +100,29 @@ bool module_order(std::string_view a, std::string_view b) {
 
 // The rule itself is the model's (model::mlx_keeps_at_8_bits), so the writers and --quantize keep
 // the same modules at 8 bits.
-std::optional<QuantFormat> mlx_module_override(Family family, std::string_view path) {
-  std::string_view name;
-  switch (family) {
-    case Family::kQwen3Moe:
-      name = "qwen3_moe";
-      break;
-    case Family::kQwen3Next:
-      name = "qwen3_next";
-      break;
-    case Family::kQwen3_5Moe:
-      name = "qwen3_5_moe";
-      break;
-    case Family::kGraniteMoe:
-      name = "granitemoehybrid";
-      break;
-    case Family::kLfm2Moe:
-      name = "lfm2_moe";
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (!model::mlx_keeps_at_8_bits(name, path)) return std::nullopt;
+std::optional<QuantFormat> mlx_module_override(const model::FamilyInfo& family,
+                                               std::string_view path) {
+  if (!model::mlx_keeps_at_8_bits(family.name, path)) return std::nullopt;
   return QuantFormat{.bits = 8, .group_size = 64};
+}
+
+Result<MlxRules> mlx_rules_for(std::string_view model_type, bool has_experts, bool tied,
+                               QuantFormat format) {
+  const model::FamilyInfo* family = model::family_for_type(model_type);
+  if (family == nullptr) {
+    std::vector<std::string_view> types;
+    for (const model::FamilyInfo& f : model::families()) {
+      types.insert(types.end(), f.model_types.begin(), f.model_types.end());
+    }
+    return Error(StatusCode::kInvalidArgument, "model_type '{}' is not one recur converts ({})",
+                 model_type, fmt::join(types, ", "));
+  }
+  return MlxRules{.family = family, .has_experts = has_experts, .tied = tied, .format = format};
 }
 
 MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
                      std::span<const std::int64_t> shape, DType dtype) {
-  MlxTensor t{.name = mlx_name(rules.family, hf_name),
+  MlxTensor t{.name = mlx_name(rules.family->mlx, hf_name),
               .shape = {shape.begin(), shape.end()},
               .dtype = dtype,
               .format = rules.format};
@@ -137,7 +136,7 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
     // utils.py quantize_model: the checkpoint's group size decides whether a module is
     // quantized at all, the model's quant_predicate then at which format.
     const std::string_view path = std::string_view(t.name).substr(0, t.name.size() - 7);
-    if (const auto f = mlx_module_override(rules.family, path)) {
+    if (const auto f = mlx_module_override(*rules.family, path)) {
       t.format = *f;
       t.overridden = true;
     }
@@ -159,10 +158,7 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
     return t;
   }
   // qwen3_5.py and qwen3_next.py fold the 1 in alike (qwen3_5_moe.py reuses qwen3_5.py's).
-  const bool zero_centred = rules.family == Family::kQwen3_5 ||
-                            rules.family == Family::kQwen3_5Moe ||
-                            rules.family == Family::kQwen3Next;
-  if (zero_centred && shape.size() == 1 && is_zero_centred_norm(t.name)) {
+  if (rules.family->mlx.folds_norm_one && shape.size() == 1 && is_zero_centred_norm(t.name)) {
     t.action = MlxAction::kFoldOne;
   }
   return t;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/family.h"
 #include "modelgen/generator.h"
 #include "modelgen/safetensors_writer.h"
 #include "util/status.h"
@@ -58,8 +59,10 @@ struct MlxTensor {
   bool overridden = false;
 };
 
+// A family's conversion rules (its model::FamilyInfo row) for one checkpoint.
 struct MlxRules {
-  Family family = Family::kQwen3_5;
+  const model::FamilyInfo* family = nullptr;
+  bool has_experts = false;  // Granite 4.0-H's shared MLP is split only without experts
   bool tied = true;  // tie_word_embeddings: the head is the embedding, lm_head.weight is dropped
   QuantFormat format;
 };
@@ -69,7 +72,11 @@ struct MlxRules {
 // qwen3_moe.py: "mlp.gate"; qwen3_next.py and qwen3_5.py (qwen3_5_moe; only with experts):
 // "mlp.gate" and "shared_expert_gate"; granitemoehybrid.py (use_moe): "router.layer";
 // lfm2_moe.py: "feed_forward.gate"; each at 8 bits in groups of 64, whatever the other bits.
-std::optional<QuantFormat> mlx_module_override(Family family, std::string_view path);
+std::optional<QuantFormat> mlx_module_override(const model::FamilyInfo& family,
+                                               std::string_view path);
+// The rules of the family accepting `model_type` (an error naming it when no family does).
+Result<MlxRules> mlx_rules_for(std::string_view model_type, bool has_experts, bool tied,
+                               QuantFormat format);
 
 // The fate of the Hugging Face tensor hf_name [shape] of `dtype`:
 // - names: qwen3 and mamba2 keep theirs (model.*, backbone.*, lm_head.weight); qwen3_5

@@ -11,14 +11,6 @@ namespace recur::modelgen {
 
 namespace {
 
-// The families whose mlx-lm sanitize stacks per-expert tensors into switch_mlp: qwen3_moe.py,
-// qwen3_next.py (and qwen3_5_moe, which builds on it), lfm2_moe.py. Granite's experts are stored
-// stacked already.
-bool stacks_experts(Family f) {
-  return f == Family::kQwen3Moe || f == Family::kQwen3Next || f == Family::kQwen3_5Moe ||
-         f == Family::kLfm2Moe;
-}
-
 struct ExpertName {
   std::string stacked;  // "<p>switch_mlp.<proj>.weight"
   int expert = -1;
@@ -77,7 +69,7 @@ MlxPlan plan_mlx(const MlxRules& rules, std::span<const HfTensor> inputs) {
   // Per-expert tensors, grouped by the stacked tensor they make.
   std::map<std::string, std::vector<std::optional<std::size_t>>> groups;
   std::vector<std::string> group_of(inputs.size());
-  if (stacks_experts(rules.family)) {
+  if (rules.family->mlx.stacks_experts) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ExpertName e = expert_name(inputs[i].name);
       if (e.expert < 0) continue;
@@ -140,7 +132,7 @@ MlxPlan plan_mlx(const MlxRules& rules, std::span<const HfTensor> inputs) {
     // shared_mlp.input_linear [2 * ff, d] becomes mlp.gate_proj and mlp.up_proj.
     constexpr std::string_view kSharedIn = "shared_mlp.input_linear.weight";
     constexpr std::string_view kSharedOut = "shared_mlp.output_linear.weight";
-    if (rules.family == Family::kGraniteHybrid && t.shape.size() == 2) {
+    if (rules.family->mlx.splits_shared_mlp && !rules.has_experts && t.shape.size() == 2) {
       if (name.ends_with(kSharedIn) && t.shape[0] % 2 == 0) {
         const std::string p = name.substr(0, name.size() - kSharedIn.size()) + "mlp.";
         const std::vector<std::int64_t> half = {t.shape[0] / 2, t.shape[1]};

@@ -3,9 +3,12 @@
 // and copies the other files.
 #include "modelgen/quantize.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -26,29 +29,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<Family> family_of(const model::Checkpoint& ck) {
-  const std::string type = ck.config().model_type();
-  if (type == "qwen3") return Family::kQwen3;
-  if (type == "qwen3_5") return Family::kQwen3_5;
-  if (type == "mamba2") return Family::kMamba2;
-  if (type == "gemma3_text") return Family::kGemma3;
-  if (type == "llama") return Family::kLlama;
-  if (type == "qwen3_moe") return Family::kQwen3Moe;
-  if (type == "granitemoehybrid") {
-    RECUR_ASSIGN_OR_RETURN(const std::int64_t experts, ck.config().get_int("num_local_experts", 8));
-    return experts > 0 ? Family::kGraniteMoe : Family::kGraniteHybrid;
+// The model_types recur writes and reads back (those of family_records(): gemma3's is the text
+// model's, the conditional-generation wrapper around it holds a vision tower).
+Status check_model_type(const model::Checkpoint& ck) {
+  std::vector<std::string_view> types;
+  for (const FamilyRecord& r : family_records()) {
+    if (r.model_type == ck.config().model_type()) return Status::ok();
+    if (std::find(types.begin(), types.end(), r.model_type) == types.end()) {
+      types.push_back(r.model_type);
+    }
   }
-  if (type == "lfm2") return Family::kLfm2;
-  if (type == "lfm2_moe") return Family::kLfm2Moe;
-  if (type == "nemotron_h") return Family::kNemotronH;
-  if (type == "falcon_h1") return Family::kFalconH1;
-  if (type == "qwen3_5_moe") return Family::kQwen3_5Moe;
-  if (type == "qwen3_next") return Family::kQwen3Next;
   return Error(StatusCode::kInvalidArgument,
-               "{}: model_type '{}' is not one quantize converts (qwen3, qwen3_5, mamba2, "
-               "gemma3_text, llama, qwen3_moe, granitemoehybrid, lfm2, nemotron_h, falcon_h1, "
-               "qwen3_5_moe, qwen3_next, lfm2_moe)",
-               ck.dir(), type);
+               "{}: model_type '{}' is not one quantize converts ({})", ck.dir(),
+               ck.config().model_type(), fmt::join(types, ", "));
+}
+
+// Granite 4.0-H's dense and MoE checkpoints share the model_type; mlx-lm splits the shared MLP
+// of the dense ones only.
+Result<bool> has_experts(const model::Checkpoint& ck) {
+  if (ck.config().model_type() != "granitemoehybrid") return false;
+  RECUR_ASSIGN_OR_RETURN(const std::int64_t n, ck.config().get_int("num_local_experts", 8));
+  return n > 0;
 }
 
 // The input must be an unquantized Hugging Face checkpoint of float tensors.
@@ -160,11 +161,13 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
   const auto start = std::chrono::steady_clock::now();
   RECUR_RETURN_IF_ERROR(check_quant_format(bits, group_size));
   RECUR_ASSIGN_OR_RETURN(const model::Checkpoint ck, model::Checkpoint::open(in_dir));
-  RECUR_ASSIGN_OR_RETURN(const Family family, family_of(ck));
+  RECUR_RETURN_IF_ERROR(check_model_type(ck));
   RECUR_RETURN_IF_ERROR(check_source(ck));
+  RECUR_ASSIGN_OR_RETURN(const bool experts, has_experts(ck));
   RECUR_ASSIGN_OR_RETURN(const bool tied, ck.config().get_bool("tie_word_embeddings", false));
-  const MlxRules rules{
-      .family = family, .tied = tied, .format = {.bits = bits, .group_size = group_size}};
+  RECUR_ASSIGN_OR_RETURN(const MlxRules rules,
+                         mlx_rules_for(ck.config().model_type(), experts, tied,
+                                       {.bits = bits, .group_size = group_size}));
   RECUR_ASSIGN_OR_RETURN(const std::string config_text,
                          read_file((fs::path(in_dir) / "config.json").string()));
   // Checked before planning; written with the overrides the plan finds.

@@ -11,12 +11,14 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "app/commands.h"
 #include "config/options_table.h"
+#include "model/family.h"
 
 namespace recur::app {
 namespace {
@@ -239,6 +241,30 @@ TEST(Settings, BenchFlagsLandInTheirFields) {
   EXPECT_DOUBLE_EQ(s.probe_seconds, 0.5);
   EXPECT_EQ(s.context_tokens, 300);
   EXPECT_EQ(s.runtime.thread_spin, std::chrono::microseconds(0));
+}
+
+// --family and --preset offer exactly what modelgen's family records hold, so a family added
+// there and not here (or the other way) fails here, not in a user's shell.
+TEST(Settings, FamilyAndPresetChoicesAreTheFamilyRecords) {
+  std::set<std::string_view> families, presets = {"tiny"};
+  for (const modelgen::FamilyRecord& r : modelgen::family_records()) {
+    families.insert(r.word);
+    presets.insert(r.presets.begin(), r.presets.end());
+  }
+  const config::OptionSpec* family = config::find_option("family");
+  const config::OptionSpec* preset = config::find_option("preset");
+  ASSERT_TRUE(family != nullptr && preset != nullptr);
+  EXPECT_EQ(std::set<std::string_view>(family->choices.begin(), family->choices.end()), families);
+  EXPECT_EQ(std::set<std::string_view>(preset->choices.begin(), preset->choices.end()), presets);
+  for (const modelgen::FamilyRecord& r : modelgen::family_records()) {
+    EXPECT_EQ(modelgen::parse_family(r.word), r.family) << r.word;
+    EXPECT_STREQ(modelgen::family_name(r.family), std::string(r.word).c_str());
+  }
+  EXPECT_EQ(modelgen::family_of_preset("tiny-bias"), modelgen::Family::kLlama) << "the first row";
+  EXPECT_EQ(modelgen::family_of_preset("tiny"), std::nullopt);
+  for (const modelgen::FamilyRecord& r : modelgen::family_records()) {
+    EXPECT_NE(model::family_for_type(r.model_type), nullptr) << r.model_type << " loads";
+  }
 }
 
 TEST(Settings, MakeModelFamilyFollowsThePresetUnlessGiven) {

@@ -371,7 +371,8 @@ TEST(QuantizeCheckpoint, DenseFamiliesHaveNoOverrides) {
 // its shared expert gate. A router whose cols divide by the checkpoint's group but not by 64
 // stays floating (mlx-lm's quantizer would fail on it) and is not listed.
 TEST(MlxOverrides, InTheOrderOfTheModelsLayers) {
-  const MlxRules rules{.family = Family::kQwen3Next, .tied = false, .format = {4, 32}};
+  const MlxRules rules{
+      .family = model::family_for_type("qwen3_next"), .tied = false, .format = {4, 32}};
   const std::int64_t shape[] = {8, 64}, narrow[] = {8, 96};
   std::vector<MlxTensor> tensors;
   for (const char* name :
@@ -398,7 +399,8 @@ TEST(MlxOverrides, InTheOrderOfTheModelsLayers) {
 // A stack takes its first-listed expert's place and reads expert e from that expert's tensor;
 // experts that are not all there (mlx-lm's sanitize would fail on them) stay as they are.
 TEST(PlanMlx, StacksCompleteExpertSetsOnly) {
-  const MlxRules rules{.family = Family::kQwen3Moe, .tied = false, .format = {4, 32}};
+  const MlxRules rules{
+      .family = model::family_for_type("qwen3_moe"), .tied = false, .format = {4, 32}};
   const std::vector<HfTensor> inputs = {
       {"model.layers.0.mlp.experts.1.up_proj.weight", {2, 3}, DType::kF32},
       {"model.norm.weight", {64}, DType::kF32},
@@ -422,7 +424,8 @@ TEST(PlanMlx, StacksCompleteExpertSetsOnly) {
   });
   EXPECT_EQ(got, (std::vector<float>{200, 201, 202, 203, 204, 205, 0, 1, 2, 3, 4, 5}));
   // Other families keep their per-expert tensors (granitemoehybrid stores them stacked).
-  const MlxPlan dense = plan_mlx({.family = Family::kQwen3, .format = {4, 32}}, inputs);
+  const MlxPlan dense =
+      plan_mlx({.family = model::family_for_type("qwen3"), .format = {4, 32}}, inputs);
   EXPECT_EQ(dense.tensors.size(), inputs.size());
 }
 
@@ -435,7 +438,8 @@ TEST(PlanMlx, DenseGraniteSplitsTheSharedMlp) {
       {"model.layers.0.shared_mlp.output_linear.weight", {3, 2}, DType::kF32},
       {"model.norm.weight", {3}, DType::kF32},
   };
-  const MlxPlan plan = plan_mlx({.family = Family::kGraniteHybrid, .format = {4, 32}}, inputs);
+  const MlxPlan plan =
+      plan_mlx({.family = model::family_for_type("granitemoehybrid"), .format = {4, 32}}, inputs);
   std::vector<std::string> names;
   for (const MlxTensor& t : plan.tensors) names.push_back(t.name);
   EXPECT_EQ(names, (std::vector<std::string>{
@@ -452,7 +456,10 @@ TEST(PlanMlx, DenseGraniteSplitsTheSharedMlp) {
   read_planned(plan, 1, 2, up, read);  // from element 2 of the up rows
   EXPECT_EQ(gate, (std::vector<float>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(up, (std::vector<float>{8, 9, 10, 11}));
-  const MlxPlan moe = plan_mlx({.family = Family::kGraniteMoe, .format = {4, 32}}, inputs);
+  const MlxPlan moe = plan_mlx({.family = model::family_for_type("granitemoehybrid"),
+                                .has_experts = true,
+                                .format = {4, 32}},
+                               inputs);
   ASSERT_EQ(moe.tensors.size(), inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(moe.tensors[i].name, inputs[i].name);
 }
