@@ -1,6 +1,6 @@
-// Gemma 3 text (gemma3_text, and the text part of Gemma3ForConditionalGeneration; docs/model.md
-// "Gemma 3"): embeddings scaled by sqrt(hidden); per layer sandwich norms around attention and the
-// GeGLU MLP; every norm is (1 + w) ⊙ RMSNorm(x); q/k norms; scores scaled by
+// Gemma 3 text (gemma3_text, and the text part of Gemma3ForConditionalGeneration;
+// docs/model-gemma3.md): embeddings scaled by sqrt(hidden); per layer sandwich norms around
+// attention and the GeGLU MLP; every norm is (1 + w) ⊙ RMSNorm(x); q/k norms; scores scaled by
 // query_pre_attn_scalar^-½; sliding-window layers (a ring of `sliding_window` tokens, local RoPE
 // base) interleaved with global ones (rope_theta, optionally linear-scaled); optional final logit
 // softcapping.

@@ -1,6 +1,6 @@
-// IBM Granite 4.0-H, dense ("micro" 350M / 1B / 3B; model_type granitemoehybrid, docs/model.md
-// "Granite 4.0-H"): each layer is RMSNorm → Mamba2 mixer or GQA attention (no q/k norm, no RoPE
-// unless position_embedding_type is "rope", scores scaled by attention_multiplier) → residual
+// IBM Granite 4.0-H, dense ("micro" 350M / 1B / 3B; model_type granitemoehybrid,
+// docs/model-granite.md): each layer is RMSNorm → Mamba2 mixer or GQA attention (no q/k norm, no
+// RoPE unless position_embedding_type is "rope", scores scaled by attention_multiplier) → residual
 // scaled by residual_multiplier → RMSNorm → SwiGLU shared_mlp → scaled residual; the embedding is
 // multiplied by embedding_multiplier and the logits divided by logits_scaling (muP). The MoE
 // variants (granite-4.0-h-tiny / -small: num_local_experts > 0) add block_sparse_moe beside the
@@ -79,7 +79,7 @@ Status parse_mamba(const ConfigJson& c, GraniteConfig& g) {
   RECUR_ASSIGN_OR_RETURN(g.conv_bias, c.get_bool("mamba_conv_bias", true));
   RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "in/out projection bias"));
   // HF reads time_step_limit when the config has it, else (0, inf): no clamp. (mlx-lm defaults
-  // to (0.001, 100); docs/model.md.)
+  // to (0.001, 100); docs/model-granite.md.)
   RECUR_RETURN_IF_ERROR(read_dt_limit(c, {"time_step_limit"}, &g.dt_min, &g.dt_max));
   RECUR_RETURN_IF_ERROR(require_positive(c, {{g.ssm_heads, "mamba_n_heads"},
                                              {g.ssm_head_dim, "mamba_d_head"},

@@ -1,4 +1,4 @@
-// LFM2 / LFM2.5 (Lfm2ForCausalLM, docs/model.md "LFM2"): every layer is RMSNorm → (gated short
+// LFM2 / LFM2.5 (Lfm2ForCausalLM, docs/model-lfm2.md): every layer is RMSNorm → (gated short
 // conv, or GQA attention with q/k norms and full RoPE) → residual → RMSNorm → SwiGLU → residual;
 // the final norm is named embedding_norm; the head is tied to the embeddings. Config keys are read
 // in both spellings the released checkpoints use (LFM2's block_* / full_attn_idxs / rope_theta,

@@ -1,4 +1,4 @@
-// Llama (LlamaForCausalLM, docs/model.md "Llama"): every layer is RMSNorm → GQA attention (no q/k
+// Llama (LlamaForCausalLM, docs/model-llama.md): every layer is RMSNorm → GQA attention (no q/k
 // norm, optional q/k/v/o biases, full RoPE, optionally llama3-scaled) → residual → RMSNorm →
 // SwiGLU (optional biases) → residual; final RMSNorm; tied or separate head.
 #include <algorithm>

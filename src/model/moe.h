@@ -1,6 +1,6 @@
-// Mixture-of-experts feed-forward block (Qwen3-MoE's sparse MLP, docs/model.md; also Granite
-// 4.0-H's block_sparse_moe and LFM2-MoE's feed_forward): a router picks top_k of n_experts SwiGLU
-// experts per token (RouterRule: softmax or sigmoid scores, an optional selection bias,
+// Mixture-of-experts feed-forward block (Qwen3-MoE's sparse MLP, docs/model-qwen3-moe.md; also
+// Granite 4.0-H's block_sparse_moe and LFM2-MoE's feed_forward): a router picks top_k of n_experts
+// SwiGLU experts per token (RouterRule: softmax or sigmoid scores, an optional selection bias,
 // renormalisation and scaling) and the block returns the router-weighted sum of their outputs. Rows
 // routed to one expert run through that expert's matmuls together, so a step reads each selected
 // expert's weights once however many rows chose it. Every row's bytes depend on that row alone

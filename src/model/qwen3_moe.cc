@@ -1,6 +1,6 @@
-// Qwen3-MoE (Qwen3MoeForCausalLM, docs/model.md): Qwen3's layer (plain RMSNorm, GQA attention
-// with q/k norm and full RoPE) whose MLP is a sparse mixture of experts (model/moe.h) on the
-// layers decoder_sparse_step and mlp_only_layers select, a dense SwiGLU of intermediate_size on
+// Qwen3-MoE (Qwen3MoeForCausalLM, docs/model-qwen3-moe.md): Qwen3's layer (plain RMSNorm, GQA
+// attention with q/k norm and full RoPE) whose MLP is a sparse mixture of experts (model/moe.h) on
+// the layers decoder_sparse_step and mlp_only_layers select, a dense SwiGLU of intermediate_size on
 // the others; final plain RMSNorm; tied or separate head.
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Qwen3-Next (qwen3_next, spec section 3) and Qwen3.5-MoE (qwen3_5_moe, Qwen3.5-35B-A3B and its
-// siblings; docs/model.md): the hybrid layer of model/qwen3_5_hybrid.h whose MLP is a routed
-// mixture of experts (model/moe.h) plus a sigmoid-gated shared expert (model/moe_shared.h).
+// siblings; docs/model-qwen3-next.md): the hybrid layer of model/qwen3_5_hybrid.h whose MLP is a
+// routed mixture of experts (model/moe.h) plus a sigmoid-gated shared expert (model/moe_shared.h).
 // They differ in three places: Qwen3-Next stores the GDN input projections interleaved per key
 // head (in_proj_qkvz, in_proj_ba), reads norm_topk_prob, decoder_sparse_step and mlp_only_layers
 // (dense SwiGLU layers of intermediate_size), and is a text-only model.* checkpoint; Qwen3.5-MoE

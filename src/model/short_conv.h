@@ -1,4 +1,4 @@
-// LFM2's gated short convolution (docs/model.md "LFM2"), the token mixer of its conv layers:
+// LFM2's gated short convolution (docs/model-lfm2.md), the token mixer of its conv layers:
 // in_proj splits into B, C and x; the depthwise causal conv (no activation) runs over B ⊙ x, and
 // C gates its output before out_proj. Its only state is the conv window (the last K-1 values of
 // B ⊙ x), kept as a recurrent layer so snapshots carry it exactly.

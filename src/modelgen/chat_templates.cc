@@ -303,7 +303,7 @@ const char* const kGemma3ChatTemplate = R"jinja({{ bos_token }}
 // From ../shared/reference/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja, verbatim: Llama
 // 3.1's template, which Llama 3.2 1B/3B's differs from only by taking today's date from
 // strftime_now (here the fixed "26 Jul 2024" keeps a rendered prompt the same every day) and by
-// leaving out builtin_tools (docs/model.md).
+// leaving out builtin_tools (docs/model-llama.md).
 const char* const kLlama3ChatTemplate = R"jinja({{- bos_token }}
 {%- if custom_tools is defined %}
     {%- set tools = custom_tools %}

@@ -1,5 +1,5 @@
 // config.json and generation_config.json of the generated Mamba2 hybrids, with the real files'
-// field names (docs/model.md "Granite 4.0-H"): granite-4.0-h-350m's; Falcon-H1-0.5B-Instruct's
+// field names (docs/model-granite.md): granite-4.0-h-350m's; Falcon-H1-0.5B-Instruct's
 // (docs/model-falcon-h1.md names the fields verified and those inferred). Keys sorted, indented by
 // 2.
 #include <nlohmann/json.hpp>
@@ -70,7 +70,7 @@ std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const Spe
   return j.dump(2) + "\n";
 }
 
-// LiquidAI/LFM2-8B-A1B's config.json (docs/lfm2.md says which fields are verified where):
+// LiquidAI/LFM2-8B-A1B's config.json (docs/model-lfm2.md says which fields are verified where):
 // Lfm2MoeConfig's keys, layer_types, a top-level rope_theta.
 std::string lfm2_moe_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
   Json types = Json::array();

@@ -1,6 +1,7 @@
 // Tensor tables: the names, shapes, per-tensor dtypes and initialisations of each family's
 // checkpoint for a geometry (presets.cc makes the geometries). They follow model-families.md
-// sections 1.2, 2.3 and 4.2 and docs/model.md (Gemma 3, Llama, the hybrid and MoE families).
+// sections 1.2, 2.3 and 4.2 and docs/model-<family>.md (Gemma 3, Llama, the hybrid and MoE
+// families).
 #include "modelgen/families.h"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Geometry, tensor tables and config files of the generated families: qwen3, qwen3_5, mamba2
-// (../shared/reference/model-families.md sections 1, 2 and 4) and llama (docs/model.md). Internal
-// to modelgen; tests use it to check the tensor table of the real presets without writing them.
+// (../shared/reference/model-families.md sections 1, 2 and 4) and llama (docs/model-llama.md).
+// Internal to modelgen; tests use it to check the tensor table of the real presets without writing
+// them.
 #pragma once
 
 #include <string>

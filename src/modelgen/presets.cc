@@ -202,9 +202,9 @@ Geometry lfm2_preset(const std::string& preset) {
   return g;
 }
 
-// LiquidAI/LFM2-8B-A1B (docs/lfm2.md): 24 layers, attention at 2, 6, 10, 14, 18, 21, the first
-// two with a 7168-wide SwiGLU, the others 32 experts of 1792 with 4 per token; tiny: conv, conv,
-// attention, conv with the first layer dense, 8 experts of 32 with 3 per token, a dense layer
+// LiquidAI/LFM2-8B-A1B (docs/model-lfm2.md): 24 layers, attention at 2, 6, 10, 14, 18, 21, the
+// first two with a 7168-wide SwiGLU, the others 32 experts of 1792 with 4 per token; tiny: conv,
+// conv, attention, conv with the first layer dense, 8 experts of 32 with 3 per token, a dense layer
 // wider than the experts (a mixed-up width fails to load).
 Geometry lfm2_moe_preset(bool real) {
   Geometry g{.family = Family::kLfm2Moe, .rope_theta = 1e6, .norm_eps = 1e-5};

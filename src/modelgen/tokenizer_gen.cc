@@ -1,6 +1,6 @@
 // A small deterministic BPE trainer over the built-in corpus, and the tokenizer.json /
 // tokenizer_config.json writers (layout of the real Qwen files, model-families.md section 9, and of
-// Llama 3.1/3.2's, docs/model.md).
+// Llama 3.1/3.2's, docs/model-llama.md).
 #include "modelgen/tokenizer_gen.h"
 
 #include <array>
@@ -393,7 +393,8 @@ std::string llama_tokenizer_json(const BpeTokenizer& tok) {
   return j.dump(2) + "\n";
 }
 
-// Llama-3.2-1B-Instruct's tokenizer_config.json, with Llama 3.1's chat template (docs/model.md).
+// Llama-3.2-1B-Instruct's tokenizer_config.json, with Llama 3.1's chat template
+// (docs/model-llama.md).
 std::string llama_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
   OJson decoder = OJson::object();
   for (std::size_t i = 0; i < tok.added.size(); ++i) {

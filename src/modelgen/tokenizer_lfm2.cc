@@ -1,4 +1,4 @@
-// LFM2's tokenizer files (docs/model.md "LFM2"): a byte-level BPE whose added tokens come first
+// LFM2's tokenizer files (docs/model-lfm2.md): a byte-level BPE whose added tokens come first
 // (ids 0-13: <|pad|>, <|startoftext|>, <|endoftext|>, the FIM tokens, <|im_start|> = 6,
 // <|im_end|> = 7, the tool-list / tool-call / tool-response markers), Llama 3's pre-tokenizer
 // regex with ignore_merges (llama.cpp reads LFM2's as its "llama3" kind), a post-processor that

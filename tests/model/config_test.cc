@@ -156,7 +156,7 @@ constexpr const char* kLfm2_350m = R"({
   "num_key_value_heads": 8, "pad_token_id": 0, "rope_theta": 1000000.0,
   "torch_dtype": "bfloat16", "use_cache": true, "use_pos_enc": true, "vocab_size": 65536})";
 
-// docs/lfm2.md: 10 conv windows of 2 × 1024 f32 and 6 attention layers of 8 kv heads of 64.
+// docs/model-lfm2.md: 10 conv windows of 2 × 1024 f32 and 6 attention layers of 8 kv heads of 64.
 TEST(StateSizes, Lfm2MatchesDocTable) {
   auto layout = state_layout_from_config(kLfm2_350m);
   ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
@@ -212,7 +212,7 @@ TEST(StateSizes, Lfm2SpellingsAndErrors) {
   }
 }
 
-// LiquidAI/LFM2-8B-A1B's config.json (docs/lfm2.md "LFM2-MoE" says which fields are verified
+// LiquidAI/LFM2-8B-A1B's config.json (docs/model-lfm2.md "LFM2-MoE" says which fields are verified
 // where): 24 layers, attention at 2, 6, 10, 14, 18, 21.
 constexpr const char* kLfm2_8b_a1b = R"({
   "architectures": ["Lfm2MoeForCausalLM"], "bos_token_id": 1, "conv_L_cache": 3,

@@ -1,5 +1,5 @@
-// Where LFM2's bf16 logit error comes from (docs/lfm2.md "bf16 error"): the engine against the
-// float64 reference with the short conv's intermediates rounded stage by stage, and how far
+// Where LFM2's bf16 logit error comes from (docs/model-lfm2.md "bf16 error"): the engine against
+// the float64 reference with the short conv's intermediates rounded stage by stage, and how far
 // transformers' bf16 rounding of those stages moves the reference itself.
 #include <gtest/gtest.h>
 
@@ -88,9 +88,9 @@ std::vector<Vec> reference_with(const Case& c, const ShortConvRounding& r) {
 // The engine holds the short conv's intermediates in f32 and rounds only C ⊙ conv, at out_proj's
 // input, to bf16. A reference holding them in float64 disagrees where C ⊙ conv sits within an
 // f32 step of a bf16 rounding boundary: the two round to neighbouring bf16 values. Measured
-// (docs/lfm2.md "bf16 error"): tiny-bias's 1.1e-4 of the range on every ISA is in_proj's output
-// held in f32 (with the reference rounding it to float, AVX2 and AVX-512 are at 4e-8); tiny's
-// 2e-3 on the scalar table is not in the short conv (it stays with every stage held in f32).
+// (docs/model-lfm2.md "bf16 error"): tiny-bias's 1.1e-4 of the range on every ISA is in_proj's
+// output held in f32 (with the reference rounding it to float, AVX2 and AVX-512 are at 4e-8);
+// tiny's 2e-3 on the scalar table is not in the short conv (it stays with every stage held in f32).
 // With the short conv held in f32, the vector ISAs are within 1e-4 (tiny-bias: 1.1e-4 without).
 TEST(Lfm2Rounding, VectorIsasMatchAReferenceHoldingTheShortConvInF32) {
   TempDir tmp("lfm2_rounding");

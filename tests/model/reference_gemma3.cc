@@ -1,4 +1,4 @@
-// Reference Gemma 3 text forward (docs/model.md "Gemma 3", from transformers'
+// Reference Gemma 3 text forward (docs/model-gemma3.md, from transformers'
 // modeling_gemma3.py / configuration_gemma3.py), float64: whole sequence at once, an explicit
 // sliding-window mask instead of a ring.
 #include <cmath>

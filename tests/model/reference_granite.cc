@@ -1,4 +1,4 @@
-// Reference Granite 4.0-H forward (docs/model.md "Granite 4.0-H", from transformers'
+// Reference Granite 4.0-H forward (docs/model-granite.md, from transformers'
 // modeling_granitemoehybrid.py), float64: muP multipliers on the embedding, the residual branches,
 // the attention scores and the logits; NoPE attention unless position_embedding_type is "rope".
 // The MoE variants (num_local_experts > 0): GraniteMoeHybridMoE beside the shared MLP, the top

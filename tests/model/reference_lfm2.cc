@@ -1,4 +1,4 @@
-// Reference LFM2 forward (docs/model.md "LFM2", from transformers' modeling_lfm2.py:
+// Reference LFM2 forward (docs/model-lfm2.md, from transformers' modeling_lfm2.py:
 // Lfm2ShortConv's slow_forward, Lfm2Attention, Lfm2MLP, Lfm2DecoderLayer), float64, whole sequence
 // at once. A layer is attention when the checkpoint holds its self_attn tensors (the loader derives
 // the same schedule from config.json and refuses a checkpoint that disagrees). LFM2-MoE (lfm2_moe,

@@ -1,4 +1,4 @@
-// Reference Llama forward (docs/model.md "Llama", from transformers' modeling_llama.py and
+// Reference Llama forward (docs/model-llama.md, from transformers' modeling_llama.py and
 // modeling_rope_utils.py), float64.
 #include <cmath>
 #include <numbers>

@@ -1,4 +1,4 @@
-// Reference Qwen3-MoE forward (docs/model.md, Qwen3-MoE), float64: Qwen3's attention, then on
+// Reference Qwen3-MoE forward (docs/model-qwen3-moe.md), float64: Qwen3's attention, then on
 // sparse layers softmax over the router logits, the top num_experts_per_tok (lower index first on
 // equal probabilities), renormalised when norm_topk_prob, and the weighted sum of those experts'
 // SwiGLUs; dense layers run the intermediate_size MLP.

@@ -26,9 +26,9 @@ using testing::TempDir;
 constexpr int kTokens = 24;
 constexpr double kMaxRelError = 1e-4;      // of the reference logit range
 constexpr double kMaxRelErrorBf16 = 1e-3;  // margin for a rare bf16 rounding flip (measured ~6e-8)
-// LFM2's bf16 error (lfm2_rounding_test.cc, docs/lfm2.md "bf16 error"): 1.1e-4 of the range on
-// tiny-bias, every ISA - in_proj's output held in f32 where the reference holds f64 flips one
-// C ⊙ conv value at out_proj's bf16 input - and 2e-3 on tiny with the scalar table only, a flip
+// LFM2's bf16 error (lfm2_rounding_test.cc, docs/model-lfm2.md "bf16 error"): 1.1e-4 of the range
+// on tiny-bias, every ISA - in_proj's output held in f32 where the reference holds f64 flips one C
+// ⊙ conv value at out_proj's bf16 input - and 2e-3 on tiny with the scalar table only, a flip
 // outside the short conv that also swaps a near-tie. transformers' own bf16 rounding of the short
 // conv's stages moves these logits 4.5e-3..7.4e-3. f32 checkpoints check the math to 9e-7.
 constexpr double kMaxRelErrorBf16Gated = 5e-3;

@@ -128,8 +128,8 @@ inline Table mamba2_table(int layers, std::int64_t d, std::int64_t heads, std::i
   return t;
 }
 
-// Llama (docs/model.md): no q/k norms; biases when attention_bias / mlp_bias; lm_head only when
-// untied. q = n_heads * head_dim, kv = n_kv_heads * head_dim.
+// Llama (docs/model-llama.md): no q/k norms; biases when attention_bias / mlp_bias; lm_head only
+// when untied. q = n_heads * head_dim, kv = n_kv_heads * head_dim.
 inline Table llama_table(int layers, std::int64_t d, std::int64_t q, std::int64_t kv,
                          std::int64_t ff, std::int64_t vocab, bool tied, bool bias,
                          std::string dt) {
@@ -163,7 +163,7 @@ inline Table llama_table(int layers, std::int64_t d, std::int64_t q, std::int64_
   return t;
 }
 
-// LFM2 (docs/model.md "LFM2"): d, heads and kv heads of head_dim hd, MLP width ff, conv kernel K,
+// LFM2 (docs/model-lfm2.md): d, heads and kv heads of head_dim hd, MLP width ff, conv kernel K,
 // the attention layers, tied unless `head`.
 inline Table lfm2_table(int layers, std::int64_t d, std::int64_t heads, std::int64_t kv_heads,
                         std::int64_t hd, std::int64_t ff, std::int64_t kernel, std::int64_t vocab,

@@ -110,7 +110,7 @@ TEST(ToolCalls, Llama3FormThatIsNotACallStaysText) {
   EXPECT_TRUE(parse_tool_calls("{\"name\": \"get_weather\"}", "", "c").calls.empty());
 }
 
-// LFM2 (docs/model.md "LFM2"): pythonic calls between <|tool_call_start|> and <|tool_call_end|>,
+// LFM2 (docs/model-lfm2.md): pythonic calls between <|tool_call_start|> and <|tool_call_end|>,
 // words after the call, Python literals as JSON.
 TEST(ToolCalls, Lfm2PythonicForm) {
   auto r = parse_tool_calls(
