@@ -1,11 +1,11 @@
-// `recur quantize`: writes an MLX affine-quantized copy of a checkpoint (modelgen/quantize.h) and
+// `recur quantize`: writes an MLX affine-quantized copy of a checkpoint (convert/quantize.h) and
 // prints a one-line summary.
 #include <fmt/format.h>
 
 #include "app/commands.h"
 #include "app/model_source.h"
 #include "app/settings.h"
-#include "modelgen/quantize.h"
+#include "convert/quantize.h"
 #include "util/format.h"
 #include "util/log.h"
 
@@ -27,8 +27,8 @@ int cmd_quantize(const QuantizeSettings& settings) {
     log::error("quantize: {}", model_dir.status().message());
     return kExitFailure;
   }
-  modelgen::QuantizeSummary summary;
-  const Status status = modelgen::quantize_checkpoint(*model_dir, settings.out_dir, settings.bits,
+  convert::QuantizeSummary summary;
+  const Status status = convert::quantize_checkpoint(*model_dir, settings.out_dir, settings.bits,
                                                       settings.group_size, &summary);
   if (!status.is_ok()) {
     log::error("quantize: {}", status.to_string());

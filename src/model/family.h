@@ -152,6 +152,9 @@ struct MlxConversion {
   bool folds_norm_one = false;     // zero-centred norms stored as 1 + w (qwen3_5.py, qwen3_next.py)
   bool stacks_experts = false;     // per-expert Linears stacked into switch_mlp.*
   bool splits_shared_mlp = false;  // without experts, shared_mlp.input_linear into mlp.gate/up_proj
+  // model_types of the family that recur quantize refuses: the wrappers whose other towers or
+  // text-only spellings mlx-lm's sanitize of this family does not describe.
+  std::vector<std::string_view> unconverted_types;
 };
 
 // Registry entry: one per family (registry.cc).

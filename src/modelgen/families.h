@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "modelgen/generator.h"
-#include "modelgen/safetensors_writer.h"
+#include "convert/safetensors_writer.h"
 #include "util/status.h"
 
 namespace recur::modelgen {
+
+using convert::TensorEntry;
 
 // Dimension names as in docs/glossary.md; fields a family does not use stay 0.
 struct Geometry {

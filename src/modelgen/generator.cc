@@ -8,12 +8,12 @@
 #include <filesystem>
 
 #include "modelgen/families.h"
-#include "modelgen/mlx_layout.h"
-#include "modelgen/mlx_plan.h"
-#include "modelgen/mlx_writer.h"
-#include "modelgen/output_dir.h"
+#include "convert/mlx_layout.h"
+#include "convert/mlx_plan.h"
+#include "convert/mlx_writer.h"
+#include "convert/output_dir.h"
 #include "modelgen/rng.h"
-#include "modelgen/safetensors_writer.h"
+#include "convert/safetensors_writer.h"
 #include "modelgen/tokenizer_gen.h"
 #include "util/hash.h"
 #include "util/mmap_file.h"
@@ -21,6 +21,14 @@
 #include "util/thread_pool.h"
 
 namespace recur::modelgen {
+
+// The writers the generator shares with recur quantize.
+using convert::add_quantization_config, convert::check_quant_format, convert::FillFn,
+    convert::HfTensor, convert::index_json, convert::InputReadFn, convert::mlx_overrides,
+    convert::mlx_rules_for, convert::MlxPlan, convert::MlxRules, convert::MlxWriteSummary,
+    convert::OutputDir, convert::plan_mlx, convert::plan_shards, convert::read_planned,
+    convert::ShardLayout, convert::SourceReadFn, convert::write_mlx_weights, convert::write_shard,
+    convert::kBlockElems;
 
 namespace {
 

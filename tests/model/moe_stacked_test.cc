@@ -14,7 +14,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
-#include "modelgen/quantize.h"
+#include "convert/quantize.h"
 #include "test_util.h"
 
 namespace recur::model {
@@ -357,7 +357,7 @@ TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
   const std::string fused = tmp.file("fused");
   restack(per_expert, fused, /*fused=*/true);
   const std::string mlx = tmp.file("mlx");
-  const Status q = modelgen::quantize_checkpoint(fused, mlx, 4, 32);
+  const Status q = convert::quantize_checkpoint(fused, mlx, 4, 32);
   ASSERT_TRUE(q.is_ok()) << q.to_string();
   auto ck = Checkpoint::open(mlx);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
@@ -366,7 +366,7 @@ TEST(MoeStackedExperts, QuantizeSplitsFusedExpertsIntoSwitchMlp) {
   expect_switch_mlp_codes(*ck, p);
   expect_eight_bit_router(*ck, p + "gate");
   const std::string from_per_expert = tmp.file("mlx_per_expert");
-  ASSERT_TRUE(modelgen::quantize_checkpoint(per_expert, from_per_expert, 4, 32).is_ok());
+  ASSERT_TRUE(convert::quantize_checkpoint(per_expert, from_per_expert, 4, 32).is_ok());
   const std::vector<float> want = logits(from_per_expert, 0), got = logits(mlx, 0);
   ASSERT_FALSE(want.empty());
   ASSERT_EQ(want.size(), got.size());
@@ -385,7 +385,7 @@ TEST(MoeStackedExperts, QuantizeSplitsGraniteInputLinearIntoSwitchMlp) {
   const std::string hf = tmp.file("hf");
   ASSERT_TRUE(modelgen::write_checkpoint(spec, hf).is_ok());
   const std::string mlx = tmp.file("mlx");
-  const Status q = modelgen::quantize_checkpoint(hf, mlx, 8, 64);
+  const Status q = convert::quantize_checkpoint(hf, mlx, 8, 64);
   ASSERT_TRUE(q.is_ok()) << q.to_string();
   auto ck = Checkpoint::open(mlx);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();

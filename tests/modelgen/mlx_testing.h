@@ -17,6 +17,7 @@
 
 #include "expected_tables.h"
 #include "kernels/dtype.h"
+#include "kernels/quant.h"
 #include "modelgen/generator.h"
 #include "st_reader.h"
 

@@ -22,7 +22,8 @@ using testing::Table;
 
 Table table_of(const std::vector<GenTensor>& gen) {
   Table t;
-  for (const auto& g : gen) t[g.entry.name] = {g.entry.shape, safetensors_dtype(g.entry.dtype)};
+  for (const auto& g : gen)
+    t[g.entry.name] = {g.entry.shape, convert::safetensors_dtype(g.entry.dtype)};
   return t;
 }
 
@@ -313,31 +314,6 @@ TEST_F(WeightScale, Mamba2) {
   }
   EXPECT_NEAR(stats(f, "backbone.norm_f.weight").mean, 1.0, 0.02);
   EXPECT_NEAR(stats(f, "backbone.embeddings.weight").std, 2.0 / 8, 0.01);
-}
-
-TEST(WriteShard, BytesDoNotDependOnTheThreadCount) {
-  const std::vector<TensorEntry> entries = {
-      {.name = "big", .shape = {3, kBlockElems / 2 + 17}, .dtype = DType::kBF16},
-      {.name = "f32", .shape = {5}, .dtype = DType::kF32},
-      {.name = "another", .shape = {kBlockElems + 1}, .dtype = DType::kF16}};
-  auto shards = plan_shards(entries, 1);
-  ASSERT_TRUE(shards.is_ok());
-  const FillFn fill = [](std::size_t t, std::int64_t block, std::span<float> out) {
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = float(t) + float(block) * 0.5f + float(i % 97) * 0.01f;
-  };
-  std::string bytes[2];
-  for (int k = 0; k < 2; ++k) {
-    ThreadPool pool(k == 0 ? 1 : 4);
-    const fs::path p = fs::temp_directory_path() / fmt::format("recur-st-{}-{}", ::getpid(), k);
-    ASSERT_TRUE(write_shard(p.string(), (*shards)[0], entries, fill, pool).is_ok());
-    bytes[k] = testing::slurp(p);
-    fs::remove(p);
-  }
-  EXPECT_EQ(bytes[0], bytes[1]);
-  const std::int64_t data = 5 * 4 + (3 * (kBlockElems / 2 + 17) + kBlockElems + 1) * 2;
-  EXPECT_EQ(static_cast<std::int64_t>(bytes[0].size()),
-            8 + static_cast<std::int64_t>((*shards)[0].header.size()) + data);
 }
 
 // Qwen/Qwen3-30B-A3B: 30.5B parameters (128 experts of 3 x 768 x 2048 on each of 48 layers), the

@@ -9,7 +9,7 @@
 
 #include "util/status.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 struct QuantizeSummary {
   int n_quantized = 0;  // Linear / Embedding weights written as codes + scales + biases
@@ -38,4 +38,4 @@ struct QuantizeSummary {
 Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir, int bits,
                            int group_size, QuantizeSummary* summary = nullptr);
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

@@ -1,5 +1,5 @@
 // safetensors layout, dtype conversion and the parallel streaming writer.
-#include "modelgen/safetensors_writer.h"
+#include "convert/safetensors_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include "util/check.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 std::int64_t TensorEntry::n_elems() const {
   std::int64_t n = 1;
@@ -306,4 +306,4 @@ Status write_shards(const std::string& dir, std::span<const ShardLayout> shards,
   return closed;
 }
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

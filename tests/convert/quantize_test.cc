@@ -1,7 +1,7 @@
 // quantize_checkpoint: a generated bf16 checkpoint converts to what the generator writes with
 // GenSpec::bits (names, shapes, dtypes, config, values up to the bf16 rounding of the source);
 // other files are copied; every refusal names its problem.
-#include "modelgen/quantize.h"
+#include "convert/quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -9,13 +9,16 @@
 #include <fstream>
 #include <map>
 
+#include "../modelgen/mlx_testing.h"
+#include "convert/mlx_layout.h"
+#include "convert/mlx_plan.h"
 #include "kernels/quant.h"
-#include "mlx_testing.h"
-#include "modelgen/mlx_layout.h"
-#include "modelgen/mlx_plan.h"
 
 namespace recur::modelgen {
 namespace {
+
+// recur quantize against the generator's own MLX checkpoints: both namespaces meet here.
+using namespace recur::convert;  // NOLINT(google-build-using-namespace)
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;

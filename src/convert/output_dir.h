@@ -8,7 +8,7 @@
 
 #include "util/status.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 class OutputDir {
  public:
@@ -38,4 +38,4 @@ class OutputDir {
   bool committed_ = false;
 };
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

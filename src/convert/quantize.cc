@@ -1,7 +1,7 @@
 // quantize_checkpoint: checks the input, plans every tensor by the MLX rules (mlx_plan.h),
 // streams the weights from the input's mappings through write_mlx_weights, then writes the config
 // and copies the other files.
-#include "modelgen/quantize.h"
+#include "convert/quantize.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,32 +16,37 @@
 #include <optional>
 
 #include "model/checkpoint.h"
-#include "modelgen/mlx_layout.h"
-#include "modelgen/mlx_plan.h"
-#include "modelgen/mlx_writer.h"
-#include "modelgen/output_dir.h"
+#include "convert/mlx_layout.h"
+#include "convert/mlx_plan.h"
+#include "convert/mlx_writer.h"
+#include "convert/output_dir.h"
 #include "util/mmap_file.h"
 #include "util/progress.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// The model_types recur writes and reads back (those of family_records(): gemma3's is the text
-// model's, the conditional-generation wrapper around it holds a vision tower).
+// A model_type of a family the loader reads, less the spellings its conversion rules do not
+// describe (MlxConversion::unconverted_types: Gemma 3's vision wrapper, Qwen3.5's text-only ones).
 Status check_model_type(const model::Checkpoint& ck) {
+  const std::string type = ck.config().model_type();
+  const model::FamilyInfo* f = model::family_for_type(type);
+  const auto& refused = f != nullptr ? f->mlx.unconverted_types : std::vector<std::string_view>{};
+  if (f != nullptr && std::find(refused.begin(), refused.end(), type) == refused.end()) {
+    return Status::ok();
+  }
   std::vector<std::string_view> types;
-  for (const FamilyRecord& r : family_records()) {
-    if (r.model_type == ck.config().model_type()) return Status::ok();
-    if (std::find(types.begin(), types.end(), r.model_type) == types.end()) {
-      types.push_back(r.model_type);
+  for (const model::FamilyInfo& fam : model::families()) {
+    for (std::string_view t : fam.model_types) {
+      const auto& no = fam.mlx.unconverted_types;
+      if (std::find(no.begin(), no.end(), t) == no.end()) types.push_back(t);
     }
   }
-  return Error(StatusCode::kInvalidArgument,
-               "{}: model_type '{}' is not one quantize converts ({})", ck.dir(),
-               ck.config().model_type(), fmt::join(types, ", "));
+  return Error(StatusCode::kInvalidArgument, "{}: model_type '{}' is not one quantize converts ({})",
+               ck.dir(), type, fmt::join(types, ", "));
 }
 
 // Granite 4.0-H's dense and MoE checkpoints share the model_type; mlx-lm splits the shared MLP
@@ -222,4 +227,4 @@ Status quantize_checkpoint(const std::string& in_dir, const std::string& out_dir
   return Status::ok();
 }
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

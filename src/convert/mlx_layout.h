@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "model/family.h"
-#include "modelgen/generator.h"
-#include "modelgen/safetensors_writer.h"
+#include "convert/safetensors_writer.h"
+#include "util/dtype.h"
 #include "util/status.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 // MLX affine quantization parameters (kernels/quant.h): w ~ scale * q + bias per group of
 // group_size inputs, q of `bits` bits.
@@ -119,4 +119,4 @@ std::vector<ModuleFormat> mlx_overrides(std::span<const MlxTensor> tensors);
 Result<std::string> add_quantization_config(std::string_view config_text, const QuantFormat& format,
                                             std::span<const ModuleFormat> overrides = {});
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

@@ -1,13 +1,13 @@
 // plan_mlx: finds the expert tensors mlx-lm's sanitize reshapes (stacks of per-expert tensors,
 // fused tensors to split), then plans each output tensor with mlx_tensor.
-#include "modelgen/mlx_plan.h"
+#include "convert/mlx_plan.h"
 
 #include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 namespace {
 
@@ -172,4 +172,4 @@ void read_planned(const MlxPlan& plan, std::size_t t, std::int64_t begin, std::s
   }
 }
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "modelgen/generator.h"
+#include "util/dtype.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 struct TensorEntry {
   std::string name;
@@ -80,4 +80,4 @@ Status write_shards(const std::string& dir, std::span<const ShardLayout> shards,
                     std::span<const TensorEntry> entries, std::size_t n_jobs, const JobFn& job,
                     ThreadPool& pool);
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

@@ -1,6 +1,6 @@
 // Jobs of an MLX checkpoint: floating tensors in blocks of kBlockElems values, quantized weights
 // in chunks of whole rows (a group never straddles two jobs).
-#include "modelgen/mlx_writer.h"
+#include "convert/mlx_writer.h"
 
 #include <algorithm>
 #include <vector>
@@ -10,7 +10,7 @@
 #include "util/mmap_file.h"
 #include "util/thread_pool.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 namespace {
 
@@ -128,4 +128,4 @@ Status write_mlx_weights(const std::string& dir, std::span<const MlxTensor> tens
   return Status::ok();
 }
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "modelgen/mlx_layout.h"
+#include "convert/mlx_layout.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 // One tensor of the Hugging Face checkpoint.
 struct HfTensor {
@@ -60,4 +60,4 @@ using InputReadFn =
 void read_planned(const MlxPlan& plan, std::size_t t, std::int64_t begin, std::span<float> out,
                   const InputReadFn& read_input);
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

@@ -1,10 +1,10 @@
 // Target checks, the temporary folder and the final rename of a checkpoint being written.
-#include "modelgen/output_dir.h"
+#include "convert/output_dir.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 namespace fs = std::filesystem;
 
@@ -73,4 +73,4 @@ Status OutputDir::commit() {
   return Status::ok();
 }
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

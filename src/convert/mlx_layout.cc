@@ -1,6 +1,6 @@
 // MLX naming and layout rules (mlx-lm models/{qwen3,qwen3_5,mamba2}.py sanitize, utils.py
 // quantize_model and save_config) applied to one tensor or one config.json at a time.
-#include "modelgen/mlx_layout.h"
+#include "convert/mlx_layout.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,7 +13,7 @@
 #include "model/family.h"
 #include "util/check.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 Status check_quant_format(int bits, int group_size) {
   if (bits != 4 && bits != 8) {
@@ -271,4 +271,4 @@ Result<std::string> add_quantization_config(std::string_view config_text, const 
   return unquote_python_literals(config.dump(2)) + "\n";
 }
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert

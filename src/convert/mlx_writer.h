@@ -9,10 +9,10 @@
 #include <span>
 #include <string>
 
-#include "modelgen/mlx_layout.h"
+#include "convert/mlx_layout.h"
 #include "util/status.h"
 
-namespace recur::modelgen {
+namespace recur::convert {
 
 // Writes the f32 values of source tensor `tensor`'s elements [begin, begin + out.size())
 // (row-major, in the source's own layout) into out. Called from several threads at once.
@@ -32,4 +32,4 @@ struct MlxWriteSummary {
 Status write_mlx_weights(const std::string& dir, std::span<const MlxTensor> tensors,
                          const SourceReadFn& read, int n_shards, MlxWriteSummary* summary);
 
-}  // namespace recur::modelgen
+}  // namespace recur::convert
