@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/json_fields.h"
+#include "server/recur_fields.h"
 
 namespace recur::server {
 namespace {
@@ -150,10 +151,8 @@ bool AnthropicRenderer::finish(ChunkWriter& out, const TurnResult& r) {
     msg["stop_reason"] = stop_reason;
     msg["stop_sequence"] = stop_sequence;
     msg["usage"] = usage_json(usage);
-    std::string body = dump_json(msg);
-    add_trace(body, r.trace);
-    if (r.timing != nullptr) add_timing(body, *r.timing);
-    return out.write(body);
+    add_recur_fields(msg, {.trace = &r.trace, .timing = r.timing});
+    return out.write(dump_json(msg));
   }
   std::string body;
   if (r.reasoning && index_ < 0) body += switch_block(Block::kThinking);

@@ -32,13 +32,6 @@ ApiError finish_error(const engine::Event& e) {
              : internal_error(e.error.message());
 }
 
-void add_trace(std::string& json_body, const engine::CacheTrace& trace) {
-  // A debug field beside the API's own (clients ignore unknown fields): the cache trace.
-  if (json_body.empty() || json_body.back() != '}') return;
-  json_body.pop_back();
-  json_body += ",\"x_recur_cache\":\"" + trace.to_header() + "\"}";
-}
-
 std::string quoted_for_log(std::string_view text) {
   return nlohmann::json(std::string(text))
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -216,8 +209,7 @@ void TextTurn::run(ChunkWriter& out) {
   }
   const std::string finish = finish_reason_text(done.finish, false);
   if (stream) {
-    std::string body = text_chunk_sse(meta, "", finish);
-    add_timing_to_sse(body, timing);
+    std::string body = text_chunk_sse(meta, "", finish, {.timing = &timing});
     if (request.gen.include_usage) body += text_usage_chunk_sse(meta, done.usage);
     body += ": x-recur-cache " + done.trace.to_header() + "\n\n" + sse_done();
     out.write(body);
@@ -227,11 +219,9 @@ void TextTurn::run(ChunkWriter& out) {
                .samples = samples,
                .logprobs = request.gen.sampling.logprobs,
                .finish_reason = finish,
-               .usage = done.usage};
-  std::string body = text_completion_json(meta, r, *backend->tokenizer);
-  add_trace(body, done.trace);
-  add_timing(body, timing);
-  out.write(body);
+               .usage = done.usage,
+               .recur = {.trace = &done.trace, .timing = &timing}};
+  out.write(text_completion_json(meta, r, *backend->tokenizer));
 }
 
 }  // namespace recur::server

@@ -123,7 +123,4 @@ std::optional<engine::Event> pump_events(engine::RequestChannel& channel, ChunkW
 // The error a failed or cancelled engine event answers with.
 ApiError finish_error(const engine::Event& done);
 
-// The same cache trace clients of chat/completions see, as a field of a JSON body.
-void add_trace(std::string& json_body, const engine::CacheTrace& trace);
-
 }  // namespace recur::server

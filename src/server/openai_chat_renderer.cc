@@ -25,14 +25,13 @@ bool OpenAIChatRenderer::delta(ChunkWriter& out, const TurnDelta& d) {
 bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
   const std::string finish = finish_reason_text(r.finish, !r.tool_calls.empty());
   if (stream_) {
-    ChatDelta tail{.finish_reason = finish};
+    ChatDelta tail{.finish_reason = finish, .recur = {.timing = r.timing}};
     if (!r.tool_calls.empty()) {
       tail.tool_calls = r.tool_calls;
     } else {
       tail.content = r.unstreamed_content;  // not a tool call after all: it is content
     }
     std::string body = chat_chunk_sse(meta_, tail, *tok_);
-    if (r.timing != nullptr) add_timing_to_sse(body, *r.timing);
     if (include_usage_) body += chat_usage_chunk_sse(meta_, r.usage, r.reasoning_tokens);
     // The cache trace as an SSE comment: ignored by clients, visible to people and tests.
     body += ": x-recur-cache " + r.trace.to_header() + "\n\n";
@@ -46,11 +45,9 @@ bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
                     .logprobs = logprobs_,
                     .finish_reason = finish,
                     .usage = r.usage,
-                    .reasoning_tokens = r.reasoning_tokens};
-  std::string body = chat_completion_json(meta_, result, *tok_);
-  add_trace(body, r.trace);
-  if (r.timing != nullptr) add_timing(body, *r.timing);
-  return out.write(body);
+                    .reasoning_tokens = r.reasoning_tokens,
+                    .recur = {.trace = &r.trace, .timing = r.timing}};
+  return out.write(chat_completion_json(meta_, result, *tok_));
 }
 
 void OpenAIChatRenderer::fail(ChunkWriter& out, const ApiError& err) {

@@ -93,6 +93,7 @@ std::string chat_completion_json(const ResponseMeta& meta, const ChatResult& r,
   json out = envelope(meta, "chat.completion");
   out["choices"] = json::array({std::move(choice)});
   out["usage"] = usage_object(r.usage, r.reasoning_tokens);
+  add_recur_fields(out, r.recur);
   return dump(out);
 }
 
@@ -110,6 +111,7 @@ std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& d,
   choice["finish_reason"] = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
   json out = envelope(meta, "chat.completion.chunk");
   out["choices"] = json::array({std::move(choice)});
+  add_recur_fields(out, d.recur);
   return "data: " + dump(out) + "\n\n";
 }
 
@@ -161,15 +163,18 @@ std::string text_completion_json(const ResponseMeta& meta, const TextResult& r,
   json out = envelope(meta, "text_completion");
   out["choices"] = json::array({std::move(choice)});
   out["usage"] = usage_object(r.usage, std::nullopt);
+  add_recur_fields(out, r.recur);
   return dump(out);
 }
 
 std::string text_chunk_sse(const ResponseMeta& meta, const std::string& text,
-                           const std::optional<std::string>& finish_reason) {
+                           const std::optional<std::string>& finish_reason,
+                           const RecurFields& recur) {
   json choice = {{"text", text}, {"index", 0}, {"logprobs", nullptr}};
   choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
   json out = envelope(meta, "text_completion");
   out["choices"] = json::array({std::move(choice)});
+  add_recur_fields(out, recur);
   return "data: " + dump(out) + "\n\n";
 }
 

@@ -9,6 +9,7 @@
 
 #include "chat/message.h"
 #include "engine/request.h"
+#include "server/recur_fields.h"
 #include "tokenizer/tokenizer.h"
 
 namespace recur::server {
@@ -47,6 +48,7 @@ struct ChatResult {
   std::string finish_reason;
   engine::Usage usage;
   std::int64_t reasoning_tokens = 0;
+  RecurFields recur;
 };
 std::string chat_completion_json(const ResponseMeta& meta, const ChatResult& result,
                                  const tokenizer::Tokenizer& tok);
@@ -60,6 +62,7 @@ struct ChatDelta {
   std::vector<LogprobEntry> logprob_entries;
   bool logprobs = false;
   std::optional<std::string> finish_reason;
+  RecurFields recur;  // the last chunk's
 };
 std::string chat_chunk_sse(const ResponseMeta& meta, const ChatDelta& delta,
                            const tokenizer::Tokenizer& tok);
@@ -77,10 +80,12 @@ struct TextResult {
   bool logprobs = false;
   std::string finish_reason;
   engine::Usage usage;
+  RecurFields recur;
 };
 std::string text_completion_json(const ResponseMeta& meta, const TextResult& result,
                                  const tokenizer::Tokenizer& tok);
 std::string text_chunk_sse(const ResponseMeta& meta, const std::string& text,
-                           const std::optional<std::string>& finish_reason);
+                           const std::optional<std::string>& finish_reason,
+                           const RecurFields& recur = {});
 
 }  // namespace recur::server

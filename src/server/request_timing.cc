@@ -1,8 +1,8 @@
 #include "server/request_timing.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "server/metrics.h"
 
@@ -17,21 +17,34 @@ double seconds(RequestTiming::Clock::time_point a, RequestTiming::Clock::time_po
   return std::chrono::duration<double>(b - a).count();
 }
 
-double ms(double s) { return std::round(s * 1e5) / 100; }
+// Milliseconds, rounded to 0.01. A whole number is an integer, "12" rather than the "12.0" a
+// double would print as: the form the field has always had.
+nlohmann::ordered_json ms(double s) {
+  const double v = std::round(s * 1e5) / 100;
+  if (v == std::floor(v) && std::abs(v) < 1e15) return static_cast<std::int64_t>(v);
+  return v;
+}
 
 }  // namespace
 
-std::string RequestTiming::to_json() const {
+nlohmann::ordered_json RequestTiming::to_json_object() const {
   const auto now = Clock::now();
-  return fmt::format(
-      "{{\"parse_ms\":{},\"render_ms\":{},\"tokenize_ms\":{},\"queue_ms\":{},\"restore_ms\":{},"
-      "\"prefill_ms\":{},\"forward_ms\":{},\"snapshot_ms\":{},\"ttft_ms\":{},\"decode_ms\":{},"
-      "\"total_ms\":{},\"prefill_tokens\":{},\"prefill_steps\":{}}}",
-      ms(seconds(received, parsed)), ms(render_s), ms(tokenize_s), ms(engine.queue_s),
-      ms(engine.restore_s), ms(engine.prefill_s), ms(engine.forward_s), ms(engine.snapshot_s),
-      ms(seconds(received, first_token)), ms(engine.decode_s), ms(seconds(received, now)),
-      engine.prefill_tokens, engine.prefill_steps);
+  return {{"parse_ms", ms(seconds(received, parsed))},
+          {"render_ms", ms(render_s)},
+          {"tokenize_ms", ms(tokenize_s)},
+          {"queue_ms", ms(engine.queue_s)},
+          {"restore_ms", ms(engine.restore_s)},
+          {"prefill_ms", ms(engine.prefill_s)},
+          {"forward_ms", ms(engine.forward_s)},
+          {"snapshot_ms", ms(engine.snapshot_s)},
+          {"ttft_ms", ms(seconds(received, first_token))},
+          {"decode_ms", ms(engine.decode_s)},
+          {"total_ms", ms(seconds(received, now))},
+          {"prefill_tokens", engine.prefill_tokens},
+          {"prefill_steps", engine.prefill_steps}};
 }
+
+std::string RequestTiming::to_json() const { return to_json_object().dump(); }
 
 void RequestTiming::observe(ServerMetrics& m) const {
   m.observe_phase("parse", seconds(received, parsed));
@@ -45,18 +58,6 @@ void RequestTiming::observe(ServerMetrics& m) const {
   // From the request's arrival: what the client waits for beyond the network.
   if (first_token != Clock::time_point{}) m.observe_phase("ttft", seconds(received, first_token));
   m.observe_phase("decode", engine.decode_s);
-}
-
-void add_timing(std::string& json_object, const RequestTiming& timing) {
-  if (json_object.empty() || json_object.back() != '}') return;
-  json_object.pop_back();
-  json_object += ",\"x_recur_timing\":" + timing.to_json() + "}";
-}
-
-void add_timing_to_sse(std::string& sse_event, const RequestTiming& timing) {
-  constexpr std::string_view kTail = "}\n\n";
-  if (!sse_event.ends_with(kTail)) return;
-  sse_event.insert(sse_event.size() - kTail.size(), ",\"x_recur_timing\":" + timing.to_json());
 }
 
 }  // namespace recur::server

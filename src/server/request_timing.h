@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "engine/request.h"
@@ -30,14 +31,10 @@ struct RequestTiming {
   // Milliseconds, rounded to 0.01: {"parse_ms":..,"render_ms":..,"tokenize_ms":..,"queue_ms":..,
   // "restore_ms":..,"prefill_ms":..,"forward_ms":..,"snapshot_ms":..,"ttft_ms":..,"decode_ms":..,
   // "total_ms":..,"prefill_tokens":..,"prefill_steps":..}. total_ms runs until now.
-  std::string to_json() const;
+  nlohmann::ordered_json to_json_object() const;
+  std::string to_json() const;  // its text
   // Every phase into the recur_request_phase_seconds histograms.
   void observe(ServerMetrics& metrics) const;
 };
-
-// Appends `"x_recur_timing":{...}` as the last field of a JSON object text.
-void add_timing(std::string& json_object, const RequestTiming& timing);
-// The same inside one SSE event ("data: {...}\n\n").
-void add_timing_to_sse(std::string& sse_event, const RequestTiming& timing);
 
 }  // namespace recur::server

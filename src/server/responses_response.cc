@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/json_fields.h"
+#include "server/recur_fields.h"
 #include "util/log.h"
 
 namespace recur::server {
@@ -268,9 +269,11 @@ bool ResponsesRenderer::finish(ChunkWriter& out, const TurnResult& r) {
   json response =
       response_object(echo_, incomplete ? "incomplete" : "completed", output, responses_usage(r));
   if (incomplete) response["incomplete_details"] = {{"reason", "max_output_tokens"}};
-  std::string body = dump_json(response);
-  add_trace(body, r.trace);
-  if (r.timing != nullptr) add_timing(body, *r.timing);
+  // The body (and what GET returns) carries recur's fields; the stream's response.completed
+  // event does not.
+  json with_recur = response;
+  add_recur_fields(with_recur, {.trace = &r.trace, .timing = r.timing});
+  const std::string body = dump_json(with_recur);
   keep(r, body);
   if (!stream_) return out.write(body);
 

@@ -1,5 +1,5 @@
-// The x_recur_timing object: valid JSON with every phase, inside a JSON body and inside an SSE
-// event, and the phase histograms of /metrics.
+// The x_recur_timing object: valid JSON with every phase (recur_fields_test.cc: inside a body and
+// an SSE event), and the phase histograms of /metrics.
 #include "server/request_timing.h"
 
 #include <gtest/gtest.h>
@@ -44,26 +44,6 @@ TEST(RequestTiming, JsonHasEveryPhaseInMilliseconds) {
   EXPECT_DOUBLE_EQ(j["forward_ms"].get<double>(), 33.0);
   EXPECT_EQ(j["prefill_tokens"].get<int>(), 31);
   EXPECT_GE(j["total_ms"].get<double>(), 100.0);
-}
-
-TEST(RequestTiming, AddedAsTheLastFieldOfABodyAndOfAnSseEvent) {
-  const RequestTiming t = sample_timing();
-  std::string body = R"({"id":"x","usage":{"prompt_tokens":3}})";
-  add_timing(body, t);
-  auto j = nlohmann::json::parse(body);
-  EXPECT_EQ(j["id"], "x");
-  EXPECT_EQ(j["x_recur_timing"]["prefill_steps"], 1);
-
-  std::string event = "data: {\"id\":\"x\",\"choices\":[]}\n\n";
-  add_timing_to_sse(event, t);
-  ASSERT_TRUE(event.starts_with("data: ") && event.ends_with("}\n\n")) << event;
-  auto e = nlohmann::json::parse(event.substr(6));
-  EXPECT_EQ(e["id"], "x");
-  EXPECT_EQ(e["x_recur_timing"]["prefill_tokens"], 31);
-
-  std::string not_json = "data: [DONE]\n\n";
-  add_timing_to_sse(not_json, t);
-  EXPECT_EQ(not_json, "data: [DONE]\n\n");
 }
 
 TEST(RequestTiming, PhasesReachTheMetrics) {
