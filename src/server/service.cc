@@ -171,14 +171,18 @@ void Service::apply_default_kwargs(ChatRequest& req) const {
   req.chat_template_kwargs_json = merged.dump();
 }
 
-Parsed<chat::Prompt> Service::render_prompt(const ChatRequest& req) const {
+chat::ChatInputs Service::chat_inputs(const ChatRequest& req) const {
+  chat::ChatInputs in = req.inputs();
+  // Breakpoints only matter to a cache that keeps them.
+  if (backend_.cache != nullptr) in.cache_breakpoints = req.cache_breakpoints;
+  return in;
+}
+
+Parsed<chat::Prompt> Service::render_prompt(const chat::ChatInputs& in) const {
   if (backend_.formatter == nullptr) {
     return invalid_request(
         "messages", "this model has no chat template; use /v1/completions with a raw prompt");
   }
-  chat::ChatInputs in = req.inputs();
-  // Breakpoints only matter to a cache that keeps them.
-  if (backend_.cache != nullptr) in.cache_breakpoints = req.cache_breakpoints;
   auto prompt = backend_.formatter->build_prompt(in);
   if (!prompt) return invalid_request("messages", prompt.status().message());
   return std::move(prompt).value();
@@ -195,12 +199,13 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   turn->request = std::move(request);
   apply_default_kwargs(turn->request);
   const ChatRequest& req = turn->request;
-  auto prompt = render_prompt(req);
+  const chat::ChatInputs inputs = chat_inputs(req);
+  auto prompt = render_prompt(inputs);
   if (const ApiError* e = as_error(prompt)) return *e;
   turn->prompt = std::move(std::get<chat::Prompt>(prompt));
   turn->timing.render_s = turn->prompt.render_s;
   turn->timing.tokenize_s = turn->prompt.tokenize_s;
-  turn->key = cache_key(http, req.gen, backend_.formatter->signature(req.inputs()));
+  turn->key = cache_key(http, req.gen, backend_.formatter->signature(inputs));
   turn->id = identity.id;
   turn->call_id_prefix = "call_" + identity.token;
   turn->backend = &backend_;

@@ -85,7 +85,10 @@ class Service {
   // the turn's renderer and answers with respond_turn().
   Parsed<std::shared_ptr<ChatTurn>> start_chat(const HttpRequest& http, ChatRequest request,
                                                const RequestIdentity& identity);
-  Parsed<chat::Prompt> render_prompt(const ChatRequest& request) const;
+  // What the formatter renders for a request: its inputs, with its cache breakpoints where a
+  // cache keeps them.
+  chat::ChatInputs chat_inputs(const ChatRequest& request) const;
+  Parsed<chat::Prompt> render_prompt(const chat::ChatInputs& in) const;
   // The grammar the engine enforces for this turn (service_constraint.cc); null: free text.
   Parsed<std::shared_ptr<const engine::ConstraintSpec>> constraint_for(const ChatRequest& request,
                                                                        const chat::Prompt& prompt);

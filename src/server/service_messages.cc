@@ -48,7 +48,7 @@ HttpResponse Service::messages_count_tokens(const HttpRequest& http) {
   auto model = resolve_model(req.gen.model);
   if (const ApiError* e = std::get_if<ApiError>(&model)) return anthropic_error(*e);
   apply_default_kwargs(req);
-  auto prompt = render_prompt(req);
+  auto prompt = render_prompt(chat_inputs(req));
   if (const ApiError* e = std::get_if<ApiError>(&prompt)) return anthropic_error(*e);
   const auto n = std::get<chat::Prompt>(prompt).tokens.size();
   return HttpResponse::json(200, nlohmann::json{{"input_tokens", n}}.dump());
