@@ -45,7 +45,7 @@ class LiveCharge {
 struct StoredResponse {
   std::string id;
   std::string tenant;   // API key identity: another tenant never finds it
-  std::string session;  // the conversation's cache session: the chain's first id by default
+  std::string session;  // the conversation's cache session: the chain's first response's ("": none)
   std::vector<chat::Message> messages;           // this turn's input messages and its reply
   std::shared_ptr<const StoredResponse> parent;  // the previous_response_id's node, or null
   std::string response_json;                     // what GET /v1/responses/{id} returns

@@ -53,6 +53,16 @@ std::string api_key_identity(const HttpRequest& req) {
   return auth.empty() ? std::string() : fmt::format("{:016x}", hash64(auth, 0x6b6579));
 }
 
+std::string session_name(const HttpRequest& req, const GenerationFields& gen) {
+  // X-Session-Id names the conversation where the body does not: the same header a reverse proxy
+  // hashes on for session affinity (docs/operations.md).
+  return gen.prompt_cache_key.empty() ? req.header("x-session-id") : gen.prompt_cache_key;
+}
+
+Conversation conversation_of(const HttpRequest& req, const GenerationFields& gen) {
+  return {.tenant = api_key_identity(req), .session = session_name(req, gen)};
+}
+
 Service::Service(ServiceOptions options, ServerMetrics& metrics)
     : options_(std::move(options)), metrics_(metrics), response_store_(options_.response_store) {}
 
@@ -100,20 +110,16 @@ Parsed<std::string> Service::resolve_model(const std::string& requested) const {
   return unknown_model(requested, options_.models);
 }
 
-cache::CacheKey Service::cache_key(const HttpRequest& req, const GenerationFields& gen,
+cache::CacheKey Service::cache_key(const Conversation& conversation, const GenerationFields& gen,
                                    std::uint64_t template_signature) const {
   cache::CacheKey key;
   // The tenant is an identity derived from the presented API key (never the key itself), plus
   // the request's cache_salt: either one differing keeps two requests' entries apart.
-  key.tenant.api_key_identity = api_key_identity(req);
+  key.tenant.api_key_identity = conversation.tenant;
   key.tenant.cache_salt = gen.cache_salt;
   key.bucket.model_id = options_.models.primary();
   key.bucket.template_signature = template_signature;
-  // X-Session-Id names the conversation where the body does not: the same header a reverse proxy
-  // hashes on for session affinity (docs/operations.md).
-  const std::string header_key = req.header("x-session-id");
-  key.session = cache::SessionKey::from_request(
-      gen.prompt_cache_key.empty() ? std::string_view(header_key) : gen.prompt_cache_key, gen.user);
+  key.session = cache::SessionKey::from_request(conversation.session, gen.user);
   return key;
 }
 
@@ -189,7 +195,8 @@ Parsed<chat::Prompt> Service::render_prompt(const chat::ChatInputs& in) const {
 }
 
 Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, ChatRequest request,
-                                                      const RequestIdentity& identity) {
+                                                      const RequestIdentity& identity,
+                                                      const Conversation& conversation) {
   auto model = resolve_model(request.gen.model);
   if (const ApiError* e = as_error(model)) return *e;
   auto turn = std::make_shared<ChatTurn>();
@@ -205,7 +212,7 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   turn->prompt = std::move(std::get<chat::Prompt>(prompt));
   turn->timing.render_s = turn->prompt.render_s;
   turn->timing.tokenize_s = turn->prompt.tokenize_s;
-  turn->key = cache_key(http, req.gen, backend_.formatter->signature(inputs));
+  turn->key = cache_key(conversation, req.gen, backend_.formatter->signature(inputs));
   turn->id = identity.id;
   turn->call_id_prefix = "call_" + identity.token;
   turn->backend = &backend_;
@@ -238,8 +245,10 @@ HttpResponse Service::chat_completions(const HttpRequest& http) {
   if (auto e = unavailable()) return HttpResponse::error(*e);
   auto parsed = parse_chat_request(http.body, options_.limits);
   if (const ApiError* e = as_error(parsed)) return HttpResponse::error(*e);
+  ChatRequest& request = std::get<ChatRequest>(parsed);
+  const Conversation conversation = conversation_of(http, request.gen);
   const RequestIdentity identity = request_ids_.next("chatcmpl-");
-  auto started = start_chat(http, std::move(std::get<ChatRequest>(parsed)), identity);
+  auto started = start_chat(http, std::move(request), identity, conversation);
   if (const ApiError* e = as_error(started)) return HttpResponse::error(*e);
   auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
   ResponseMeta meta{.id = identity.id, .model = turn->model, .created = unix_now()};
@@ -285,7 +294,7 @@ HttpResponse Service::completions(const HttpRequest& http) {
   if (const ApiError* e = as_error(constraint)) return HttpResponse::error(*e);
   engine::GenerationRequest ereq = engine_request(req.gen, identity, std::move(tokens));
   ereq.constraint = std::get<std::shared_ptr<const engine::ConstraintSpec>>(std::move(constraint));
-  ereq.cache_key = cache_key(http, req.gen, /*template_signature=*/0);
+  ereq.cache_key = cache_key(conversation_of(http, req.gen), req.gen, /*template_signature=*/0);
   turn->timing.submitted = RequestTiming::Clock::now();
   auto channel = be->engine->submit(std::move(ereq));
   if (!channel) {

@@ -50,6 +50,13 @@ struct Backend {
 
 struct ChatTurn;
 
+// Whose conversation a request is in, worked out once per request from its headers and body: the
+// tenant and session of its cache entries, and of the responses /v1/responses stores.
+struct Conversation {
+  std::string tenant;   // api_key_identity(): "" without a key
+  std::string session;  // the session_name(), or the one a Responses chain inherits; "": none
+};
+
 // Seconds since the Unix epoch: the `created` of responses.
 std::int64_t unix_now();
 
@@ -84,7 +91,8 @@ class Service {
   // The shared chat pipeline: model check, prompt, cache key, engine submission. The caller sets
   // the turn's renderer and answers with respond_turn().
   Parsed<std::shared_ptr<ChatTurn>> start_chat(const HttpRequest& http, ChatRequest request,
-                                               const RequestIdentity& identity);
+                                               const RequestIdentity& identity,
+                                               const Conversation& conversation);
   // What the formatter renders for a request: its inputs, with its cache breakpoints where a
   // cache keeps them.
   chat::ChatInputs chat_inputs(const ChatRequest& request) const;
@@ -99,7 +107,7 @@ class Service {
   void apply_default_kwargs(ChatRequest& request) const;
   // The name a response reports for the request's `model`, or the 404 of a name not served.
   Parsed<std::string> resolve_model(const std::string& requested) const;
-  cache::CacheKey cache_key(const HttpRequest& req, const GenerationFields& gen,
+  cache::CacheKey cache_key(const Conversation& conversation, const GenerationFields& gen,
                             std::uint64_t template_signature) const;
   engine::GenerationRequest engine_request(const GenerationFields& gen,
                                            const RequestIdentity& identity,
@@ -122,5 +130,12 @@ HttpResponse respond_turn(const HttpRequest& http, std::shared_ptr<ChatTurn> tur
 // Who presented which API key (`Authorization: Bearer` or `x-api-key`), as an identity that never
 // reveals the key: "" without one. The tenant of cache entries and stored responses.
 std::string api_key_identity(const HttpRequest& req);
+
+// The conversation a request names: its prompt_cache_key, else its X-Session-Id header; "" for
+// none.
+std::string session_name(const HttpRequest& req, const GenerationFields& gen);
+
+// Its tenant and the session it names.
+Conversation conversation_of(const HttpRequest& req, const GenerationFields& gen);
 
 }  // namespace recur::server

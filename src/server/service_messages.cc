@@ -24,8 +24,10 @@ HttpResponse Service::messages(const HttpRequest& http) {
   }
   auto parsed = parse_messages_request(http.body, options_.limits);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return anthropic_error(*e);
+  ChatRequest& request = std::get<ChatRequest>(parsed);
+  const Conversation conversation = conversation_of(http, request.gen);
   const RequestIdentity identity = request_ids_.next("msg_");
-  auto started = start_chat(http, std::move(std::get<ChatRequest>(parsed)), identity);
+  auto started = start_chat(http, std::move(request), identity, conversation);
   if (const ApiError* e = std::get_if<ApiError>(&started)) return anthropic_error(*e);
   auto turn = std::get<std::shared_ptr<ChatTurn>>(std::move(started));
   turn->call_id_prefix = "toolu_" + identity.token;

@@ -28,12 +28,13 @@ ApiError response_not_found(const std::string& id, const char* param) {
 
 HttpResponse Service::responses_create(const HttpRequest& http) {
   if (auto e = unavailable()) return HttpResponse::error(*e);
-  const std::string tenant = api_key_identity(http);
+  // The tenant is needed to parse the body (item references); the session once it is parsed.
+  Conversation conversation{.tenant = api_key_identity(http)};
   // item_reference: an output item of one of this tenant's stored responses.
   const ItemResolver resolve = [&](const std::string& item_id) -> std::optional<std::string> {
     const std::string response_id = response_id_of_item(item_id);
     if (response_id.empty()) return std::nullopt;
-    auto stored = response_store_.get(response_id, tenant);
+    auto stored = response_store_.get(response_id, conversation.tenant);
     if (!stored) return std::nullopt;
     return output_item_of(stored->response_json, item_id);
   };
@@ -44,7 +45,7 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
 
   std::shared_ptr<const StoredResponse> parent;
   if (!req.previous_response_id.empty()) {
-    parent = response_store_.get(req.previous_response_id, tenant);
+    parent = response_store_.get(req.previous_response_id, conversation.tenant);
     if (!parent) {
       return HttpResponse::error(
           response_not_found(req.previous_response_id, "previous_response_id"));
@@ -55,16 +56,13 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
   // is in the tenant's anonymous session, as on chat completions: a stateless conversation
   // (store: false, its output echoed back as input) finds its previous turn's snapshot there by
   // its exact token prefix.
-  GenerationFields& gen = req.chat.gen;
-  if (gen.prompt_cache_key.empty() && http.header("x-session-id").empty() && parent) {
-    gen.prompt_cache_key = parent->session;
-  }
+  conversation.session = session_name(http, req.chat.gen);
+  if (conversation.session.empty() && parent) conversation.session = parent->session;
   ResponseStoring storing;
   if (req.store) {
     storing = {.store = &response_store_,
-               .tenant = tenant,
-               .session = gen.prompt_cache_key.empty() ? http.header("x-session-id")
-                                                       : gen.prompt_cache_key,
+               .tenant = conversation.tenant,
+               .session = conversation.session,
                .input_messages = req.chat.messages,
                .input_json = std::move(req.input_json),
                .parent = parent};
@@ -89,8 +87,8 @@ HttpResponse Service::responses_create(const HttpRequest& http) {
   req.chat.messages = std::move(messages);
 
   ResponseEcho echo = response_echo(req, identity.id, "", unix_now());
-  const bool stream = gen.stream;
-  auto started = start_chat(http, std::move(req.chat), identity);
+  const bool stream = req.chat.gen.stream;
+  auto started = start_chat(http, std::move(req.chat), identity, conversation);
   if (const ApiError* e = std::get_if<ApiError>(&started)) {
     ApiError err = *e;
     if (err.param == "messages") err.param = "input";
