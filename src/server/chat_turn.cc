@@ -4,9 +4,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "chat/reasoning.h"
+#include "server/reply_parser.h"
 #include "server/token_sections.h"
-#include "server/tool_calls.h"
 #include "util/log.h"
 
 namespace recur::server {
@@ -88,11 +87,10 @@ std::optional<engine::Event> pump_events(engine::RequestChannel& channel, ChunkW
 void ChatTurn::run(ChunkWriter& out) {
   const bool stream = request.gen.stream;
   const bool logprobs = request.gen.sampling.logprobs;
-  const bool parse_tools = tools_active(request);
   const bool split = backend->formatter->has_reasoning();
-  chat::ReasoningSplitter splitter(prompt.starts_in_reasoning);
-  ToolCallStreamFilter filter;
-  std::string reasoning, content;  // content before tool-call parsing
+  ReplyParser parser({.split_reasoning = split,
+                      .starts_in_reasoning = prompt.starts_in_reasoning,
+                      .parse_tools = tools_active(request)});
   // Which tokens are content (their logprobs) and which reasoning (counted in usage).
   TokenSections sections;
   std::vector<LogprobEntry> entries;
@@ -107,25 +105,18 @@ void ChatTurn::run(ChunkWriter& out) {
       pump_events(*channel, out, renderer->heartbeat(), timing, metrics, [&](engine::Event& ev) {
         if (stream && first && !renderer->first_event(out, ev)) return false;
         first = false;
-        chat::SplitText part = split ? splitter.push(ev.text) : chat::SplitText{{}, ev.text};
-        if (ev.done) {
-          chat::SplitText tail = split ? splitter.finish() : chat::SplitText{};
-          part.reasoning += tail.reasoning;
-          part.content += tail.content;
-        }
-        reasoning += part.reasoning;
-        content += part.content;
+        ReplyPart part = parser.push(ev.text, ev.done);
         std::vector<LogprobEntry> now;
-        if (logprobs || split) now = sections.push(ev.samples, ev.text, content.size());
+        if (logprobs || split) now = sections.push(ev.samples, ev.text, parser.content().size());
         if (!logprobs) now.clear();
         if (!stream) {
           entries.insert(entries.end(), now.begin(), now.end());
           return true;
         }
-        TurnDelta d{.reasoning = part.reasoning,
+        TurnDelta d{.reasoning = std::move(part.reasoning),
+                    .content = std::move(part.stream_content),
                     .logprobs = std::move(now),
-                    .reasoning_block = split && splitter.saw_reasoning()};
-        d.content = parse_tools ? filter.push(part.content) : part.content;
+                    .reasoning_block = parser.has_reasoning_block()};
         return (d.content.empty() && d.reasoning.empty() && d.logprobs.empty()) ||
                renderer->delta(out, d);
       });
@@ -134,19 +125,18 @@ void ChatTurn::run(ChunkWriter& out) {
 
   if (log_text) {
     log::debug("completion id={} finish={} reasoning={} content={}", id,
-               engine::finish_reason_name(done.finish), quoted_for_log(reasoning),
-               quoted_for_log(content));
+               engine::finish_reason_name(done.finish), quoted_for_log(parser.reasoning()),
+               quoted_for_log(parser.content()));
   }
   if (done.finish == engine::FinishReason::kError ||
       done.finish == engine::FinishReason::kCancelled) {
     renderer->fail(out, finish_error(done));
     return;
   }
-  ParsedToolCalls calls = parse_tools
-                              ? parse_tool_calls(content, request.tools_json, call_id_prefix)
-                              : ParsedToolCalls{content, {}};
-  TurnResult r{.content = calls.content,
-               .tool_calls = calls.calls,
+  ParsedReply reply = parser.finish(request.tools_json, call_id_prefix);
+  TurnResult r{.content = std::move(reply.content),
+               .reasoning = std::move(reply.reasoning),
+               .tool_calls = std::move(reply.tool_calls),
                .logprobs = std::move(entries),
                .finish = done.finish,
                .stop_index = done.stop_index,
@@ -154,12 +144,8 @@ void ChatTurn::run(ChunkWriter& out) {
                .trace = done.trace,
                .prompt_stored = done.completion_stored,
                .timing = &timing};
-  if (split && (splitter.saw_reasoning() || !reasoning.empty())) {
-    r.reasoning = reasoning;
-    r.reasoning_tokens = sections.tokens_before_content();
-  }
-  if (stream && parse_tools)
-    r.unstreamed_content = calls.calls.empty() ? filter.held() : calls.trailing;
+  if (r.reasoning) r.reasoning_tokens = sections.tokens_before_content();
+  if (stream) r.unstreamed_content = std::move(reply.unstreamed_content);
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.
   // A continued (prefilled) message comes back whole: its text, then what was generated.
   std::span<const chat::Message> history = request.messages;

@@ -1,10 +1,10 @@
 // One chat turn after admission, shared by the three chat-shaped APIs (chat/completions, messages,
-// responses): pulls engine events, splits reasoning from content, finds tool calls, hands each
-// piece to the API's TurnRenderer (which alone knows the wire format), and afterwards queues the
-// next-turn warm-up. While the engine works the writer is asked every quarter second whether the
-// client is still there (a stream sends the renderer's heartbeat; a held JSON body checks the
-// connection), so a client that went away is noticed within a fraction of a second and its
-// sequence freed. Also the raw-text turn of /v1/completions.
+// responses): pulls engine events, takes their text apart (ReplyParser: reasoning, content, tool
+// calls), hands each piece to the API's TurnRenderer (which alone knows the wire format), and
+// afterwards queues the next-turn warm-up. While the engine works the writer is asked every quarter
+// second whether the client is still there (a stream sends the renderer's heartbeat; a held JSON
+// body checks the connection), so a client that went away is noticed within a fraction of a second
+// and its sequence freed. Also the raw-text turn of /v1/completions.
 #pragma once
 
 #include <functional>
