@@ -186,8 +186,7 @@ bool AnthropicRenderer::finish(ChunkWriter& out, const TurnResult& r) {
                 json{{"type", "message_delta"},
                      {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence}}},
                      {"usage", usage_json(usage)}});
-  // The cache trace as an SSE comment: ignored by clients, visible to people and tests.
-  body += ": x-recur-cache " + r.trace.to_header() + "\n\n";
+  body += cache_trace_comment(r.trace);
   body += event("message_stop", json{{"type", "message_stop"}});
   return out.write(body);
 }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "server/recur_fields.h"
 #include "server/reply_parser.h"
 #include "server/token_sections.h"
 #include "util/log.h"
@@ -197,7 +198,7 @@ void TextTurn::run(ChunkWriter& out) {
   if (stream) {
     std::string body = text_chunk_sse(meta, "", finish, {.timing = &timing});
     if (request.gen.include_usage) body += text_usage_chunk_sse(meta, done.usage);
-    body += ": x-recur-cache " + done.trace.to_header() + "\n\n" + sse_done();
+    body += cache_trace_comment(done.trace) + sse_done();
     out.write(body);
     return;
   }

@@ -1,5 +1,7 @@
 #include "server/openai_chat_renderer.h"
 
+#include "server/recur_fields.h"
+
 namespace recur::server {
 
 OpenAIChatRenderer::OpenAIChatRenderer(ResponseMeta meta, const ChatRequest& request,
@@ -33,8 +35,7 @@ bool OpenAIChatRenderer::finish(ChunkWriter& out, const TurnResult& r) {
     }
     std::string body = chat_chunk_sse(meta_, tail, *tok_);
     if (include_usage_) body += chat_usage_chunk_sse(meta_, r.usage, r.reasoning_tokens);
-    // The cache trace as an SSE comment: ignored by clients, visible to people and tests.
-    body += ": x-recur-cache " + r.trace.to_header() + "\n\n";
+    body += cache_trace_comment(r.trace);
     body += sse_done();
     return out.write(body);
   }

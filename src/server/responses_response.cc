@@ -309,7 +309,7 @@ bool ResponsesRenderer::finish(ChunkWriter& out, const TurnResult& r) {
     tail += event("response.output_item.done",
                   {{"output_index", output_index_}, {"item", call_item(echo_, i, c, "completed")}});
   }
-  tail += ": x-recur-cache " + r.trace.to_header() + "\n\n";
+  tail += cache_trace_comment(r.trace);
   tail +=
       event(incomplete ? "response.incomplete" : "response.completed", {{"response", response}});
   return out.write(tail);

@@ -91,5 +91,12 @@ TEST(RecurFields, TimingInsideTheLastSseEvent) {
                        ",\"x_recur_timing\":" + timing_as_formatted(timing) + "}\n\n");
 }
 
+TEST(RecurFields, TraceCommentEndsAStream) {
+  const engine::CacheTrace trace{
+      .hit = true, .hit_tokens = 5, .store = "prefix", .origin = "warmup"};
+  EXPECT_EQ(cache_trace_comment(trace),
+            ": x-recur-cache hit; tokens=5; store=prefix; origin=warmup\n\n");
+}
+
 }  // namespace
 }  // namespace recur::server
