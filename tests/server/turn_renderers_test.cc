@@ -149,5 +149,32 @@ TEST(ResponsesRenderer, StoresBeforeAnswering) {
   EXPECT_EQ(stored->messages[1].tool_calls.size(), 1u);
 }
 
+// recur's fields close the body and the stored copy GET returns; a stream's response.completed
+// event carries the response without them.
+TEST(ResponsesRenderer, RecurFieldsInTheStoredBodyNotInTheCompletedEvent) {
+  ResponsesRequest req;
+  ResponseStore store({.capacity_bytes = 1 << 20, .ttl = std::chrono::hours(1)});
+  ResponsesRenderer r(response_echo(req, "resp-3", "m", 0), true,
+                      {.store = &store, .tenant = "t", .session = "s"});
+  TurnResult t = tool_turn();
+  t.trace = {.hit = true, .hit_tokens = 60, .store = "snapshot", .origin = "warmup"};
+  RequestTiming timing;
+  t.timing = &timing;
+  StringWriter out;
+  ASSERT_TRUE(r.start(out));
+  ASSERT_TRUE(r.finish(out, t));
+  auto stored = store.get("resp-3", "t");
+  ASSERT_TRUE(stored);
+  const std::string& body = stored->response_json;
+  const std::size_t cache_at = body.find(R"(,"x_recur_cache":"hit; tokens=60; store=snapshot;)");
+  ASSERT_NE(cache_at, std::string::npos) << body;
+  EXPECT_NE(body.find(R"(,"x_recur_timing":{"parse_ms":0,)", cache_at), std::string::npos);
+  EXPECT_TRUE(body.ends_with(",\"prefill_tokens\":0,\"prefill_steps\":0}}")) << body;
+  const std::size_t completed = out.text.find("event: response.completed");
+  ASSERT_NE(completed, std::string::npos);
+  EXPECT_EQ(out.text.find("x_recur_", completed), std::string::npos);
+  EXPECT_NE(out.text.find(": x-recur-cache hit; tokens=60;"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace recur::server
