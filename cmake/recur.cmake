@@ -34,6 +34,26 @@ function(recur_module name)
   target_link_libraries(recur_${name} PUBLIC ${M_DEPS})
 endfunction()
 
+# recur_embed_files(OUT_VAR DIR NAMESPACE ns FUNCTION fn): every file under DIR (relative paths,
+# sorted) compiled into a generated source whose path lands in OUT_VAR; `ns::fn()` returns their
+# std::span<const recur::EmbeddedFile> (util/embedded_file.h).
+function(recur_embed_files out_var dir)
+  cmake_parse_arguments(E "" "NAMESPACE;FUNCTION;NAME" "" ${ARGN})
+  file(GLOB_RECURSE rel RELATIVE ${dir} CONFIGURE_DEPENDS ${dir}/*)
+  list(SORT rel)
+  list(TRANSFORM rel PREPEND ${dir}/ OUTPUT_VARIABLE paths)
+  list(JOIN rel "|" joined)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/${E_NAME}.cc)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DNAMESPACE=${E_NAMESPACE} -DFUNCTION=${E_FUNCTION}
+            -DBASE=${dir} -DFILES=${joined} -P ${PROJECT_SOURCE_DIR}/cmake/embed_files.cmake
+    DEPENDS ${paths} ${PROJECT_SOURCE_DIR}/cmake/embed_files.cmake
+    COMMENT "Embedding ${dir}"
+    VERBATIM)
+  set(${out_var} ${out} PARENT_SCOPE)
+endfunction()
+
 # recur_test(NAME SOURCES ... DEPS ...): one gtest binary registered with ctest.
 function(recur_test name)
   cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})

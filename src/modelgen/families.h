@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "modelgen/generator.h"
 #include "convert/safetensors_writer.h"
+#include "modelgen/generator.h"
 #include "util/status.h"
 
 namespace recur::modelgen {

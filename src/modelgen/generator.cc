@@ -7,13 +7,13 @@
 #include <cmath>
 #include <filesystem>
 
-#include "modelgen/families.h"
 #include "convert/mlx_layout.h"
 #include "convert/mlx_plan.h"
 #include "convert/mlx_writer.h"
 #include "convert/output_dir.h"
-#include "modelgen/rng.h"
 #include "convert/safetensors_writer.h"
+#include "modelgen/families.h"
+#include "modelgen/rng.h"
 #include "modelgen/tokenizer_gen.h"
 #include "util/hash.h"
 #include "util/mmap_file.h"

@@ -407,7 +407,7 @@ std::string llama_tokenizer_config_json(const BpeTokenizer& tok, int max_positio
   }
   const OJson j = {{"added_tokens_decoder", std::move(decoder)},
                    {"bos_token", "<|begin_of_text|>"},
-                   {"chat_template", kLlama3ChatTemplate},
+                   {"chat_template", chat_template("llama3")},
                    {"clean_up_tokenization_spaces", true},
                    {"eos_token", "<|eot_id|>"},
                    {"model_input_names", {"input_ids", "attention_mask"}},
@@ -480,7 +480,7 @@ std::string tokenizer_config_json(const BpeTokenizer& tok, Family family, int ma
       {"added_tokens_decoder", std::move(decoder)},
       {"additional_special_tokens", std::move(extra)},
       {"bos_token", nullptr},
-      {"chat_template", qwen3_like(family) ? kQwen3ChatTemplate : kQwen3_5ChatTemplate},
+      {"chat_template", qwen3_like(family) ? chat_template("qwen3") : chat_template("qwen3_5")},
       {"clean_up_tokenization_spaces", false},
       {"eos_token", mamba ? "<|endoftext|>" : "<|im_end|>"},
       {"errors", "replace"},

@@ -13,12 +13,8 @@
 namespace recur::modelgen {
 
 extern const char* const kTrainingCorpus;
-extern const char* const kQwen3_5ChatTemplate;
-extern const char* const kQwen3ChatTemplate;
-extern const char* const kLlama3ChatTemplate;
-extern const char* const kGranite4ChatTemplate;
-extern const char* const kFalconH1ChatTemplate;
-extern const char* const kNemotron3ChatTemplate;
+// The chat template fixtures/chat_templates/<name>.jinja (chat_templates.cc says whose each is).
+std::string chat_template(std::string_view name);
 
 struct AddedToken {
   std::string content;
@@ -70,7 +66,6 @@ std::string falcon_h1_tokenizer_config_json(const BpeTokenizer& tok, int max_pos
 // and characters outside the vocabulary fall back to <0xXX> byte tokens. Ids as in Gemma 3: 0
 // <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4 <mask>, 5 [multimodal], <unused0..98>, 105 <start_of_turn>,
 // 106 <end_of_turn>; then the 256 byte tokens, the merged pieces, and the single characters.
-extern const char* const kGemma3ChatTemplate;
 struct SpTokenizer {
   std::vector<std::string> vocab;                           // id -> piece, added tokens first
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
@@ -87,7 +82,6 @@ std::string sp_tokenizer_config_json(const SpTokenizer& tok, int max_position);
 // <|startoftext|> 1, <|im_start|> 6, <|im_end|> 7), Llama 3's pre-tokenizer regex with
 // ignore_merges, and LFM2.5-Instruct's chat template; lfm2-350m pads the vocabulary to 65536 with
 // unreachable tokens.
-extern const char* const kLfm2ChatTemplate;
 struct Lfm2Tokenizer {
   std::vector<std::string> vocab;  // id -> token: the added tokens, then the BPE's
   std::vector<std::pair<std::string, std::string>> merges;

@@ -146,7 +146,7 @@ std::string lfm2_tokenizer_config_json(const Lfm2Tokenizer& tok, int max_positio
                    {"add_eos_token", false},
                    {"added_tokens_decoder", std::move(decoder)},
                    {"bos_token", "<|startoftext|>"},
-                   {"chat_template", kLfm2ChatTemplate},
+                   {"chat_template", chat_template("lfm2")},
                    {"clean_up_tokenization_spaces", false},
                    {"eos_token", "<|im_end|>"},
                    {"legacy", false},
@@ -158,52 +158,4 @@ std::string lfm2_tokenizer_config_json(const Lfm2Tokenizer& tok, int max_positio
                    {"use_default_system_prompt", false}};
   return j.dump(2) + "\n";
 }
-
-// LFM2.5-Instruct's chat_template, verbatim (../shared/reference/chat-templates/).
-const char* const kLfm2ChatTemplate = R"jinja({{- bos_token -}}
-{%- set keep_past_thinking = keep_past_thinking | default(false) -%}
-{%- set ns = namespace(system_prompt="") -%}
-{%- if messages[0]["role"] == "system" -%}
-    {%- set ns.system_prompt = messages[0]["content"] -%}
-    {%- set messages = messages[1:] -%}
-{%- endif -%}
-{%- if tools -%}
-    {%- set ns.system_prompt = ns.system_prompt + ("\n" if ns.system_prompt else "") + "List of tools: [" -%}
-    {%- for tool in tools -%}
-        {%- if tool is not string -%}
-            {%- set tool = tool | tojson -%}
-        {%- endif -%}
-        {%- set ns.system_prompt = ns.system_prompt + tool -%}
-        {%- if not loop.last -%}
-            {%- set ns.system_prompt = ns.system_prompt + ", " -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- set ns.system_prompt = ns.system_prompt + "]" -%}
-{%- endif -%}
-{%- if ns.system_prompt -%}
-    {{- "<|im_start|>system\n" + ns.system_prompt + "<|im_end|>\n" -}}
-{%- endif -%}
-{%- set ns.last_assistant_index = -1 -%}
-{%- for message in messages -%}
-    {%- if message["role"] == "assistant" -%}
-        {%- set ns.last_assistant_index = loop.index0 -%}
-    {%- endif -%}
-{%- endfor -%}
-{%- for message in messages -%}
-    {{- "<|im_start|>" + message["role"] + "\n" -}}
-    {%- set content = message["content"] -%}
-    {%- if content is not string -%}
-        {%- set content = content | tojson -%}
-    {%- endif -%}
-    {%- if message["role"] == "assistant" and not keep_past_thinking and loop.index0 != ns.last_assistant_index -%}
-        {%- if "</think>" in content -%}
-            {%- set content = content.split("</think>")[-1] | trim -%}
-        {%- endif -%}
-    {%- endif -%}
-    {{- content + "<|im_end|>\n" -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-    {{- "<|im_start|>assistant\n" -}}
-{%- endif -%})jinja";
-
 }  // namespace recur::modelgen

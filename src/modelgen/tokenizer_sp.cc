@@ -197,7 +197,7 @@ std::string sp_tokenizer_config_json(const SpTokenizer& tok, int max_position) {
                    {"add_eos_token", false},
                    {"added_tokens_decoder", std::move(decoder)},
                    {"bos_token", "<bos>"},
-                   {"chat_template", kGemma3ChatTemplate},
+                   {"chat_template", chat_template("gemma3")},
                    {"clean_up_tokenization_spaces", false},
                    {"eos_token", "<end_of_turn>"},
                    {"model_max_length", max_position},

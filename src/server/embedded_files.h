@@ -1,17 +1,14 @@
-// Files compiled into the binary by cmake/embed_files.cmake (the chat page's HTML, CSS and
-// scripts): their bytes and SHA-256, so they are served without a data directory on disk.
+// The chat page's HTML, CSS and scripts, compiled into the binary by cmake/embed_files.cmake, so
+// they are served without a data directory on disk.
 #pragma once
 
 #include <span>
-#include <string_view>
+
+#include "util/embedded_file.h"
 
 namespace recur::server {
 
-struct EmbeddedFile {
-  std::string_view path;    // relative to the embedded folder: "index.html", "app.js"
-  std::string_view bytes;   // the file's contents
-  std::string_view sha256;  // lowercase hex of the contents
-};
+using recur::EmbeddedFile;
 
 }  // namespace recur::server
 
