@@ -182,26 +182,6 @@ bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module);
 // The family for config.json's model_type, or an error listing the supported ones.
 Result<const FamilyInfo*> find_family(const ConfigJson& config);
 
-// Entry points defined in each family file.
-Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
-                                                      const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
-                                                           const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_lfm2(const ConfigJson& c, const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
-                                                       const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
-                                                      const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_qwen3_next(const ConfigJson& c,
-                                                       const std::string& prefix);
-Result<std::unique_ptr<FamilyModel>> create_qwen3_5_moe(const ConfigJson& c,
-                                                        const std::string& prefix);
-
 // Only the plain ("default") RoPE is implemented: a config asking for YaRN, linear or dynamic
 // scaling is refused rather than silently run with the wrong frequencies.
 Status check_default_rope(const ConfigJson& c);

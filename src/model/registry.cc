@@ -9,6 +9,26 @@
 
 namespace recur::model {
 
+// Defined in each family file: config.json into a StackSpec (stack.h).
+Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_5(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_mamba2(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_gemma3(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
+                                                      const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
+                                                           const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_lfm2(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
+                                                       const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
+                                                      const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_next(const ConfigJson& c,
+                                                       const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_qwen3_5_moe(const ConfigJson& c,
+                                                        const std::string& prefix);
+
 std::span<const FamilyInfo> families() {
   static const std::vector<FamilyInfo> kFamilies = {
       {.name = "qwen3",
