@@ -56,6 +56,46 @@ Result<AttentionGeometry> read_attention_geometry(const ConfigJson& c, std::int6
   return g;
 }
 
+Result<Mamba2Geometry> read_mamba2(const ConfigJson& c, std::int64_t n_layers, const Mamba2Keys& k,
+                                   std::int64_t inner, std::string_view inner_what) {
+  Mamba2Geometry m;
+  RECUR_ASSIGN_OR_RETURN(m.heads, c.get_int(k.heads, k.heads_default));
+  m.head_dim = k.head_dim_default;
+  if (k.head_dim_default == 0) m.head_dim = m.heads > 0 ? inner / m.heads : 0;  // "auto"
+  if (c.has(k.head_dim)) {
+    auto text = c.get_string(k.head_dim);
+    if (!text.is_ok() || *text != "auto") {
+      RECUR_ASSIGN_OR_RETURN(m.head_dim, c.get_int(k.head_dim));
+    }
+  }
+  RECUR_ASSIGN_OR_RETURN(m.state, c.get_int(k.state, k.state_default));
+  RECUR_ASSIGN_OR_RETURN(m.groups, get_int_any(c, k.groups, k.groups_default));
+  RECUR_ASSIGN_OR_RETURN(m.conv_kernel, get_int_any(c, k.conv_kernel, k.conv_kernel_default));
+  for (const char* key : k.conv_bias) {
+    if (!c.has(key)) continue;
+    RECUR_ASSIGN_OR_RETURN(m.conv_bias, c.get_bool(key, true));
+    break;
+  }
+  RECUR_RETURN_IF_ERROR(read_dt_limit(c, k.dt_limit, &m.dt_min, &m.dt_max));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{m.heads, k.heads},
+                                             {m.head_dim, k.head_dim},
+                                             {m.state, k.state},
+                                             {m.groups, *k.groups.begin()},
+                                             {m.conv_kernel, *k.conv_kernel.begin()}}));
+  RECUR_RETURN_IF_ERROR(
+      check_size_bounds(c, n_layers, {}, {m.heads, m.head_dim, m.state, m.groups, m.conv_kernel}));
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, n_layers, {m.heads * m.head_dim}, {}));
+  if (inner > 0 && m.heads * m.head_dim != inner) {
+    return Error(StatusCode::kInvalidArgument, "{}: {} {} x {} {} must equal {} {}", c.file(),
+                 k.heads, m.heads, k.head_dim, m.head_dim, inner_what, inner);
+  }
+  if (m.heads % m.groups != 0) {
+    return Error(StatusCode::kInvalidArgument, "{}: {} {} must be a multiple of {} {}", c.file(),
+                 k.heads, m.heads, *k.groups.begin(), m.groups);
+  }
+  return m;
+}
+
 Status read_dt_limit(const ConfigJson& c, std::initializer_list<const char*> keys, float* min,
                      float* max) {
   for (const char* key : keys) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string_view>
 
 #include "model/config_json.h"
@@ -40,6 +41,36 @@ struct AttentionDefaults {
 Result<AttentionGeometry> read_attention_geometry(const ConfigJson& c, std::int64_t d_model,
                                                   std::int64_t n_layers,
                                                   AttentionDefaults defaults = {});
+
+// A Mamba2 mixer's fields in a family's spelling: Mamba2Config's num_heads / head_dim /
+// state_size / n_groups / conv_kernel / use_conv_bias, the hybrids' mamba_* names. An absent key
+// takes its default; a head_dim default of 0 means "auto" (the key may also say so): the inner
+// width over the heads. Checked: positive, within check_size_bounds, heads a multiple of groups,
+// and heads x head_dim equal to the inner width when one is given (errors name the keys).
+struct Mamba2Keys {
+  const char* heads;
+  std::int64_t heads_default;
+  const char* head_dim;
+  std::int64_t head_dim_default;
+  const char* state;
+  std::int64_t state_default;
+  std::initializer_list<const char*> groups;
+  std::int64_t groups_default;
+  std::initializer_list<const char*> conv_kernel;
+  std::int64_t conv_kernel_default;
+  std::initializer_list<const char*> conv_bias;
+  std::initializer_list<const char*> dt_limit;
+};
+struct Mamba2Geometry {
+  std::int64_t heads = 0, head_dim = 0, state = 0, groups = 0, conv_kernel = 0;
+  bool conv_bias = true;
+  float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();  // no clamp: HF's default
+};
+// `inner` (0: unchecked) is the width heads x head_dim must have, `inner_what` how the config
+// states it ("mamba_d_ssm", "expand x hidden_size").
+Result<Mamba2Geometry> read_mamba2(const ConfigJson& c, std::int64_t n_layers,
+                                   const Mamba2Keys& keys, std::int64_t inner,
+                                   std::string_view inner_what);
 
 // The first of `keys` present, a [min, max] pair with min <= max, into *min and *max (left as
 // they are when none is present).

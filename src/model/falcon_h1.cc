@@ -22,10 +22,9 @@ namespace {
 struct FalconConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
   AttentionGeometry attn;
-  std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
+  Mamba2Geometry ssm;
   float eps = 1e-5f, rope_theta = 10000.0f;
-  float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();
-  bool tied = false, conv_bias = true, attention_bias = false, mlp_bias = false;
+  bool tied = false, attention_bias = false, mlp_bias = false;
   Mamba2W::Gate gate = Mamba2W::Gate::kNoNorm;
   // muP
   float embedding = 1.0f, lm_head = 1.0f, key = 1.0f, attention_in = 1.0f, attention_out = 1.0f;
@@ -64,21 +63,13 @@ Result<std::vector<float>> multipliers(const ConfigJson& c, const char* key, std
 
 Status parse_mamba(const ConfigJson& c, FalconConfig& f) {
   RECUR_ASSIGN_OR_RETURN(std::int64_t expand, c.get_int("mamba_expand", 2));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{expand, "mamba_expand"}}));
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, f.n_layers, {}, {expand}));
   // HF: mamba_d_ssm null means mamba_expand · hidden_size (recur also reads an absent key so,
   // where HF's class default 1024 would apply; docs/model-falcon-h1.md).
   RECUR_ASSIGN_OR_RETURN(std::int64_t d_ssm, c.get_int("mamba_d_ssm", expand * f.d_model));
-  RECUR_ASSIGN_OR_RETURN(f.ssm_heads, c.get_int("mamba_n_heads", 128));
-  f.ssm_head_dim = f.ssm_heads > 0 ? d_ssm / f.ssm_heads : 0;  // "auto"
-  if (c.has("mamba_d_head")) {
-    auto text = c.get_string("mamba_d_head");
-    if (!text.is_ok() || *text != "auto") {
-      RECUR_ASSIGN_OR_RETURN(f.ssm_head_dim, c.get_int("mamba_d_head"));
-    }
-  }
-  RECUR_ASSIGN_OR_RETURN(f.ssm_state, c.get_int("mamba_d_state", 256));
-  RECUR_ASSIGN_OR_RETURN(f.ssm_groups, c.get_int("mamba_n_groups", 1));
-  RECUR_ASSIGN_OR_RETURN(f.conv_kernel, c.get_int("mamba_d_conv", 4));
-  RECUR_ASSIGN_OR_RETURN(f.conv_bias, c.get_bool("mamba_conv_bias", true));
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{d_ssm, "mamba_d_ssm"}}));
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, f.n_layers, {d_ssm}, {}));
   RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "an in_proj bias"));
   RECUR_RETURN_IF_ERROR(refuse_true(c, "projectors_bias", "an out_proj bias"));
   RECUR_ASSIGN_OR_RETURN(bool rms_norm, c.get_bool("mamba_rms_norm", false));
@@ -86,22 +77,20 @@ Status parse_mamba(const ConfigJson& c, FalconConfig& f) {
   f.gate = !rms_norm ? Mamba2W::Gate::kNoNorm
            : before  ? Mamba2W::Gate::kNormBeforeGate
                      : Mamba2W::Gate::kNormAfterGate;
-  RECUR_RETURN_IF_ERROR(read_dt_limit(c, {"time_step_limit"}, &f.dt_min, &f.dt_max));
-  RECUR_RETURN_IF_ERROR(require_positive(c, {{f.ssm_heads, "mamba_n_heads"},
-                                             {f.ssm_head_dim, "mamba_d_head"},
-                                             {f.ssm_state, "mamba_d_state"},
-                                             {f.ssm_groups, "mamba_n_groups"},
-                                             {f.conv_kernel, "mamba_d_conv"},
-                                             {d_ssm, "mamba_d_ssm"}}));
-  RECUR_RETURN_IF_ERROR(
-      check_size_bounds(c, f.n_layers, {d_ssm},
-                        {f.ssm_heads, f.ssm_head_dim, f.ssm_state, f.ssm_groups, f.conv_kernel}));
-  if (f.ssm_heads * f.ssm_head_dim != d_ssm || f.ssm_heads % f.ssm_groups != 0) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: mamba_n_heads {} x mamba_d_head {} must equal mamba_d_ssm {}, and "
-                 "mamba_n_heads must be a multiple of mamba_n_groups {}",
-                 c.file(), f.ssm_heads, f.ssm_head_dim, d_ssm, f.ssm_groups);
-  }
+  RECUR_ASSIGN_OR_RETURN(f.ssm, read_mamba2(c, f.n_layers,
+                                            {.heads = "mamba_n_heads",
+                                             .heads_default = 128,
+                                             .head_dim = "mamba_d_head",
+                                             .head_dim_default = 0,
+                                             .state = "mamba_d_state",
+                                             .state_default = 256,
+                                             .groups = {"mamba_n_groups"},
+                                             .groups_default = 1,
+                                             .conv_kernel = {"mamba_d_conv"},
+                                             .conv_kernel_default = 4,
+                                             .conv_bias = {"mamba_conv_bias"},
+                                             .dt_limit = {"time_step_limit"}},
+                                            d_ssm, "mamba_d_ssm"));
   return Status::ok();
 }
 
@@ -184,17 +173,8 @@ Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
   // h = embedding · m_e; per layer x = norm(h), h += mixer(x) · m_ssm_out + attn(x · a) ·
   // m_attn_out, h += mlp(norm(h)) · m_down.
   for (std::int64_t i = 0; i < f.n_layers; ++i) {
-    Mamba2W mamba{.norm = {.eps = f.eps},
-                  .n_heads = f.ssm_heads,
-                  .head_dim = f.ssm_head_dim,
-                  .d_state = f.ssm_state,
-                  .n_groups = f.ssm_groups,
-                  .conv_kernel = f.conv_kernel,
-                  .dt_min = f.dt_min,
-                  .dt_max = f.dt_max,
-                  .conv_bias_present = f.conv_bias,
-                  .module = "mamba.",
-                  .gate = f.gate};
+    Mamba2W mamba = mamba2_weights(f.ssm, f.eps, "mamba.");
+    mamba.gate = f.gate;
     mamba.in_scale = in_scale(f, mamba);
     AttentionW attn{.n_heads = f.attn.n_heads,
                     .n_kv_heads = f.attn.n_kv_heads,

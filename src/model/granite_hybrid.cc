@@ -20,13 +20,12 @@ namespace {
 struct GraniteConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
   AttentionGeometry attn;
-  std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
+  Mamba2Geometry ssm;
   std::int64_t n_experts = 0, top_k = 0, moe_d_ff = 0;  // MoE variants: num_local_experts > 0
   float eps = 1e-6f, rope_theta = 10000.0f;
   float embedding_multiplier = 1.0f, residual_multiplier = 1.0f, attention_multiplier = 1.0f;
   float logits_scaling = 1.0f;
-  float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();
-  bool tied = false, rope = false, conv_bias = true, attention_bias = false;
+  bool tied = false, rope = false, attention_bias = false;
   std::vector<bool> is_attention;  // per layer, else Mamba2
   kernels::DType kv_dtype = kernels::DType::kBF16;
 };
@@ -63,38 +62,27 @@ Result<float> get_multiplier(const ConfigJson& c, const char* key) {
 }
 
 Status parse_mamba(const ConfigJson& c, GraniteConfig& g) {
-  RECUR_ASSIGN_OR_RETURN(g.ssm_heads, c.get_int("mamba_n_heads", 128));
   RECUR_ASSIGN_OR_RETURN(std::int64_t expand, c.get_int("mamba_expand", 2));
-  // mamba_d_head may be the string "auto": expand · hidden / heads (HF config).
-  g.ssm_head_dim = g.ssm_heads > 0 ? expand * g.d_model / g.ssm_heads : 0;
-  if (c.has("mamba_d_head")) {
-    auto text = c.get_string("mamba_d_head");
-    if (!text.is_ok() || *text != "auto") {
-      RECUR_ASSIGN_OR_RETURN(g.ssm_head_dim, c.get_int("mamba_d_head"));
-    }
-  }
-  RECUR_ASSIGN_OR_RETURN(g.ssm_state, c.get_int("mamba_d_state", 256));
-  RECUR_ASSIGN_OR_RETURN(g.ssm_groups, c.get_int("mamba_n_groups", 1));
-  RECUR_ASSIGN_OR_RETURN(g.conv_kernel, c.get_int("mamba_d_conv", 4));
-  RECUR_ASSIGN_OR_RETURN(g.conv_bias, c.get_bool("mamba_conv_bias", true));
   RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "in/out projection bias"));
-  // HF reads time_step_limit when the config has it, else (0, inf): no clamp. (mlx-lm defaults
-  // to (0.001, 100); docs/model-granite.md.)
-  RECUR_RETURN_IF_ERROR(read_dt_limit(c, {"time_step_limit"}, &g.dt_min, &g.dt_max));
-  RECUR_RETURN_IF_ERROR(require_positive(c, {{g.ssm_heads, "mamba_n_heads"},
-                                             {g.ssm_head_dim, "mamba_d_head"},
-                                             {g.ssm_state, "mamba_d_state"},
-                                             {g.ssm_groups, "mamba_n_groups"},
-                                             {g.conv_kernel, "mamba_d_conv"},
-                                             {expand, "mamba_expand"}}));
-  RECUR_RETURN_IF_ERROR(check_size_bounds(
-      c, g.n_layers, {}, {g.ssm_heads, g.ssm_head_dim, g.ssm_state, g.ssm_groups, g.conv_kernel}));
-  if (g.ssm_heads * g.ssm_head_dim != expand * g.d_model || g.ssm_heads % g.ssm_groups != 0) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: mamba_n_heads {} x mamba_d_head {} must equal mamba_expand {} x hidden_size "
-                 "{}, and mamba_n_heads must be a multiple of mamba_n_groups {}",
-                 c.file(), g.ssm_heads, g.ssm_head_dim, expand, g.d_model, g.ssm_groups);
-  }
+  RECUR_RETURN_IF_ERROR(require_positive(c, {{expand, "mamba_expand"}}));
+  RECUR_RETURN_IF_ERROR(check_size_bounds(c, g.n_layers, {}, {expand}));
+  // mamba_d_head may be the string "auto": expand · hidden / heads (HF config). HF reads
+  // time_step_limit when the config has it, else (0, inf): no clamp (mlx-lm defaults to
+  // (0.001, 100); docs/model-granite.md).
+  RECUR_ASSIGN_OR_RETURN(g.ssm, read_mamba2(c, g.n_layers,
+                                            {.heads = "mamba_n_heads",
+                                             .heads_default = 128,
+                                             .head_dim = "mamba_d_head",
+                                             .head_dim_default = 0,
+                                             .state = "mamba_d_state",
+                                             .state_default = 256,
+                                             .groups = {"mamba_n_groups"},
+                                             .groups_default = 1,
+                                             .conv_kernel = {"mamba_d_conv"},
+                                             .conv_kernel_default = 4,
+                                             .conv_bias = {"mamba_conv_bias"},
+                                             .dt_limit = {"time_step_limit"}},
+                                            expand * g.d_model, "mamba_expand x hidden_size"));
   return Status::ok();
 }
 
@@ -220,16 +208,7 @@ Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
                                                       .bias = g.attention_bias,
                                                       .kv_dtype = g.kv_dtype});
     } else {
-      mixer = std::make_unique<Mamba2Mixer>(Mamba2W{.norm = {.eps = g.eps},
-                                                    .n_heads = g.ssm_heads,
-                                                    .head_dim = g.ssm_head_dim,
-                                                    .d_state = g.ssm_state,
-                                                    .n_groups = g.ssm_groups,
-                                                    .conv_kernel = g.conv_kernel,
-                                                    .dt_min = g.dt_min,
-                                                    .dt_max = g.dt_max,
-                                                    .conv_bias_present = g.conv_bias,
-                                                    .module = "mamba."});
+      mixer = std::make_unique<Mamba2Mixer>(mamba2_weights(g.ssm, g.eps, "mamba."));
     }
     StackLayer l = mixer_ffn_layer({.eps = g.eps}, std::move(mixer),
                                    std::make_unique<SharedMlp>(g.d_ff), g.residual_multiplier);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/blocks.h"
+#include "model/config_readers.h"
 #include "model/mlp_variants.h"
 #include "model/moe.h"
 #include "model/moe_shared.h"
@@ -67,6 +68,20 @@ class GatedDeltaMixer final : public Mixer {
  private:
   GatedDeltaW w_;
 };
+
+// A Mamba2 block of the geometry read by read_mamba2, its gated norm's eps, under `module`.
+inline Mamba2W mamba2_weights(const Mamba2Geometry& g, float eps, std::string module = "mixer.") {
+  return {.norm = {.eps = eps},
+          .n_heads = g.heads,
+          .head_dim = g.head_dim,
+          .d_state = g.state,
+          .n_groups = g.groups,
+          .conv_kernel = g.conv_kernel,
+          .dt_min = g.dt_min,
+          .dt_max = g.dt_max,
+          .conv_bias_present = g.conv_bias,
+          .module = std::move(module)};
+}
 
 class Mamba2Mixer final : public Mixer {
  public:

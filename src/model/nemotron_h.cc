@@ -18,10 +18,9 @@ enum class Block : std::uint8_t { kMamba, kAttention, kMlp };
 struct NemotronHConfig {
   std::int64_t d_model = 0, n_layers = 0, vocab_size = 0, d_ff = 0;
   AttentionGeometry attn;
-  std::int64_t ssm_heads = 0, ssm_head_dim = 0, ssm_state = 0, ssm_groups = 0, conv_kernel = 0;
+  Mamba2Geometry ssm;
   float eps = 1e-5f;
-  float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();
-  bool tied = false, conv_bias = true, attention_bias = false;
+  bool tied = false, attention_bias = false;
   std::vector<Block> blocks;
   kernels::DType kv_dtype = kernels::DType::kBF16;
 };
@@ -72,31 +71,24 @@ Result<std::vector<Block>> parse_pattern(const ConfigJson& c) {
 }
 
 Status parse_mamba(const ConfigJson& c, NemotronHConfig& q) {
-  RECUR_ASSIGN_OR_RETURN(q.ssm_heads, c.get_int("mamba_num_heads", 128));
-  RECUR_ASSIGN_OR_RETURN(q.ssm_head_dim, c.get_int("mamba_head_dim", 64));
-  RECUR_ASSIGN_OR_RETURN(q.ssm_state, c.get_int("ssm_state_size", 128));
-  RECUR_ASSIGN_OR_RETURN(q.ssm_groups, get_int_any(c, {"n_groups", "mamba_n_groups"}, 8));
-  RECUR_ASSIGN_OR_RETURN(q.conv_kernel, get_int_any(c, {"conv_kernel", "mamba_d_conv"}, 4));
-  const char* conv_bias_key = c.has("use_conv_bias") ? "use_conv_bias" : "mamba_conv_bias";
-  RECUR_ASSIGN_OR_RETURN(q.conv_bias, c.get_bool(conv_bias_key, true));
   RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "Mamba2 projection biases"));
   RECUR_RETURN_IF_ERROR(refuse_true(c, "use_bias", "Mamba2 projection biases"));
   RECUR_RETURN_IF_ERROR(check_activation(c, "mamba_hidden_act", "silu"));
-  RECUR_RETURN_IF_ERROR(
-      read_dt_limit(c, {"time_step_limit", "mamba_dt_limit"}, &q.dt_min, &q.dt_max));
-  RECUR_RETURN_IF_ERROR(require_positive(c, {{q.ssm_heads, "mamba_num_heads"},
-                                             {q.ssm_head_dim, "mamba_head_dim"},
-                                             {q.ssm_state, "ssm_state_size"},
-                                             {q.ssm_groups, "n_groups"},
-                                             {q.conv_kernel, "conv_kernel"}}));
-  RECUR_RETURN_IF_ERROR(
-      check_size_bounds(c, q.n_layers, {q.ssm_heads * q.ssm_head_dim},
-                        {q.ssm_heads, q.ssm_head_dim, q.ssm_state, q.ssm_groups, q.conv_kernel}));
-  if (q.ssm_heads % q.ssm_groups != 0) {
-    return Error(StatusCode::kInvalidArgument,
-                 "{}: mamba_num_heads {} must be a multiple of n_groups {}", c.file(), q.ssm_heads,
-                 q.ssm_groups);
-  }
+  // The released configs' names first, then transformers 5's.
+  RECUR_ASSIGN_OR_RETURN(q.ssm, read_mamba2(c, q.n_layers,
+                                            {.heads = "mamba_num_heads",
+                                             .heads_default = 128,
+                                             .head_dim = "mamba_head_dim",
+                                             .head_dim_default = 64,
+                                             .state = "ssm_state_size",
+                                             .state_default = 128,
+                                             .groups = {"n_groups", "mamba_n_groups"},
+                                             .groups_default = 8,
+                                             .conv_kernel = {"conv_kernel", "mamba_d_conv"},
+                                             .conv_kernel_default = 4,
+                                             .conv_bias = {"use_conv_bias", "mamba_conv_bias"},
+                                             .dt_limit = {"time_step_limit", "mamba_dt_limit"}},
+                                            0, ""));
   return Status::ok();
 }
 
@@ -150,15 +142,7 @@ Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
     std::unique_ptr<Mixer> mixer;
     switch (b) {
       case Block::kMamba:
-        mixer = std::make_unique<Mamba2Mixer>(Mamba2W{.norm = {.eps = q.eps},
-                                                      .n_heads = q.ssm_heads,
-                                                      .head_dim = q.ssm_head_dim,
-                                                      .d_state = q.ssm_state,
-                                                      .n_groups = q.ssm_groups,
-                                                      .conv_kernel = q.conv_kernel,
-                                                      .dt_min = q.dt_min,
-                                                      .dt_max = q.dt_max,
-                                                      .conv_bias_present = q.conv_bias});
+        mixer = std::make_unique<Mamba2Mixer>(mamba2_weights(q.ssm, q.eps));
         break;
       case Block::kAttention:
         mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = q.attn.n_heads,
