@@ -56,6 +56,19 @@ Result<AttentionGeometry> read_attention_geometry(const ConfigJson& c, std::int6
   return g;
 }
 
+const Mamba2Keys kMambaPrefixedKeys = {.heads = "mamba_n_heads",
+                                       .heads_default = 128,
+                                       .head_dim = "mamba_d_head",
+                                       .head_dim_default = 0,
+                                       .state = "mamba_d_state",
+                                       .state_default = 256,
+                                       .groups = {"mamba_n_groups"},
+                                       .groups_default = 1,
+                                       .conv_kernel = {"mamba_d_conv"},
+                                       .conv_kernel_default = 4,
+                                       .conv_bias = {"mamba_conv_bias"},
+                                       .dt_limit = {"time_step_limit"}};
+
 Result<Mamba2Geometry> read_mamba2(const ConfigJson& c, std::int64_t n_layers, const Mamba2Keys& k,
                                    std::int64_t inner, std::string_view inner_what) {
   Mamba2Geometry m;

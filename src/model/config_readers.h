@@ -66,6 +66,8 @@ struct Mamba2Geometry {
   bool conv_bias = true;
   float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();  // no clamp: HF's default
 };
+// The mamba_* spelling GraniteMoeHybridConfig and FalconH1Config share (head_dim "auto").
+extern const Mamba2Keys kMambaPrefixedKeys;
 // `inner` (0: unchecked) is the width heads x head_dim must have, `inner_what` how the config
 // states it ("mamba_d_ssm", "expand x hidden_size").
 Result<Mamba2Geometry> read_mamba2(const ConfigJson& c, std::int64_t n_layers,

@@ -77,20 +77,8 @@ Status parse_mamba(const ConfigJson& c, FalconConfig& f) {
   f.gate = !rms_norm ? Mamba2W::Gate::kNoNorm
            : before  ? Mamba2W::Gate::kNormBeforeGate
                      : Mamba2W::Gate::kNormAfterGate;
-  RECUR_ASSIGN_OR_RETURN(f.ssm, read_mamba2(c, f.n_layers,
-                                            {.heads = "mamba_n_heads",
-                                             .heads_default = 128,
-                                             .head_dim = "mamba_d_head",
-                                             .head_dim_default = 0,
-                                             .state = "mamba_d_state",
-                                             .state_default = 256,
-                                             .groups = {"mamba_n_groups"},
-                                             .groups_default = 1,
-                                             .conv_kernel = {"mamba_d_conv"},
-                                             .conv_kernel_default = 4,
-                                             .conv_bias = {"mamba_conv_bias"},
-                                             .dt_limit = {"time_step_limit"}},
-                                            d_ssm, "mamba_d_ssm"));
+  RECUR_ASSIGN_OR_RETURN(f.ssm,
+                         read_mamba2(c, f.n_layers, kMambaPrefixedKeys, d_ssm, "mamba_d_ssm"));
   return Status::ok();
 }
 

@@ -69,20 +69,8 @@ Status parse_mamba(const ConfigJson& c, GraniteConfig& g) {
   // mamba_d_head may be the string "auto": expand · hidden / heads (HF config). HF reads
   // time_step_limit when the config has it, else (0, inf): no clamp (mlx-lm defaults to
   // (0.001, 100); docs/model-granite.md).
-  RECUR_ASSIGN_OR_RETURN(g.ssm, read_mamba2(c, g.n_layers,
-                                            {.heads = "mamba_n_heads",
-                                             .heads_default = 128,
-                                             .head_dim = "mamba_d_head",
-                                             .head_dim_default = 0,
-                                             .state = "mamba_d_state",
-                                             .state_default = 256,
-                                             .groups = {"mamba_n_groups"},
-                                             .groups_default = 1,
-                                             .conv_kernel = {"mamba_d_conv"},
-                                             .conv_kernel_default = 4,
-                                             .conv_bias = {"mamba_conv_bias"},
-                                             .dt_limit = {"time_step_limit"}},
-                                            expand * g.d_model, "mamba_expand x hidden_size"));
+  RECUR_ASSIGN_OR_RETURN(g.ssm, read_mamba2(c, g.n_layers, kMambaPrefixedKeys, expand * g.d_model,
+                                            "mamba_expand x hidden_size"));
   return Status::ok();
 }
 
