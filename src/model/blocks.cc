@@ -129,9 +129,10 @@ void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_mode
     visit_norm(v, m + w->k_norm_name + ".weight", hd, &w->k_norm);
   }
   if (w->bias) {
-    v.vector(m + "q_proj.bias", {w->q.rows}, &w->q_bias);
-    v.vector(m + "k_proj.bias", {w->k.rows}, &w->k_bias);
-    v.vector(m + "v_proj.bias", {w->v.rows}, &w->v_bias);
+    // Sized from the geometry, not the bound matrices: a listing visitor binds nothing.
+    v.vector(m + "q_proj.bias", {w->n_heads * q_head_width(*w)}, &w->q_bias);
+    v.vector(m + "k_proj.bias", {w->n_kv_heads * hd}, &w->k_bias);
+    v.vector(m + "v_proj.bias", {w->n_kv_heads * hd}, &w->v_bias);
     v.vector(m + w->o_proj + ".bias", {d_model}, &w->o_bias);
   }
 }

@@ -641,6 +641,43 @@ Result<StateLayout> state_layout_from_config(const std::string& config_json_text
   return impl->state_layout();
 }
 
+namespace {
+
+// Lists what a family visits, binding nothing.
+class ListingVisitor final : public TensorVisitor {
+ public:
+  void matrix(const std::string& name, std::int64_t rows, std::int64_t cols, k::WeightView*,
+              Need) override {
+    out.push_back({name, {rows, cols}});
+  }
+  void vector(const std::string& name, std::vector<std::int64_t> shape, std::vector<float>*,
+              Need) override {
+    out.push_back({name, std::move(shape)});
+  }
+  void expert_matrices(const std::string& p, ExpertProj proj, std::int64_t rows, std::int64_t cols,
+                       const ExpertLayout& layout, std::vector<k::WeightView>* slots) override {
+    if (layout.per_expert) {
+      TensorVisitor::expert_matrices(p, proj, rows, cols, layout, slots);
+      return;
+    }
+    const auto n = static_cast<std::int64_t>(slots->size());
+    if (proj == ExpertProj::kGate) out.push_back({p + layout.fused_gate_up, {n, 2 * rows, cols}});
+    if (proj == ExpertProj::kDown) out.push_back({p + layout.fused_down, {n, rows, cols}});
+  }
+  std::vector<TensorEntry> out;
+};
+
+}  // namespace
+
+Result<std::vector<TensorEntry>> tensors_from_config(const std::string& config_json_text) {
+  RECUR_ASSIGN_OR_RETURN(ConfigJson c, ConfigJson::parse(config_json_text, "config.json"));
+  RECUR_ASSIGN_OR_RETURN(const FamilyInfo* family, find_family(c));
+  RECUR_ASSIGN_OR_RETURN(auto impl, family->create(c, std::string(family->tensor_prefixes[0])));
+  ListingVisitor v;
+  impl->visit_tensors(v);
+  return std::move(v.out);
+}
+
 Result<std::int64_t> snapshot_bytes_from_config(const std::string& config_json_text,
                                                 std::int64_t n_tokens) {
   RECUR_ASSIGN_OR_RETURN(StateLayout s, state_layout_from_config(config_json_text));

@@ -137,6 +137,10 @@ class Model {
 
 // The state layout a checkpoint's config.json implies, without loading weights.
 Result<StateLayout> state_layout_from_config(const std::string& config_json_text);
+// The tensors a Hugging Face checkpoint of this config.json holds for the model, as its family's
+// visitor reads them, in that order: experts one tensor each, or stacked where the family stores
+// them so (Granite 4.0-H). What the generator writes; n_bytes is 0.
+Result<std::vector<TensorEntry>> tensors_from_config(const std::string& config_json_text);
 // Snapshot payload bytes at n_tokens from config.json geometry alone (cache budgets).
 Result<std::int64_t> snapshot_bytes_from_config(const std::string& config_json_text,
                                                 std::int64_t n_tokens);

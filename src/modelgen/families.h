@@ -1,7 +1,6 @@
-// Geometry, tensor tables and config files of the generated families: qwen3, qwen3_5, mamba2
-// (../shared/reference/model-families.md sections 1, 2 and 4) and llama (docs/model-llama.md).
-// Internal to modelgen; tests use it to check the tensor table of the real presets without writing
-// them.
+// Geometry, tensor tables and config files of the generated families (presets.cc, tensor_inits.cc,
+// config_files*.cc). Internal to modelgen; tests use it to check the tensor table of the real
+// presets without writing them.
 #pragma once
 
 #include <string>
@@ -126,7 +125,9 @@ struct GenTensor {
   std::string key;  // seeds the values; a tied copy uses the name of the tensor it copies
 };
 
-// Every tensor of the checkpoint in model order: embedding, layer by layer, final norm, head.
+// Every tensor of the checkpoint: the model's own list for the geometry's config.json
+// (model::tensors_from_config) in the order its family visits them, each with its initialisation
+// (tensor_inits.cc).
 std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype);
 
 std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids);

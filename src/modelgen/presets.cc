@@ -1,12 +1,12 @@
 // Presets and overrides: the geometry of each family's released checkpoints (config.json field for
 // field) and of the small test models, and the --layers / --hidden-size overrides on top of them
-// (resolve_geometry). The tensor tables that turn a geometry into names and shapes are in
-// families.cc.
+// (resolve_geometry). The model itself turns a geometry's config.json into tensor names and
+// shapes (tensor_inits.cc).
 #include <algorithm>
 #include <cmath>
 
 #include "modelgen/families.h"
-#include "modelgen/families_moe.h"
+#include "modelgen/presets_moe.h"
 
 namespace recur::modelgen {
 
