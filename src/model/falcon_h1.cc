@@ -164,15 +164,9 @@ Result<std::unique_ptr<FamilyModel>> create_falcon_h1(const ConfigJson& c,
     Mamba2W mamba = mamba2_weights(f.ssm, f.eps, "mamba.");
     mamba.gate = f.gate;
     mamba.in_scale = in_scale(f, mamba);
-    AttentionW attn{.n_heads = f.attn.n_heads,
-                    .n_kv_heads = f.attn.n_kv_heads,
-                    .head_dim = f.attn.head_dim,
-                    .rotary_dim = f.attn.head_dim,
-                    .rope_theta = f.rope_theta,
-                    .scale = a * a * f.key / std::sqrt(static_cast<float>(f.attn.head_dim)),
-                    .qk_norm = false,
-                    .bias = f.attention_bias,
-                    .kv_dtype = f.kv_dtype};
+    AttentionW attn = gqa_attention(f.attn, f.rope_theta, f.kv_dtype);
+    attn.scale = a * a * f.key / std::sqrt(static_cast<float>(f.attn.head_dim));
+    attn.bias = f.attention_bias;
     Sublayer mixers{.norm_name = "input_layernorm.weight", .norm = {.eps = f.eps}};
     mixers.mixers.push_back(
         {.mixer = std::make_unique<Mamba2Mixer>(std::move(mamba)), .scale = f.ssm_out});

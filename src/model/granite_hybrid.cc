@@ -185,16 +185,11 @@ Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
   for (std::int64_t i = 0; i < g.n_layers; ++i) {
     std::unique_ptr<Mixer> mixer;
     if (g.is_attention[static_cast<std::size_t>(i)]) {
-      mixer =
-          std::make_unique<AttentionMixer>(AttentionW{.n_heads = g.attn.n_heads,
-                                                      .n_kv_heads = g.attn.n_kv_heads,
-                                                      .head_dim = g.attn.head_dim,
-                                                      .rotary_dim = g.rope ? g.attn.head_dim : 0,
-                                                      .rope_theta = g.rope_theta,
-                                                      .scale = g.attention_multiplier,
-                                                      .qk_norm = false,
-                                                      .bias = g.attention_bias,
-                                                      .kv_dtype = g.kv_dtype});
+      AttentionW attn = gqa_attention(g.attn, g.rope_theta, g.kv_dtype);
+      if (!g.rope) attn.rotary_dim = 0;
+      attn.scale = g.attention_multiplier;
+      attn.bias = g.attention_bias;
+      mixer = std::make_unique<AttentionMixer>(std::move(attn));
     } else {
       mixer = std::make_unique<Mamba2Mixer>(mamba2_weights(g.ssm, g.eps, "mamba."));
     }

@@ -174,17 +174,9 @@ Result<std::unique_ptr<FamilyModel>> create_lfm2(const ConfigJson& c, const std:
     if (q.is_attention[static_cast<std::size_t>(i)]) {
       // Lfm2Attention's names: out_proj (not o_proj), q_layernorm / k_layernorm (plain RMSNorm
       // over head_dim, before RoPE).
-      mixer = std::make_unique<AttentionMixer>(AttentionW{.q_norm = {.eps = q.eps},
-                                                          .k_norm = {.eps = q.eps},
-                                                          .n_heads = q.attn.n_heads,
-                                                          .n_kv_heads = q.attn.n_kv_heads,
-                                                          .head_dim = q.attn.head_dim,
-                                                          .rotary_dim = q.attn.head_dim,
-                                                          .rope_theta = q.rope_theta,
-                                                          .kv_dtype = q.kv_dtype,
-                                                          .o_proj = "out_proj",
-                                                          .q_norm_name = "q_layernorm",
-                                                          .k_norm_name = "k_layernorm"});
+      AttentionW attn = gqa_attention(q.attn, q.rope_theta, q.kv_dtype, q.eps);
+      attn.o_proj = "out_proj", attn.q_norm_name = "q_layernorm", attn.k_norm_name = "k_layernorm";
+      mixer = std::make_unique<AttentionMixer>(std::move(attn));
     } else {
       mixer = std::make_unique<ShortConvMixer>(
           ShortConvW{.bias = q.conv_bias, .width = q.d_model, .kernel = q.conv_kernel});

@@ -126,15 +126,9 @@ Result<std::unique_ptr<FamilyModel>> create_llama(const ConfigJson& c, const std
               .final_norm = {.eps = q.eps},
               .tied = q.tied};
   for (std::int64_t i = 0; i < q.n_layers; ++i) {
-    AttentionW attn{.n_heads = q.attn.n_heads,
-                    .n_kv_heads = q.attn.n_kv_heads,
-                    .head_dim = q.attn.head_dim,
-                    .rotary_dim = q.attn.head_dim,
-                    .rope_theta = static_cast<float>(q.rope_theta),
-                    .inv_freq = inv_freq,
-                    .qk_norm = false,
-                    .bias = q.attention_bias,
-                    .kv_dtype = q.kv_dtype};
+    AttentionW attn = gqa_attention(q.attn, static_cast<float>(q.rope_theta), q.kv_dtype);
+    attn.inv_freq = inv_freq;
+    attn.bias = q.attention_bias;
     s.layers.push_back(
         mixer_ffn_layer({.eps = q.eps}, std::make_unique<AttentionMixer>(std::move(attn)),
                         std::make_unique<GluMlpMixer>(MlpW{.bias = q.mlp_bias}, q.d_ff)));

@@ -33,6 +33,21 @@ class Mixer {
   virtual void forward(ForwardCtx& ctx, const float* x, float* out) const = 0;
 };
 
+// GQA attention of the geometry: RoPE over the whole head at rope_theta, plain q/k norms of
+// qk_norm_eps when it is positive (none at 0), K/V kept in kv_dtype. Families change the rest.
+inline AttentionW gqa_attention(const AttentionGeometry& g, float rope_theta,
+                                kernels::DType kv_dtype, float qk_norm_eps = 0.0f) {
+  return {.q_norm = {.eps = qk_norm_eps},
+          .k_norm = {.eps = qk_norm_eps},
+          .n_heads = g.n_heads,
+          .n_kv_heads = g.n_kv_heads,
+          .head_dim = g.head_dim,
+          .rotary_dim = g.head_dim,
+          .rope_theta = rope_theta,
+          .qk_norm = qk_norm_eps > 0.0f,
+          .kv_dtype = kv_dtype};
+}
+
 class AttentionMixer final : public Mixer {
  public:
   explicit AttentionMixer(AttentionW w) : w_(std::move(w)) {}

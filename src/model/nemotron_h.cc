@@ -144,16 +144,14 @@ Result<std::unique_ptr<FamilyModel>> create_nemotron_h(const ConfigJson& c,
       case Block::kMamba:
         mixer = std::make_unique<Mamba2Mixer>(mamba2_weights(q.ssm, q.eps));
         break;
-      case Block::kAttention:
-        mixer = std::make_unique<AttentionMixer>(AttentionW{.n_heads = q.attn.n_heads,
-                                                            .n_kv_heads = q.attn.n_kv_heads,
-                                                            .head_dim = q.attn.head_dim,
-                                                            .rotary_dim = 0,
-                                                            .qk_norm = false,
-                                                            .bias = q.attention_bias,
-                                                            .kv_dtype = q.kv_dtype,
-                                                            .module = "mixer."});
+      case Block::kAttention: {
+        AttentionW attn = gqa_attention(q.attn, AttentionW{}.rope_theta, q.kv_dtype);
+        attn.rotary_dim = 0;  // no positions
+        attn.bias = q.attention_bias;
+        attn.module = "mixer.";
+        mixer = std::make_unique<AttentionMixer>(std::move(attn));
         break;
+      }
       case Block::kMlp:
         mixer = std::make_unique<Relu2MlpMixer>(q.d_ff, "mixer.");
         break;

@@ -48,14 +48,7 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3(const ConfigJson& c, const std
               .final_norm = {.eps = q.eps},
               .tied = q.tied};
   for (std::int64_t i = 0; i < q.n_layers; ++i) {
-    AttentionW attn{.q_norm = {.eps = q.eps},
-                    .k_norm = {.eps = q.eps},
-                    .n_heads = q.attn.n_heads,
-                    .n_kv_heads = q.attn.n_kv_heads,
-                    .head_dim = q.attn.head_dim,
-                    .rotary_dim = q.attn.head_dim,
-                    .rope_theta = q.rope_theta,
-                    .kv_dtype = q.kv_dtype};
+    const AttentionW attn = gqa_attention(q.attn, q.rope_theta, q.kv_dtype, q.eps);
     s.layers.push_back(mixer_ffn_layer({.eps = q.eps}, std::make_unique<AttentionMixer>(attn),
                                        std::make_unique<GluMlpMixer>(MlpW{}, q.d_ff)));
   }

@@ -88,15 +88,8 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3_moe(const ConfigJson& c,
               .final_norm = {.eps = q.eps},
               .tied = q.tied};
   for (std::int64_t i = 0; i < q.n_layers; ++i) {
-    AttentionW attn{.q_norm = {.eps = q.eps},
-                    .k_norm = {.eps = q.eps},
-                    .n_heads = q.attn.n_heads,
-                    .n_kv_heads = q.attn.n_kv_heads,
-                    .head_dim = q.attn.head_dim,
-                    .rotary_dim = q.attn.head_dim,
-                    .rope_theta = q.rope_theta,
-                    .bias = q.attention_bias,
-                    .kv_dtype = q.kv_dtype};
+    AttentionW attn = gqa_attention(q.attn, q.rope_theta, q.kv_dtype, q.eps);
+    attn.bias = q.attention_bias;
     std::unique_ptr<Mixer> ffn;
     if (q.sparse(i)) {
       ffn = std::make_unique<MoeMixer>(MoeW{.n_experts = q.n_experts,
