@@ -37,6 +37,9 @@ bool contains(std::string_view s, std::string_view part) {
 // The MLX name of a tensor, or "" when MLX checkpoints leave it out (mtp.*, the vision tower).
 std::string mlx_name(const model::MlxConversion& conv, std::string_view hf) {
   using Names = model::MlxConversion::Names;
+  // The multi-token-prediction head: qwen3_5.py and qwen3_next.py sanitize it away, and mlx-lm
+  // loads strictly, so a copy that kept it would be refused. recur reads it for no family.
+  if (hf.starts_with("mtp.") || contains(hf, ".mtp.")) return "";
   if (conv.names == Names::kGluRenamed) {
     // lfm2_moe.py sanitize: the feed-forward's w1 / w3 / w2 are named gate_proj / up_proj /
     // down_proj (the experts' too, which plan_mlx stacks).
@@ -51,8 +54,8 @@ std::string mlx_name(const model::MlxConversion& conv, std::string_view hf) {
     return std::string(hf);
   }
   if (conv.names != Names::kLanguageModel) return std::string(hf);
-  // qwen3_5.py Model.sanitize: vision weights and the multi-token-prediction head are dropped;
-  // every other name moves under language_model.
+  // qwen3_5.py Model.sanitize: vision weights are dropped (the multi-token-prediction head too,
+  // above); every other name moves under language_model.
   if (contains(hf, "mtp.") || hf.starts_with("model.visual") || hf.starts_with("vision_tower")) {
     return "";
   }

@@ -15,11 +15,11 @@
 #include <filesystem>
 #include <optional>
 
-#include "model/checkpoint.h"
 #include "convert/mlx_layout.h"
 #include "convert/mlx_plan.h"
 #include "convert/mlx_writer.h"
 #include "convert/output_dir.h"
+#include "model/checkpoint.h"
 #include "util/mmap_file.h"
 #include "util/progress.h"
 
@@ -45,8 +45,9 @@ Status check_model_type(const model::Checkpoint& ck) {
       if (std::find(no.begin(), no.end(), t) == no.end()) types.push_back(t);
     }
   }
-  return Error(StatusCode::kInvalidArgument, "{}: model_type '{}' is not one quantize converts ({})",
-               ck.dir(), type, fmt::join(types, ", "));
+  return Error(StatusCode::kInvalidArgument,
+               "{}: model_type '{}' is not one quantize converts ({})", ck.dir(), type,
+               fmt::join(types, ", "));
 }
 
 // Granite 4.0-H's dense and MoE checkpoints share the model_type; mlx-lm splits the shared MLP

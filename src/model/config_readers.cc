@@ -42,7 +42,7 @@ Result<AttentionGeometry> read_attention_geometry(const ConfigJson& c, std::int6
   const std::int64_t head_dim = defaults.head_dim > 0 ? defaults.head_dim
                                 : g.n_heads > 0       ? d_model / g.n_heads
                                                       : 0;
-  RECUR_ASSIGN_OR_RETURN(g.head_dim, get_int_any(c, {"head_dim", "attention_head_dim"}, head_dim));
+  RECUR_ASSIGN_OR_RETURN(g.head_dim, c.get_int("head_dim", head_dim));
   RECUR_RETURN_IF_ERROR(require_positive(c, {{g.n_heads, "num_attention_heads"},
                                              {g.n_kv_heads, "num_key_value_heads"},
                                              {g.head_dim, "head_dim"}}));

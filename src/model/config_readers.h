@@ -27,8 +27,8 @@ Result<std::int64_t> get_int_any(const ConfigJson& c, std::initializer_list<cons
 // rope_theta (transformers 4) or rope_parameters.rope_theta (5), the latter winning.
 Result<double> read_rope_theta(const ConfigJson& c, double fallback);
 
-// GQA geometry: num_attention_heads, num_key_value_heads, head_dim (or attention_head_dim). A zero
-// default means: heads required, kv heads = heads, head_dim = hidden_size / heads. Checked:
+// GQA geometry: num_attention_heads, num_key_value_heads, head_dim. A zero default means: heads
+// required, kv heads = heads, head_dim = hidden_size / heads. Checked:
 // positive, within check_size_bounds, heads a multiple of kv heads, head_dim at most
 // kernels::kMaxHeadDim and even when RoPE rotates it.
 struct AttentionGeometry {

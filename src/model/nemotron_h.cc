@@ -92,10 +92,14 @@ Status parse_mamba(const ConfigJson& c, NemotronHConfig& q) {
   return Status::ok();
 }
 
-// No positions: attention_head_dim is the older remote-code name of head_dim.
+// No positions. NemotronHConfig's defaults: 32 heads, 8 kv heads, head_dim 128 (not
+// hidden_size / heads); transformers reads head_dim only, not the remote-code era's
+// attention_head_dim that Nemotron-H-4B's config.json carries (128 there too).
 Status parse_attention(const ConfigJson& c, NemotronHConfig& q) {
   RECUR_ASSIGN_OR_RETURN(
-      q.attn, read_attention_geometry(c, q.d_model, q.n_layers, {.n_heads = 32, .rotary = false}));
+      q.attn,
+      read_attention_geometry(c, q.d_model, q.n_layers,
+                              {.n_heads = 32, .n_kv_heads = 8, .head_dim = 128, .rotary = false}));
   RECUR_ASSIGN_OR_RETURN(q.attention_bias, c.get_bool("attention_bias", false));
   return Status::ok();
 }

@@ -180,20 +180,21 @@ std::string granite_hybrid_generation_config_json(const SpecialIds& ids) {
   return j.dump(2) + "\n";
 }
 
-// Nemotron-H-4B's config.json (the remote-code era field names the released files carry).
+// Nemotron-H-4B's config.json (the remote-code era field names the released files carry), with
+// head_dim, the key transformers reads, for the file's attention_head_dim.
 // time_step_limit holds Python's bare Infinity, put in after dumping.
 std::string nemotron_h_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
   constexpr const char* kInf = "__recur_infinity__";
   const Json j = {{"architectures", {"NemotronHForCausalLM"}},
                   {"attention_bias", false},
                   {"attention_dropout", 0.0},
-                  {"attention_head_dim", g.head_dim},
                   {"bos_token_id", ids.begin_of_text},
                   {"chunk_size", 128},
                   {"conv_kernel", g.conv_kernel},
                   {"eos_token_id", ids.im_end},
                   {"expand", g.expand},
                   {"hidden_dropout", 0.0},
+                  {"head_dim", g.head_dim},
                   {"hidden_size", g.d_model},
                   {"hybrid_override_pattern", g.block_pattern},
                   {"initializer_range", 0.02},

@@ -399,6 +399,23 @@ TEST(MlxOverrides, InTheOrderOfTheModelsLayers) {
                                              "model.layers.10.mlp.gate"}));
 }
 
+// mlx-lm drops the multi-token-prediction head of Qwen3-Next as of Qwen3.5 and loads strictly:
+// recur quantize drops it for both (it kept Qwen3-Next's once).
+TEST(MlxTensor, TheMtpHeadIsDroppedForEveryFamily) {
+  const std::int64_t shape[] = {8, 64};
+  for (const char* type : {"qwen3_next", "qwen3_5_moe", "qwen3_5", "qwen3"}) {
+    const MlxRules rules{.family = model::family_for_type(type), .tied = false, .format = {4, 32}};
+    for (const char* name : {"mtp.fc.weight", "mtp.layers.0.mlp.experts.0.up_proj.weight",
+                             "model.language_model.mtp.fc.weight"}) {
+      EXPECT_EQ(mlx_tensor(rules, name, shape, DType::kBF16).action, MlxAction::kDrop)
+          << type << " " << name;
+    }
+    EXPECT_NE(mlx_tensor(rules, "model.layers.0.mlp.gate_proj.weight", shape, DType::kBF16).action,
+              MlxAction::kDrop)
+        << type;
+  }
+}
+
 // A stack takes its first-listed expert's place and reads expert e from that expert's tensor;
 // experts that are not all there (mlx-lm's sanitize would fail on them) stay as they are.
 TEST(PlanMlx, StacksCompleteExpertSetsOnly) {

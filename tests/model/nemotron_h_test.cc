@@ -48,6 +48,19 @@ TEST(NemotronH, StateSizesOfTheRealConfig) {
   EXPECT_EQ(*snapshot_bytes_from_config(kNemotronH4b, 100), kFixed + 1638400);
 }
 
+// transformers reads head_dim only, 128 when absent (NemotronHConfig's default, not hidden_size /
+// heads = 96 here); the released file's attention_head_dim is not read.
+TEST(NemotronH, HeadDimIsTransformersDefaultWhenAbsent) {
+  auto layout = state_layout_from_config(
+      with(kNemotronH4b, R"("attention_head_dim": 128,)", R"("attention_head_dim": 64,)"));
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->kv_bytes_per_token(), 4 * 2 * 8 * 128 * 2);
+  auto explicit_dim = state_layout_from_config(
+      with(kNemotronH4b, R"("attention_head_dim": 128,)", R"("head_dim": 64,)"));
+  ASSERT_TRUE(explicit_dim.is_ok()) << explicit_dim.status().to_string();
+  EXPECT_EQ(explicit_dim->kv_bytes_per_token(), 4 * 2 * 8 * 64 * 2);
+}
+
 TEST(NemotronH, ListFormOfThePatternGivesTheSameLayout) {
   std::string list = R"("layers_block_type": [)";
   const std::string pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";

@@ -12,11 +12,11 @@ namespace recur::model::reference {
 namespace {
 
 std::vector<Vec> attention(const Checkpoint& ck, const std::string& p, const std::vector<Vec>& x) {
-  const auto H = static_cast<std::int64_t>(cfg(ck, "num_attention_heads", 0));
-  const auto Hkv = static_cast<std::int64_t>(cfg(ck, "num_key_value_heads", H));
-  const auto hidden = static_cast<std::int64_t>(cfg(ck, "hidden_size", 0));
-  const auto hd = static_cast<std::int64_t>(
-      cfg(ck, "head_dim", cfg(ck, "attention_head_dim", static_cast<double>(hidden / H))));
+  // NemotronHConfig's defaults: 32 heads, 8 kv heads, head_dim 128 (not hidden / heads; the
+  // remote-code era's attention_head_dim is not read).
+  const auto H = static_cast<std::int64_t>(cfg(ck, "num_attention_heads", 32));
+  const auto Hkv = static_cast<std::int64_t>(cfg(ck, "num_key_value_heads", 8));
+  const auto hd = static_cast<std::int64_t>(cfg(ck, "head_dim", 128));
   const Tensor wq = load(ck, p + "q_proj.weight"), wk = load(ck, p + "k_proj.weight");
   const Tensor wv = load(ck, p + "v_proj.weight"), wo = load(ck, p + "o_proj.weight");
   std::vector<Vec> q, k, v;
