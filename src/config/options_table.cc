@@ -543,7 +543,7 @@ std::vector<OptionSpec> build_table() {
        .choices = {"tiny", "qwen3-0.6b", "qwen3.5-0.8b", "mamba2-130m", "llama-3.2-1b", "tiny-bias",
                    "gemma-3-1b", "gemma-3-270m", "qwen3-30b-a3b", "granite-4.0-h-350m", "lfm2-350m",
                    "nemotron-h-4b", "falcon-h1-0.5b", "tiny-norm", "qwen3.5-35b-a3b",
-                   "qwen3-next-80b-a3b", "granite-4.0-h-tiny", "lfm2-8b-a1b"}},
+                   "qwen3-next-80b-a3b", "granite-4.0-h-tiny", "lfm2-8b-a1b", "tiny-groups"}},
       {.name = "out",
        .type = T::kPath,
        .default_text = "",

@@ -119,6 +119,9 @@ struct Mamba2W {
   // Tensor names are <layer prefix><module>in_proj.weight, ...: Granite 4.0-H names its "mamba.".
   std::string module = "mixer.";
   Gate gate = Gate::kNormAfterGate;
+  // The gated norm over the whole d_inner row (transformers' GraniteMoeHybridRMSNormGated) rather
+  // than per group of d_inner / n_groups (mamba_ssm, Mamba2, Nemotron-H, Falcon-H1); alike at G 1.
+  bool norm_whole_row = false;
   // Per-column multipliers of the in_proj output [in_width()] (Falcon-H1's mup vector times its
   // ssm_in_multiplier, which in_proj's linearity lets move past the matmul); empty: none.
   std::vector<float> in_scale;

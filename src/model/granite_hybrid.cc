@@ -191,7 +191,11 @@ Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
       attn.bias = g.attention_bias;
       mixer = std::make_unique<AttentionMixer>(std::move(attn));
     } else {
-      mixer = std::make_unique<Mamba2Mixer>(mamba2_weights(g.ssm, g.eps, "mamba."));
+      // transformers' GraniteMoeHybridRMSNormGated normalises the whole row whatever
+      // mamba_n_groups (docs/model-granite.md).
+      Mamba2W mamba = mamba2_weights(g.ssm, g.eps, "mamba.");
+      mamba.norm_whole_row = true;
+      mixer = std::make_unique<Mamba2Mixer>(std::move(mamba));
     }
     StackLayer l = mixer_ffn_layer({.eps = g.eps}, std::move(mixer),
                                    std::make_unique<SharedMlp>(g.d_ff), g.residual_multiplier);

@@ -301,15 +301,16 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
         return s;
       });
   for (std::int64_t r = 0; r < n; ++r) std::memcpy(z + r * di, zx + r * iw, di * sizeof(float));
-  const std::int64_t gs = di / w.n_groups;
+  const std::int64_t norm_groups = w.norm_whole_row ? 1 : w.n_groups;
+  const std::int64_t gs = di / norm_groups;
   switch (w.gate) {
     case Mamba2W::Gate::kNormAfterGate:
-      // Per-group normalisation (mamba_ssm / llama.cpp); equals HF's whole-row form when G = 1.
+      // Per-group normalisation (mamba_ssm / llama.cpp) unless the family's norm takes the row.
       k::rms_norm_gate_first(y, z, w.norm.w.data(), y, {.n_rows = n, .width = di}, gs, w.norm.eps);
       break;
     case Mamba2W::Gate::kNormBeforeGate:
       // Each group has its own slice of the weight (HF weight.view(G, d_inner / G)).
-      for (std::int64_t g = 0; g < w.n_groups; ++g) {
+      for (std::int64_t g = 0; g < norm_groups; ++g) {
         k::rms_norm_gated(y + g * gs, z + g * gs, w.norm.w.data() + g * gs, y + g * gs,
                           {.n_rows = n, .width = gs, .x_stride = di, .y_stride = di}, w.norm.eps);
       }

@@ -306,8 +306,11 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
     g.preset = preset;
     return g;
   }
-  if (family == Family::kGraniteHybrid && (preset == "tiny" || preset == "granite-4.0-h-350m")) {
-    Geometry g = granite_hybrid_preset(preset != "tiny");
+  if (family == Family::kGraniteHybrid &&
+      (preset == "tiny" || preset == "tiny-groups" || preset == "granite-4.0-h-350m")) {
+    Geometry g = granite_hybrid_preset(preset == "granite-4.0-h-350m");
+    // tiny-groups: two SSM groups, whose gated norm still takes the whole row.
+    if (preset == "tiny-groups") g.ssm_groups = 2;
     g.preset = preset;
     return g;
   }

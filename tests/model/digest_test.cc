@@ -36,6 +36,7 @@ std::vector<Case> cases() {
   out.push_back({modelgen::Family::kLlama, "tiny-bias"});
   out.push_back({modelgen::Family::kLfm2, "tiny-bias"});
   out.push_back({modelgen::Family::kFalconH1, "tiny-norm"});
+  out.push_back({modelgen::Family::kGraniteHybrid, "tiny-groups"});
   return out;
 }
 

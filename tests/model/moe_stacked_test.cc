@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "convert/quantize.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
-#include "convert/quantize.h"
 #include "test_util.h"
 
 namespace recur::model {

@@ -73,6 +73,7 @@ std::vector<Vec> forward_falcon_h1(const Checkpoint& ck, const std::vector<std::
 // [T][d_model], tensors named <m>in_proj.weight, <m>conv1d.weight, ...
 struct Mamba2Geometry {
   std::int64_t n_heads = 0, head_dim = 0, d_state = 0, n_groups = 1, kernel = 4;
+  std::int64_t norm_groups = 0;  // the gated norm's groups; 0: n_groups (1: the whole row)
   double eps = 1e-5, dt_min = 0.0, dt_max = 1e300;
   bool conv_bias = true;
 };

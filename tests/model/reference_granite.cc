@@ -72,6 +72,7 @@ Mamba2Geometry mamba_geometry(const Checkpoint& ck) {
       static_cast<double>(cfg(ck, "mamba_expand", 2) * hidden) / static_cast<double>(g.n_heads)));
   g.d_state = static_cast<std::int64_t>(cfg(ck, "mamba_d_state", 256));
   g.n_groups = static_cast<std::int64_t>(cfg(ck, "mamba_n_groups", 1));
+  g.norm_groups = 1;  // GraniteMoeHybridRMSNormGated: RMS over the whole d_inner row
   g.kernel = static_cast<std::int64_t>(cfg(ck, "mamba_d_conv", 4));
   g.eps = cfg(ck, "rms_norm_eps", 1e-6);
   g.conv_bias = config_flag(ck, "mamba_conv_bias", true);

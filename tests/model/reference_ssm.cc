@@ -57,8 +57,9 @@ std::vector<Vec> mamba2_mixer(const Checkpoint& ck, const std::string& m, const 
     for (std::int64_t i = 0; i < di; ++i) {
       y[static_cast<std::size_t>(i)] *= silu(zx[t][static_cast<std::size_t>(i)]);
     }
-    const std::int64_t gs = di / G;
-    for (std::int64_t grp = 0; grp < G; ++grp) {
+    const std::int64_t NG = g.norm_groups > 0 ? g.norm_groups : G;
+    const std::int64_t gs = di / NG;
+    for (std::int64_t grp = 0; grp < NG; ++grp) {
       Vec part(y.begin() + grp * gs, y.begin() + (grp + 1) * gs);
       Vec w(gn.v.begin() + grp * gs, gn.v.begin() + (grp + 1) * gs);
       part = rms_norm(part, w, g.eps, false);

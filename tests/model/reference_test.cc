@@ -283,6 +283,15 @@ TEST(ReferenceFalconH1, GatedNormOverGroupsAndTiedHead) {
                           "tiny-norm");
 }
 
+// Granite 4.0-H with two SSM groups (tiny-groups): transformers' gated norm takes the whole row,
+// not each group (per group it is 2.6e-2..6.5e-2 of the logit range away).
+TEST(ReferenceGranite, GatedNormOverTheWholeRowWithGroups) {
+  check_against_reference(modelgen::Family::kGraniteHybrid, modelgen::DType::kF32, kMaxRelError, 0,
+                          "tiny-groups");
+  check_against_reference(modelgen::Family::kGraniteHybrid, modelgen::DType::kBF16,
+                          kMaxRelErrorBf16, 0, "tiny-groups");
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Reference, ::testing::ValuesIn(testing::kAllFamilies),
                          [](const auto& p) { return modelgen::family_name(p.param); });
 
