@@ -45,6 +45,11 @@ void conv_taps_major(std::vector<float>* w, std::int64_t channels, std::int64_t 
   *w = std::move(taps);
 }
 
+void add_bias(float* y, const std::vector<float>& b, std::int64_t n) {
+  const auto width = static_cast<std::int64_t>(b.size());
+  for (std::int64_t r = 0; r < n && width > 0; ++r) k::add(y + r * width, b.data(), width);
+}
+
 // ---- attention ---------------------------------------------------------------------------------
 
 namespace {
@@ -81,11 +86,6 @@ void append_kv(const AttentionW& w, const ChunkRows& c, const float* k_rows, con
   }
 }
 
-// y[r] += b for each of n rows of b.size() floats (a Linear's bias); no-op for an empty b.
-void add_bias(float* y, const std::vector<float>& b, std::int64_t n) {
-  const auto width = static_cast<std::int64_t>(b.size());
-  for (std::int64_t r = 0; r < n && width > 0; ++r) k::add(y + r * width, b.data(), width);
-}
 
 // kernels::rope's pairing and f32 arithmetic with the frequencies taken from a table
 // (AttentionW::inv_freq, e.g. llama3-scaled) instead of computed from theta.

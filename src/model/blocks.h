@@ -30,6 +30,8 @@ void visit_norm(TensorVisitor& v, const std::string& name, std::int64_t width, N
 // A depthwise conv kernel as read from the checkpoint, [channels, 1, K], reordered in place to the
 // tap-major [K, channels] that kernels::causal_conv1d reads (left alone when not that size).
 void conv_taps_major(std::vector<float>* w, std::int64_t channels, std::int64_t kernel);
+// y[r] += b for each of n rows of b.size() floats (a Linear's bias); no-op for an empty b.
+void add_bias(float* y, const std::vector<float>& b, std::int64_t n);
 // y = norm(x) over rows of `width`; x may equal y.
 void apply_norm(const NormW& n, const float* x, float* y, std::int64_t n_rows, std::int64_t width);
 
@@ -122,6 +124,9 @@ struct Mamba2W {
   // The gated norm over the whole d_inner row (transformers' GraniteMoeHybridRMSNormGated) rather
   // than per group of d_inner / n_groups (mamba_ssm, Mamba2, Nemotron-H, Falcon-H1); alike at G 1.
   bool norm_whole_row = false;
+  // in_proj.bias [in_width()] and out_proj.bias [d_model] (Granite 4.0-H's mamba_proj_bias).
+  bool proj_bias = false;
+  std::vector<float> in_bias, out_bias;
   // Per-column multipliers of the in_proj output [in_width()] (Falcon-H1's mup vector times its
   // ssm_in_multiplier, which in_proj's linearity lets move past the matmul); empty: none.
   std::vector<float> in_scale;

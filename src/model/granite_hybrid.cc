@@ -26,6 +26,7 @@ struct GraniteConfig {
   float embedding_multiplier = 1.0f, residual_multiplier = 1.0f, attention_multiplier = 1.0f;
   float logits_scaling = 1.0f;
   bool tied = false, rope = false, attention_bias = false;
+  bool proj_bias = false;          // mamba_proj_bias: the Mamba2 in_proj and out_proj biases
   std::vector<bool> is_attention;  // per layer, else Mamba2
   kernels::DType kv_dtype = kernels::DType::kBF16;
 };
@@ -63,7 +64,7 @@ Result<float> get_multiplier(const ConfigJson& c, const char* key) {
 
 Status parse_mamba(const ConfigJson& c, GraniteConfig& g) {
   RECUR_ASSIGN_OR_RETURN(std::int64_t expand, c.get_int("mamba_expand", 2));
-  RECUR_RETURN_IF_ERROR(refuse_true(c, "mamba_proj_bias", "in/out projection bias"));
+  RECUR_ASSIGN_OR_RETURN(g.proj_bias, c.get_bool("mamba_proj_bias", false));
   RECUR_RETURN_IF_ERROR(require_positive(c, {{expand, "mamba_expand"}}));
   RECUR_RETURN_IF_ERROR(check_size_bounds(c, g.n_layers, {}, {expand}));
   // mamba_d_head may be the string "auto": expand · hidden / heads (HF config). HF reads
@@ -195,6 +196,7 @@ Result<std::unique_ptr<FamilyModel>> create_granite_hybrid(const ConfigJson& c,
       // mamba_n_groups (docs/model-granite.md).
       Mamba2W mamba = mamba2_weights(g.ssm, g.eps, "mamba.");
       mamba.norm_whole_row = true;
+      mamba.proj_bias = g.proj_bias;
       mixer = std::make_unique<Mamba2Mixer>(std::move(mamba));
     }
     StackLayer l = mixer_ffn_layer({.eps = g.eps}, std::move(mixer),

@@ -224,6 +224,7 @@ void gated_delta_block(ForwardCtx& ctx, const GatedDeltaW& w, const float* x, fl
 void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, Mamba2W* w) {
   const std::string m = p + w->module;
   v.matrix(m + "in_proj.weight", w->in_width(), d_model, &w->in);
+  if (w->proj_bias) v.vector(m + "in_proj.bias", {w->in_width()}, &w->in_bias);
   v.vector(m + "conv1d.weight", {w->conv_dim(), 1, w->conv_kernel}, &w->conv);
   conv_taps_major(&w->conv, w->conv_dim(), w->conv_kernel);
   if (w->conv_bias_present) v.vector(m + "conv1d.bias", {w->conv_dim()}, &w->conv_bias);
@@ -232,6 +233,7 @@ void visit_mamba2(TensorVisitor& v, const std::string& p, std::int64_t d_model, 
   v.vector(m + "D", {w->n_heads}, &w->d);
   if (w->gate != Mamba2W::Gate::kNoNorm) visit_norm(v, m + "norm.weight", w->d_inner(), &w->norm);
   v.matrix(m + "out_proj.weight", d_model, w->d_inner(), &w->out);
+  if (w->proj_bias) v.vector(m + "out_proj.bias", {d_model}, &w->out_bias);
 }
 
 std::int64_t mamba2_scratch_per_row(const Mamba2W& w) {
@@ -254,6 +256,7 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
   float* y = ctx.scratch->take(n * di);    // [n, H, P]
   float* z = ctx.scratch->take(n * di);    // [n, d_inner], z made contiguous for the gated norm
   k::matmul(*ctx.pool, x, n, w.in, zx);
+  add_bias(zx, w.in_bias, n);
   if (!w.in_scale.empty()) {
     for (std::int64_t r = 0; r < n; ++r) {
       for (std::int64_t j = 0; j < iw; ++j) zx[r * iw + j] *= w.in_scale[j];
@@ -320,6 +323,7 @@ void mamba2_block(ForwardCtx& ctx, const Mamba2W& w, const float* x, float* out)
       break;
   }
   k::matmul(*ctx.pool, y, n, w.out, out);
+  add_bias(out, w.out_bias, n);
 }
 
 }  // namespace recur::model

@@ -44,7 +44,7 @@ std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const Spe
                   {"mamba_expand", g.expand},
                   {"mamba_n_groups", g.ssm_groups},
                   {"mamba_n_heads", g.ssm_heads},
-                  {"mamba_proj_bias", false},
+                  {"mamba_proj_bias", g.mamba_proj_bias},
                   {"max_position_embeddings", g.max_position},
                   {"model_type", "granitemoehybrid"},
                   {"normalization_function", "rmsnorm"},

@@ -84,6 +84,7 @@ struct Geometry {
   double attention_out_multiplier = 1.0, ssm_in_multiplier = 1.0, ssm_out_multiplier = 1.0;
   std::vector<double> mlp_multipliers, ssm_multipliers;  // [gate, down], [z, x, B, C, dt]
   bool mamba_rms_norm = false, mamba_norm_before_gate = false;
+  bool mamba_proj_bias = false;  // granitemoehybrid: the Mamba2 in_proj and out_proj biases
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP

@@ -17,7 +17,7 @@ std::span<const FamilyRecord> family_records() {
       {Family::kGraniteHybrid,
        "granitemoehybrid",
        "granitemoehybrid",
-       {"granite-4.0-h-350m", "tiny-groups"}},
+       {"granite-4.0-h-350m", "tiny-groups", "tiny-bias"}},
       {Family::kLfm2, "lfm2", "lfm2", {"lfm2-350m", "tiny-bias"}},
       {Family::kNemotronH, "nemotron_h", "nemotron_h", {"nemotron-h-4b"}},
       {Family::kFalconH1, "falcon_h1", "falcon_h1", {"falcon-h1-0.5b", "tiny-norm"}},

@@ -43,17 +43,17 @@ using recur::parse_dtype;
 // "gemma-3-1b", "gemma-3-270m", "llama-3.2-1b" (benchmarks: hundreds of MB); llama also has
 // "tiny-bias" (tied head, attention and MLP biases, no RoPE scaling); qwen3_moe has
 // "qwen3-30b-a3b" (tens of GB: run it with a few layers); granitemoehybrid has
-// "granite-4.0-h-350m" and "tiny-groups" (two SSM groups); granitemoehybrid_moe (model_type
-// granitemoehybrid with experts) has "granite-4.0-h-tiny" (run it with a few layers); lfm2_moe
-// "lfm2-8b-a1b" (likewise); lfm2 "lfm2-350m" and "tiny-bias" (conv biases, an untied head);
-// nemotron_h has "nemotron-h-4b" (run it with a few layers); falcon_h1 "falcon-h1-0.5b" and
-// "tiny-norm" (the mixer's gated norm, two SSM groups, a tied head); qwen3_5_moe "qwen3.5-35b-a3b"
-// and qwen3_next "qwen3-next-80b-a3b" (tens of GB: run them with a few layers). A non-zero layers /
-// hidden_size / vocab_size overrides the preset (heads are scaled with hidden_size). bits != 0
-// writes an MLX affine-quantized checkpoint instead (4 or 8 bits, groups of group_size = 32, 64 or
-// 128 inputs; scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one (mlx_layout.h,
-// docs/checkpoints.md). The values before storage are those of the same seed's unquantized
-// checkpoint.
+// "granite-4.0-h-350m", "tiny-groups" (two SSM groups) and "tiny-bias" (Mamba2 projection biases);
+// granitemoehybrid_moe (model_type granitemoehybrid with experts) has "granite-4.0-h-tiny" (run it
+// with a few layers); lfm2_moe "lfm2-8b-a1b" (likewise); lfm2 "lfm2-350m" and "tiny-bias" (conv
+// biases, an untied head); nemotron_h has "nemotron-h-4b" (run it with a few layers); falcon_h1
+// "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM groups, a tied head);
+// qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next "qwen3-next-80b-a3b" (tens of GB: run them with a
+// few layers). A non-zero layers / hidden_size / vocab_size overrides the preset (heads are scaled
+// with hidden_size). bits != 0 writes an MLX affine-quantized checkpoint instead (4 or 8 bits,
+// groups of group_size = 32, 64 or 128 inputs; scales and biases in dtype), laid out as mlx-lm /
+// mlx-vlm write one (mlx_layout.h, docs/checkpoints.md). The values before storage are those of the
+// same seed's unquantized checkpoint.
 struct GenSpec {
   Family family = Family::kQwen3_5;
   std::string preset = "tiny";

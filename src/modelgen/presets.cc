@@ -307,10 +307,13 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
     return g;
   }
   if (family == Family::kGraniteHybrid &&
-      (preset == "tiny" || preset == "tiny-groups" || preset == "granite-4.0-h-350m")) {
+      (preset == "tiny" || preset == "tiny-groups" || preset == "tiny-bias" ||
+       preset == "granite-4.0-h-350m")) {
     Geometry g = granite_hybrid_preset(preset == "granite-4.0-h-350m");
-    // tiny-groups: two SSM groups, whose gated norm still takes the whole row.
+    // tiny-groups: two SSM groups, whose gated norm still takes the whole row; tiny-bias: the
+    // Mamba2 projections' biases (mamba_proj_bias).
     if (preset == "tiny-groups") g.ssm_groups = 2;
+    if (preset == "tiny-bias") g.mamba_proj_bias = true;
     g.preset = preset;
     return g;
   }

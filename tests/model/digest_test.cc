@@ -37,6 +37,7 @@ std::vector<Case> cases() {
   out.push_back({modelgen::Family::kLfm2, "tiny-bias"});
   out.push_back({modelgen::Family::kFalconH1, "tiny-norm"});
   out.push_back({modelgen::Family::kGraniteHybrid, "tiny-groups"});
+  out.push_back({modelgen::Family::kGraniteHybrid, "tiny-bias"});
   return out;
 }
 

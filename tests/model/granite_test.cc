@@ -94,7 +94,6 @@ TEST(Granite, ConfigErrorsNameTheKey) {
   const Case cases[] = {
       {R"("num_local_experts": 0)", R"("num_local_experts": 64)", "num_local_experts 64"},
       {R"("mamba_n_heads": 48)", R"("mamba_n_heads": 40)", "mamba_n_heads 40 x mamba_d_head 32"},
-      {R"("mamba_proj_bias": false)", R"("mamba_proj_bias": true)", "mamba_proj_bias"},
       {R"("logits_scaling": 3)", R"("logits_scaling": 0)", "logits_scaling"},
       {R"("residual_multiplier": 0.246)", R"("residual_multiplier": Infinity)",
        "residual_multiplier"},

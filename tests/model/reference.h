@@ -76,6 +76,7 @@ struct Mamba2Geometry {
   std::int64_t norm_groups = 0;  // the gated norm's groups; 0: n_groups (1: the whole row)
   double eps = 1e-5, dt_min = 0.0, dt_max = 1e300;
   bool conv_bias = true;
+  bool proj_bias = false;  // in_proj.bias and out_proj.bias
 };
 std::vector<Vec> mamba2_mixer(const Checkpoint& ck, const std::string& m, const Mamba2Geometry& g,
                               const std::vector<Vec>& x);

@@ -76,6 +76,7 @@ Mamba2Geometry mamba_geometry(const Checkpoint& ck) {
   g.kernel = static_cast<std::int64_t>(cfg(ck, "mamba_d_conv", 4));
   g.eps = cfg(ck, "rms_norm_eps", 1e-6);
   g.conv_bias = config_flag(ck, "mamba_conv_bias", true);
+  g.proj_bias = config_flag(ck, "mamba_proj_bias", false);
   if (ck.config().has("time_step_limit")) {
     auto lim = *ck.config().get_floats("time_step_limit");
     g.dt_min = lim[0], g.dt_max = lim[1];

@@ -21,7 +21,12 @@ std::vector<Vec> mamba2_mixer(const Checkpoint& ck, const std::string& m, const 
   auto at = [](const Tensor& w, std::int64_t i) { return w.v[static_cast<std::size_t>(i)]; };
   const std::size_t T = x.size();
   std::vector<Vec> zx(T), out(T);
-  for (std::size_t t = 0; t < T; ++t) zx[t] = matvec(win, x[t]);
+  Tensor in_b, out_b;
+  if (g.proj_bias) in_b = load(ck, m + "in_proj.bias"), out_b = load(ck, m + "out_proj.bias");
+  for (std::size_t t = 0; t < T; ++t) {
+    zx[t] = matvec(win, x[t]);
+    for (std::size_t i = 0; g.proj_bias && i < zx[t].size(); ++i) zx[t][i] += in_b.v[i];
+  }
   std::vector<Vec> S(static_cast<std::size_t>(H), Vec(static_cast<std::size_t>(P * N), 0.0));
   for (std::size_t t = 0; t < T; ++t) {
     Vec xbc(static_cast<std::size_t>(cd));
@@ -66,6 +71,7 @@ std::vector<Vec> mamba2_mixer(const Checkpoint& ck, const std::string& m, const 
       std::copy(part.begin(), part.end(), y.begin() + grp * gs);
     }
     out[t] = matvec(wout, y);
+    for (std::size_t i = 0; g.proj_bias && i < out[t].size(); ++i) out[t][i] += out_b.v[i];
   }
   return out;
 }

@@ -292,6 +292,15 @@ TEST(ReferenceGranite, GatedNormOverTheWholeRowWithGroups) {
                           kMaxRelErrorBf16, 0, "tiny-groups");
 }
 
+// Granite 4.0-H with mamba_proj_bias (tiny-bias): the Mamba2 in_proj and out_proj biases, which
+// transformers loads (recur refused the config before).
+TEST(ReferenceGranite, MambaProjectionBiases) {
+  check_against_reference(modelgen::Family::kGraniteHybrid, modelgen::DType::kF32, kMaxRelError, 0,
+                          "tiny-bias");
+  check_against_reference(modelgen::Family::kGraniteHybrid, modelgen::DType::kBF16,
+                          kMaxRelErrorBf16, 0, "tiny-bias");
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Reference, ::testing::ValuesIn(testing::kAllFamilies),
                          [](const auto& p) { return modelgen::family_name(p.param); });
 
