@@ -129,7 +129,9 @@ struct GenTensor {
 // Every tensor of the checkpoint: the model's own list for the geometry's config.json
 // (model::tensors_from_config) in the order its family visits them, each with its initialisation
 // (tensor_inits.cc).
-std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype);
+// An error when the geometry's config.json is one the model refuses (overrides such as
+// --hidden-size can make one), naming what it refuses.
+Result<std::vector<GenTensor>> tensor_table(const Geometry& g, DType dtype);
 
 std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids);

@@ -175,7 +175,7 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
   const SpecialIds& ids = sentencepiece ? sp->ids : lfm2 ? lt->ids : bpe->ids;
   const int n_tokens = sentencepiece ? sp->n_tokens() : lfm2 ? lt->n_tokens() : bpe->n_tokens();
   RECUR_ASSIGN_OR_RETURN(Geometry g, resolve_geometry(spec, n_tokens));
-  const std::vector<GenTensor> table = tensor_table(g, spec.dtype);
+  RECUR_ASSIGN_OR_RETURN(const std::vector<GenTensor> table, tensor_table(g, spec.dtype));
   std::vector<TensorEntry> entries;
   for (const GenTensor& t : table) {
     entries.push_back(t.entry);

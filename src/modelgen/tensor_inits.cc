@@ -11,6 +11,7 @@
 // (a state bug shows instead of being forgotten at once). Mamba2 as mamba_ssm initialises it: A in
 // [1, 16], dt in [0.001, 0.1] (decays exp(-dt A) of about 0.2..0.999 per token), D = 1. Biases
 // N(0, 0.1): big enough that a bias applied twice or not at all moves the logits.
+#include <algorithm>
 #include <cmath>
 
 #include "model/model.h"
@@ -91,9 +92,12 @@ Init init_of(const Geometry& g, std::string_view name, const std::vector<std::in
 
 }  // namespace
 
-std::vector<GenTensor> tensor_table(const Geometry& g, DType dtype) {
+Result<std::vector<GenTensor>> tensor_table(const Geometry& g, DType dtype) {
   auto listed = model::tensors_from_config(config_json(g, dtype, SpecialIds{}));
-  RECUR_CHECK_MSG(listed.is_ok(), "the generator wrote a config.json its model refuses");
+  if (!listed.is_ok()) {
+    return Error(StatusCode::kInvalidArgument, "preset {} with these overrides: {}", g.preset,
+                 listed.status().message());
+  }
   std::vector<GenTensor> out;
   std::string embedding;
   for (const model::TensorEntry& t : *listed) {

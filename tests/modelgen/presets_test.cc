@@ -27,6 +27,12 @@ Table table_of(const std::vector<GenTensor>& gen) {
   return t;
 }
 
+std::vector<GenTensor> table_of_geometry(const Geometry& g) {
+  auto t = tensor_table(g, DType::kBF16);
+  EXPECT_TRUE(t.is_ok()) << t.status().to_string();
+  return t.is_ok() ? *t : std::vector<GenTensor>{};
+}
+
 std::int64_t n_params(const std::vector<GenTensor>& gen) {
   std::int64_t n = 0;
   for (const auto& g : gen) n += g.entry.n_elems();
@@ -51,7 +57,7 @@ void expect_superset(const Json& got, const Json& reference, const std::vector<s
 
 TEST(RealPresets, Qwen3_0_6B) {
   const Geometry g = geometry(Family::kQwen3, "qwen3-0.6b");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(gen.size(), 311u);
   EXPECT_EQ(n_params(gen), 751632384);
   EXPECT_EQ(testing::table_diff(table_of(gen), testing::qwen3_table(28, 1024, 2048, 1024, 128, 3072,
@@ -73,7 +79,7 @@ TEST(RealPresets, Qwen3_0_6B) {
 
 TEST(RealPresets, Qwen3_5_0_8B) {
   const Geometry g = geometry(Family::kQwen3_5, "qwen3.5-0.8b");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   // 488 in the real file, less 15 mtp.* and 153 vision tensors that are not generated.
   EXPECT_EQ(gen.size(), 320u);
   EXPECT_EQ(testing::table_diff(table_of(gen), testing::qwen3_5_table({.layers = 24,
@@ -131,7 +137,7 @@ TEST(RealPresets, Qwen3_5_0_8B) {
 
 TEST(RealPresets, Mamba2_130m) {
   const Geometry g = geometry(Family::kMamba2, "mamba2-130m");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(gen.size(), 218u);
   EXPECT_EQ(n_params(gen), 128989632);
   // d_inner 1536, conv_dim 1792, in_proj 3352 rows (section 4.1).
@@ -166,7 +172,7 @@ TEST(RealPresets, Llama_3_2_1B) {
   EXPECT_EQ(tok.added[255].content, "<|reserved_special_token_247|>");
   auto g = resolve_geometry({.family = Family::kLlama, .preset = "llama-3.2-1b"}, tok.n_tokens());
   ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  const auto gen = tensor_table(*g, DType::kBF16);
+  const auto gen = table_of_geometry(*g);
   EXPECT_EQ(gen.size(), 146u);
   EXPECT_EQ(n_params(gen), 1235814400);
   EXPECT_EQ(testing::table_diff(table_of(gen), testing::llama_table(16, 2048, 2048, 512, 8192,
@@ -203,7 +209,7 @@ TEST(RealPresets, Lfm2_350M) {
   EXPECT_EQ(tok.vocab[10], "<|tool_call_start|>");
   auto g = resolve_geometry({.family = Family::kLfm2, .preset = "lfm2-350m"}, tok.n_tokens());
   ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  const auto gen = tensor_table(*g, DType::kBF16);
+  const auto gen = table_of_geometry(*g);
   EXPECT_EQ(gen.size(), 148u);
   EXPECT_EQ(n_params(gen), 354483968);
   EXPECT_EQ(
@@ -320,7 +326,7 @@ TEST_F(WeightScale, Mamba2) {
 // config.json field for field. Run with --layers N; the table is checked without writing it.
 TEST(RealPresets, Qwen3_30B_A3B) {
   const Geometry g = geometry(Family::kQwen3Moe, "qwen3-30b-a3b");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(gen.size(), 1u + 48u * (8u + 1u + 3u * 128u) + 2u);
   EXPECT_EQ(n_params(gen), 30532122624);
   const Table t = table_of(gen);
@@ -353,7 +359,7 @@ TEST(RealPresets, Qwen3_30B_A3B) {
 // of it (docs/model-granite.md: which fields are verified where).
 TEST(RealPresets, GraniteTiny) {
   const Geometry g = geometry(Family::kGraniteMoe, "granite-4.0-h-tiny");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(gen.size(), 1u + 36u * 15u + 4u * 11u + 1u);
   EXPECT_EQ(n_params(gen), 6939037248);
   const Table t = table_of(gen);
@@ -392,7 +398,7 @@ TEST(RealPresets, GraniteTiny) {
 // 65536-row embedding), a tensor per expert as the release, the config.json as config_test's.
 TEST(RealPresets, Lfm2_8B_A1B) {
   const Geometry g = geometry(Family::kLfm2Moe, "lfm2-8b-a1b");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(gen.size(), 2302u);
   EXPECT_EQ(n_params(gen), 8339930560);
   const Table t = table_of(gen);
@@ -431,7 +437,7 @@ TEST(RealPresets, Lfm2_8B_A1B) {
 // for field (model-families.md 3.1).
 TEST(RealPresets, Qwen3Next80BA3B) {
   const Geometry g = geometry(Family::kQwen3Next, "qwen3-next-80b-a3b");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(gen.size(), 74391u);
   EXPECT_EQ(n_params(gen), 79674391296);
   const Table t = table_of(gen);
@@ -474,7 +480,7 @@ TEST(RealPresets, Qwen3Next80BA3B) {
 // inventories of the release list it.
 TEST(RealPresets, Qwen3_5_35B_A3B) {
   const Geometry g = geometry(Family::kQwen3_5Moe, "qwen3.5-35b-a3b");
-  const auto gen = tensor_table(g, DType::kBF16);
+  const auto gen = table_of_geometry(g);
   EXPECT_EQ(n_params(gen), 34660610688);
   const Table t = table_of(gen);
   using S = std::vector<std::int64_t>;
