@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 
+#include "chat/harmony.h"
 #include "util/hash.h"
 
 namespace recur::chat {
@@ -100,6 +101,9 @@ ChatFormatter::ChatFormatter(const tokenizer::Tokenizer& tok, std::string source
                              tmpl::Template parsed)
     : tok_(&tok), source_(std::move(source)), template_(std::move(parsed)) {
   has_reasoning_ = source_.find("<think>") != std::string::npos;
+  harmony_ = is_harmony_template(source_) &&
+             std::all_of(std::begin(kHarmonyMarkers), std::end(kHarmonyMarkers),
+                         [&](std::string_view m) { return tok.token_id(m).has_value(); });
   caps_ = detect_caps([this](std::span<const Message> msgs,
                              bool object_arguments) -> std::optional<std::string> {
     auto ctx = build_context(msgs, ChatInputs{}, false, tok_->special_tokens(), object_arguments);

@@ -80,6 +80,9 @@ class ChatFormatter {
   std::uint64_t signature(const ChatInputs& in) const;
   // Whether the template knows reasoning blocks (<think>): generated text is split then.
   bool has_reasoning() const { return has_reasoning_; }
+  // Whether the template writes harmony (gpt-oss) and the vocabulary has its markers: generated
+  // turns are read as harmony messages (chat/harmony.h).
+  bool harmony() const { return harmony_; }
   const std::string& template_source() const { return source_; }
   // What the template can express, detected when the formatter was created.
   const TemplateCaps& caps() const { return caps_; }
@@ -104,6 +107,7 @@ class ChatFormatter {
   std::string source_;
   tmpl::Template template_;
   bool has_reasoning_ = false;
+  bool harmony_ = false;
   TemplateCaps caps_;
 };
 

@@ -87,6 +87,11 @@ bool is_harmony_template(std::string_view source) {
          source.find(kHarmonyStart) != std::string_view::npos;
 }
 
+std::string_view harmony_prompt_tail(std::string_view prompt) {
+  const std::size_t start = prompt.rfind(kHarmonyStart);
+  return start == std::string_view::npos ? kAssistant : prompt.substr(start + kHarmonyStart.size());
+}
+
 HarmonyParser::HarmonyParser(std::string_view prompt_tail) {
   begin_header(0, "");
   silent_ = true;

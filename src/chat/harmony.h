@@ -35,6 +35,10 @@ inline constexpr std::string_view kHarmonyMarkers[] = {
 // HarmonyParser rather than split at <think> tags.
 bool is_harmony_template(std::string_view source);
 
+// What a harmony prompt wrote of the message the model goes on with: the text after its last
+// <|start|> ("assistant" after the generation prompt); HarmonyParser's prompt_tail.
+std::string_view harmony_prompt_tail(std::string_view prompt);
+
 // A byte range [begin, end) of the parser's input.
 struct TextSpan {
   std::size_t begin = 0;

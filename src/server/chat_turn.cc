@@ -4,6 +4,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "server/marked_text.h"
 #include "server/recur_fields.h"
 #include "server/reply_parser.h"
 #include "server/token_sections.h"
@@ -89,9 +90,15 @@ void ChatTurn::run(ChunkWriter& out) {
   const bool stream = request.gen.stream;
   const bool logprobs = request.gen.sampling.logprobs;
   const bool split = backend->formatter->has_reasoning();
+  const bool harmony = backend->formatter->harmony();
   ReplyParser parser({.split_reasoning = split,
                       .starts_in_reasoning = prompt.starts_in_reasoning,
-                      .parse_tools = tools_active(request)});
+                      .parse_tools = tools_active(request),
+                      .harmony = harmony,
+                      .harmony_tail = std::string(chat::harmony_prompt_tail(prompt.text))});
+  // Harmony's markers are special tokens the engine's text leaves out: spelled out for the parser.
+  std::optional<MarkedText> marked;
+  if (harmony) marked.emplace(*backend->tokenizer, chat::kHarmonyMarkers);
   // Which tokens are content (their logprobs) and which reasoning (counted in usage).
   TokenSections sections;
   std::vector<LogprobEntry> entries;
@@ -106,9 +113,15 @@ void ChatTurn::run(ChunkWriter& out) {
       pump_events(*channel, out, renderer->heartbeat(), timing, metrics, [&](engine::Event& ev) {
         if (stream && first && !renderer->first_event(out, ev)) return false;
         first = false;
-        ReplyPart part = parser.push(ev.text, ev.done);
+        const std::string text = marked ? marked->push(ev.samples, ev.text, ev.done) : ev.text;
+        ReplyPart part = parser.push(text, ev.done);
         std::vector<LogprobEntry> now;
-        if (logprobs || split) now = sections.push(ev.samples, ev.text, parser.content().size());
+        if (marked) {
+          now = sections.push_marked(ev.samples, marked->spans(), text, parser.content_spans(),
+                                     parser.settled());
+        } else if (logprobs || split) {
+          now = sections.push(ev.samples, ev.text, parser.content().size());
+        }
         if (!logprobs) now.clear();
         if (!stream) {
           entries.insert(entries.end(), now.begin(), now.end());
@@ -145,7 +158,10 @@ void ChatTurn::run(ChunkWriter& out) {
                .trace = done.trace,
                .prompt_stored = done.completion_stored,
                .timing = &timing};
-  if (r.reasoning) r.reasoning_tokens = sections.tokens_before_content();
+  if (r.reasoning) {
+    r.reasoning_tokens = marked ? sections.tokens_within(marked->spans(), parser.reasoning_spans())
+                                : sections.tokens_before_content();
+  }
   if (stream) r.unstreamed_content = std::move(reply.unstreamed_content);
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.
   // A continued (prefilled) message comes back whole: its text, then what was generated.

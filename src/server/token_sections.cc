@@ -39,4 +39,44 @@ std::int64_t TokenSections::tokens_before_content() const {
                        [&](const Token& t) { return t.end <= content_begin_; });
 }
 
+std::vector<LogprobEntry> TokenSections::push_marked(std::span<const engine::SampleResult> samples,
+                                                     std::span<const chat::TextSpan> spans,
+                                                     std::string_view marked_text,
+                                                     std::span<const chat::TextSpan> content,
+                                                     std::size_t settled) {
+  for (const engine::SampleResult& s : samples) {
+    tokens_.push_back({.logprob = s.logprob, .top = s.top});
+  }
+  text_.append(marked_text);
+  std::vector<LogprobEntry> out;
+  for (; next_ < tokens_.size() && next_ < spans.size(); ++next_) {
+    const chat::TextSpan span = spans[next_];
+    // Not placed yet (a marker the text has not reached), or not classified yet.
+    if (span.begin > text_.size() || span.end > settled) break;
+    const Token& t = tokens_[next_];
+    std::string bytes;
+    bool inside = false;
+    for (const chat::TextSpan& c : content) {
+      if (span.begin == span.end) {
+        inside = inside || (c.begin < span.begin && span.begin < c.end);
+        continue;
+      }
+      const std::size_t b = std::max(span.begin, c.begin), e = std::min(span.end, c.end);
+      if (b < e) bytes.append(text_, b, e - b);
+    }
+    if (bytes.empty() && !inside) continue;
+    out.push_back({.bytes = std::move(bytes), .logprob = t.logprob, .top = t.top});
+  }
+  return out;
+}
+
+std::int64_t TokenSections::tokens_within(std::span<const chat::TextSpan> spans,
+                                          std::span<const chat::TextSpan> within) const {
+  return std::count_if(spans.begin(), spans.end(), [&](const chat::TextSpan& s) {
+    return std::any_of(within.begin(), within.end(), [&](const chat::TextSpan& w) {
+      return w.begin <= s.begin && s.end <= w.end && s.begin <= s.end;
+    });
+  });
+}
+
 }  // namespace recur::server

@@ -3,7 +3,9 @@
 // `message.content`, byte for byte) and the reasoning tokens can be counted for usage. Works on
 // byte offsets in the generated text: each sampled token carries the text it made final
 // (SampleResult::text), and the content is a suffix of the text (the splitter drops the
-// reasoning block and the newlines after it, never anything later).
+// reasoning block and the newlines after it, never anything later). Harmony replies (gpt-oss) are
+// lined up by spans instead: each token's span in the marked text (MarkedText) against the
+// content's spans there (HarmonyParser); a marker is never content.
 // Thread-compatible: one per turn.
 #pragma once
 
@@ -14,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/harmony.h"
 #include "engine/sampler.h"
 #include "server/openai_response.h"
 
@@ -30,6 +33,20 @@ class TokenSections {
   // Sampled tokens before the content: the reasoning block with its tags and the newlines after
   // it (all tokens when the turn has no content). Meaningful once the turn is done.
   std::int64_t tokens_before_content() const;
+
+  // Harmony's way: this event's samples, every sample's span so far in the marked text (a span
+  // may move from unplaced to placed later: MarkedText::spans), the marked text this event
+  // released, the content's spans in it and how far the parser has classified it. Returns the
+  // entries of the content tokens now classified: a token's bytes are its span's part inside the
+  // content; a token without text is an entry where it lies strictly inside the content.
+  std::vector<LogprobEntry> push_marked(std::span<const engine::SampleResult> samples,
+                                        std::span<const chat::TextSpan> spans,
+                                        std::string_view marked_text,
+                                        std::span<const chat::TextSpan> content,
+                                        std::size_t settled);
+  // Tokens whose spans lie inside `within` (harmony's reasoning messages), of all sampled.
+  std::int64_t tokens_within(std::span<const chat::TextSpan> spans,
+                             std::span<const chat::TextSpan> within) const;
 
  private:
   struct Token {
