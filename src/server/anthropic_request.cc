@@ -344,8 +344,17 @@ std::optional<ApiError> parse_stop_sequences(const json& body, const RequestLimi
   return std::nullopt;
 }
 
+// How much gpt-oss reasons for a thinking budget: under 2048 tokens low, under 8192 medium, else
+// high (Claude Code's "think" asks 4,000 tokens, "think hard" 10,000, "ultrathink" 31,999).
+const char* effort_of_budget(std::int64_t budget_tokens) {
+  if (budget_tokens < 2048) return "low";
+  return budget_tokens < 8192 ? "medium" : "high";
+}
+
 // `thinking` ({"type": "enabled" | "disabled" | "adaptive"}) and the chat_template_kwargs
-// extension become the template's variables; an explicit kwarg wins.
+// extension become the template's variables: `enable_thinking` (off for disabled) and gpt-oss's
+// `reasoning_effort` (low when disabled, from budget_tokens when enabled, the template's default
+// when adaptive); an explicit kwarg wins.
 std::optional<ApiError> parse_template_kwargs(const json& body, ChatRequest& r) {
   json kwargs = json::object();
   if (auto th = body.find("thinking"); th != body.end() && !th->is_null()) {
@@ -358,7 +367,14 @@ std::optional<ApiError> parse_template_kwargs(const json& body, ChatRequest& r) 
                                          "got '{}'",
                                          type));
     }
+    std::optional<std::int64_t> budget;
+    RECUR_TRY_FIELD(read_int(*th, "budget_tokens", budget, 0, std::int64_t{1} << 40, ""));
     kwargs["enable_thinking"] = type != "disabled";
+    if (type == "disabled") {
+      kwargs["reasoning_effort"] = "low";
+    } else if (type == "enabled" && budget) {
+      kwargs["reasoning_effort"] = effort_of_budget(*budget);
+    }
   }
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);

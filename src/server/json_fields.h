@@ -106,18 +106,21 @@ std::optional<ApiError> read_int(const J& obj, const char* key, std::optional<st
 }
 
 // OpenAI's reasoning effort (Chat Completions' `reasoning_effort`, Responses' `reasoning.effort`)
-// as the chat templates' thinking switch: none and minimal turn it off, low, medium and high on
-// (recur does not budget reasoning by effort). Absent or null leaves `thinking` alone.
+// as the chat templates' variables: `enable_thinking`, the thinking switch of Qwen3-style templates
+// (none and minimal turn it off, low, medium and high on; recur does not budget reasoning by
+// effort), and `reasoning_effort`, gpt-oss's level (low, medium or high; none and minimal are low:
+// gpt-oss cannot reason less). Absent or null sets neither.
 template <typename J>
-std::optional<ApiError> read_reasoning_effort(const J& obj, const char* key,
-                                              std::optional<bool>& thinking,
+std::optional<ApiError> read_reasoning_effort(const J& obj, const char* key, J& kwargs,
                                               const std::string& where = "") {
   std::string effort;
   if (auto e = read_string(obj, key, effort, where)) return e;
   if (effort == "none" || effort == "minimal") {
-    thinking = false;
+    kwargs["enable_thinking"] = false;
+    kwargs["reasoning_effort"] = "low";
   } else if (effort == "low" || effort == "medium" || effort == "high") {
-    thinking = true;
+    kwargs["enable_thinking"] = true;
+    kwargs["reasoning_effort"] = effort;
   } else if (!effort.empty()) {
     return invalid_request(where + key, fmt::format("'{}{}' must be none, minimal, low, medium or "
                                                     "high, got '{}'",

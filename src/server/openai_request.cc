@@ -204,10 +204,8 @@ std::optional<ApiError> parse_prompt_end(const json& body, ChatRequest& req) {
 // OpenAI's reasoning_effort (the Vercel AI SDK sends it for `reasoningEffort`) and the
 // chat_template_kwargs extension become the template's variables; an explicit kwarg wins.
 std::optional<ApiError> parse_template_kwargs(const json& body, ChatRequest& req) {
-  std::optional<bool> thinking;
-  RECUR_TRY_FIELD(read_reasoning_effort(body, "reasoning_effort", thinking));
   json kwargs = json::object();
-  if (thinking) kwargs["enable_thinking"] = *thinking;
+  RECUR_TRY_FIELD(read_reasoning_effort(body, "reasoning_effort", kwargs));
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);
     for (const auto& [name, value] : k->items()) kwargs[name] = value;

@@ -328,15 +328,13 @@ std::optional<ApiError> parse_tool_choice(const json& body, ResponsesRequest& r)
   return std::nullopt;
 }
 
-// reasoning.effort ("none"/"minimal" off, "low"/"medium"/"high" on) and the chat_template_kwargs
-// extension become the template's variables; an explicit kwarg wins.
+// reasoning.effort (enable_thinking and reasoning_effort: read_reasoning_effort) and the
+// chat_template_kwargs extension become the template's variables; an explicit kwarg wins.
 std::optional<ApiError> parse_template_kwargs(const json& body, ChatRequest& r) {
   json kwargs = json::object();
   if (auto re = body.find("reasoning"); re != body.end() && !re->is_null()) {
     if (!re->is_object()) return wrong_type("reasoning", "an object", *re);
-    std::optional<bool> thinking;
-    RECUR_TRY_FIELD(read_reasoning_effort(*re, "effort", thinking, "reasoning."));
-    if (thinking) kwargs["enable_thinking"] = *thinking;
+    RECUR_TRY_FIELD(read_reasoning_effort(*re, "effort", kwargs, "reasoning."));
   }
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) return wrong_type("chat_template_kwargs", "an object", *k);

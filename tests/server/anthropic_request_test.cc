@@ -52,7 +52,7 @@ TEST(MessagesRequest, BlocksBecomeChatMessages) {
   EXPECT_TRUE(r.gen.stream);
   EXPECT_EQ(r.gen.stop, std::vector<std::string>{"END"});
   EXPECT_EQ(r.gen.user, "session-7");
-  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":true})");
+  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":true,"reasoning_effort":"medium"})");
   EXPECT_EQ(r.tools_json,
             R"([{"type":"function","function":{"name":"get_weather","description":"d",)"
             R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
@@ -81,7 +81,26 @@ TEST(MessagesRequest, AssistantContentIsAlwaysAString) {
   ASSERT_EQ(r.messages.size(), 2u);
   EXPECT_EQ(r.messages[1].content, "");
   EXPECT_FALSE(r.messages[1].reasoning_content.has_value());
-  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":false,"reasoning_effort":"low"})");
+}
+
+// gpt-oss's reasoning level from the thinking budget; adaptive leaves the template's default.
+TEST(MessagesRequest, ThinkingBudgetIsAReasoningEffort) {
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  auto kwargs = [&](const std::string& thinking) {
+    return ok("{" + user + R"(, "thinking": )" + thinking + "}").chat_template_kwargs_json;
+  };
+  EXPECT_EQ(kwargs(R"({"type": "enabled", "budget_tokens": 1024})"),
+            R"({"enable_thinking":true,"reasoning_effort":"low"})");
+  EXPECT_EQ(kwargs(R"({"type": "enabled", "budget_tokens": 4000})"),
+            R"({"enable_thinking":true,"reasoning_effort":"medium"})");
+  EXPECT_EQ(kwargs(R"({"type": "enabled", "budget_tokens": 31999})"),
+            R"({"enable_thinking":true,"reasoning_effort":"high"})");
+  EXPECT_EQ(kwargs(R"({"type": "adaptive"})"), R"({"enable_thinking":true})");
+  EXPECT_EQ(kwargs(R"({"type": "disabled"})"),
+            R"({"enable_thinking":false,"reasoning_effort":"low"})");
+  EXPECT_EQ(bad("{" + user + R"(, "thinking": {"type": "enabled", "budget_tokens": "x"}})").param,
+            "budget_tokens");
 }
 
 TEST(MessagesRequest, ErrorsNameTheField) {

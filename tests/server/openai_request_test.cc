@@ -70,21 +70,28 @@ TEST(ChatRequest, FullRequest) {
   EXPECT_NE(r.tools_json.find("get_weather"), std::string::npos);
 }
 
-// The Vercel AI SDK's Chat Completions provider sends reasoningEffort as reasoning_effort.
-TEST(ChatRequest, ReasoningEffortIsTheThinkingSwitch) {
+// The Vercel AI SDK's Chat Completions provider sends reasoningEffort as reasoning_effort: the
+// thinking switch of Qwen3-style templates and gpt-oss's reasoning level.
+TEST(ChatRequest, ReasoningEffortIsTheThinkingSwitchAndLevel) {
   const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
   EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "none"})").chat_template_kwargs_json,
-            R"({"enable_thinking":false})");
+            R"({"enable_thinking":false,"reasoning_effort":"low"})");
   EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "minimal"})").chat_template_kwargs_json,
-            R"({"enable_thinking":false})");
+            R"({"enable_thinking":false,"reasoning_effort":"low"})");
+  EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "medium"})").chat_template_kwargs_json,
+            R"({"enable_thinking":true,"reasoning_effort":"medium"})");
   EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "high"})").chat_template_kwargs_json,
-            R"({"enable_thinking":true})");
+            R"({"enable_thinking":true,"reasoning_effort":"high"})");
   EXPECT_EQ(ok_chat("{" + user + "}").chat_template_kwargs_json, "");
   // An explicit template variable wins; others are kept beside it.
   EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "low",
                     "chat_template_kwargs": {"enable_thinking": false, "x": 1}})")
                 .chat_template_kwargs_json,
-            R"({"enable_thinking":false,"x":1})");
+            R"({"enable_thinking":false,"reasoning_effort":"low","x":1})");
+  EXPECT_EQ(ok_chat("{" + user + R"(, "reasoning_effort": "low",
+                    "chat_template_kwargs": {"reasoning_effort": "high"}})")
+                .chat_template_kwargs_json,
+            R"({"enable_thinking":true,"reasoning_effort":"high"})");
 }
 
 TEST(ChatRequest, MaxTokensFallsBackToLegacyField) {

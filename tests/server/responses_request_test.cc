@@ -37,7 +37,8 @@ TEST(ResponsesRequest, StringInputIsOneUserMessage) {
   EXPECT_EQ(r.chat.gen.max_tokens, 32);
   EXPECT_EQ(r.previous_response_id, "resp-1");
   EXPECT_EQ(r.metadata_json, R"({"k":"v"})");
-  EXPECT_EQ(r.chat.chat_template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(r.chat.chat_template_kwargs_json,
+            R"({"enable_thinking":false,"reasoning_effort":"low"})");
 }
 
 TEST(ResponsesRequest, AnAssistantTurnsItemsMergeIntoOneMessage) {
