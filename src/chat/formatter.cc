@@ -11,7 +11,9 @@
 namespace recur::chat {
 namespace {
 
-tmpl::Value message_value(const Message& m, bool object_arguments) {
+// A message as apply_chat_template gets it. form: how the template takes tool-call arguments and
+// past reasoning (TemplateCaps::object_arguments, thinking_key).
+tmpl::Value message_value(const Message& m, const TemplateCaps& form) {
   tmpl::Value v = tmpl::Value::dict();
   auto& d = v.as_dict();
   d.set("role", tmpl::Value(m.role));
@@ -29,7 +31,9 @@ tmpl::Value message_value(const Message& m, bool object_arguments) {
   } else {
     d.set("content", tmpl::Value::none());
   }
-  if (m.reasoning_content) d.set("reasoning_content", tmpl::Value(*m.reasoning_content));
+  if (m.reasoning_content) {
+    d.set(form.thinking_key ? "thinking" : "reasoning_content", tmpl::Value(*m.reasoning_content));
+  }
   if (!m.tool_calls.empty()) {
     tmpl::Value calls = tmpl::Value::list();
     for (const auto& c : m.tool_calls) {
@@ -37,7 +41,7 @@ tmpl::Value message_value(const Message& m, bool object_arguments) {
       // JSON parses (as vLLM passes them), else the text as given; the text for a template that
       // only prints strings.
       auto args = tmpl::value_from_json(c.arguments_json);
-      const bool as_object = object_arguments && args.is_ok() && args->is_dict();
+      const bool as_object = form.object_arguments && args.is_ok() && args->is_dict();
       tmpl::Value fn = tmpl::Value::dict();
       fn.as_dict().set("name", tmpl::Value(c.name));
       fn.as_dict().set("arguments", as_object ? *args : tmpl::Value(c.arguments_json));
@@ -58,11 +62,12 @@ tmpl::Value message_value(const Message& m, bool object_arguments) {
 // tokenizer's special tokens and the kwargs.
 Result<tmpl::Value> build_context(std::span<const Message> messages, const ChatInputs& in,
                                   bool add_generation_prompt,
-                                  const tokenizer::SpecialTokens& special, bool object_arguments) {
+                                  const tokenizer::SpecialTokens& special,
+                                  const TemplateCaps& form) {
   tmpl::Value ctx = tmpl::Value::dict();
   auto& d = ctx.as_dict();
   tmpl::Value msgs = tmpl::Value::list();
-  for (const auto& m : messages) msgs.as_list().push_back(message_value(m, object_arguments));
+  for (const auto& m : messages) msgs.as_list().push_back(message_value(m, form));
   d.set("messages", msgs);
   if (!in.tools_json.empty()) {
     auto tools = tmpl::value_from_json(in.tools_json);
@@ -105,8 +110,8 @@ ChatFormatter::ChatFormatter(const tokenizer::Tokenizer& tok, std::string source
              std::all_of(std::begin(kHarmonyMarkers), std::end(kHarmonyMarkers),
                          [&](std::string_view m) { return tok.token_id(m).has_value(); });
   caps_ = detect_caps([this](std::span<const Message> msgs,
-                             bool object_arguments) -> std::optional<std::string> {
-    auto ctx = build_context(msgs, ChatInputs{}, false, tok_->special_tokens(), object_arguments);
+                             const TemplateCaps& form) -> std::optional<std::string> {
+    auto ctx = build_context(msgs, ChatInputs{}, false, tok_->special_tokens(), form);
     if (!ctx) return std::nullopt;
     auto text = template_.render(*ctx);
     if (!text) return std::nullopt;
@@ -132,8 +137,8 @@ Result<ChatFormatter> ChatFormatter::create(const tokenizer::Tokenizer& tok, std
 Result<std::string> ChatFormatter::render_normalized(std::span<const Message> messages,
                                                      const ChatInputs& in,
                                                      bool add_generation_prompt) const {
-  RECUR_ASSIGN_OR_RETURN(auto ctx, build_context(messages, in, add_generation_prompt,
-                                                 tok_->special_tokens(), caps_.object_arguments));
+  RECUR_ASSIGN_OR_RETURN(
+      auto ctx, build_context(messages, in, add_generation_prompt, tok_->special_tokens(), caps_));
   auto text = template_.render(ctx);
   if (!text) return text.status().with_context("chat template");
   return text;

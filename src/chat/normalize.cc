@@ -13,6 +13,7 @@ constexpr const char* kNeedleB = "RecurNeedleBravo";
 constexpr const char* kQuestion = "RecurQuestionUser";
 constexpr const char* kFollowUp = "RecurFollowUpUser";
 constexpr const char* kToolName = "recur_probe_tool";
+constexpr const char* kSecondTool = "recur_second_probe";
 constexpr const char* kArgValue = "RecurArgumentValue";
 // A role no template knows: a template that renders it treats every role generically.
 constexpr const char* kUnknownRole = "recurunknownrole";
@@ -57,8 +58,12 @@ class Prober {
   explicit Prober(const ProbeRender& render) : render_(render) {}
 
   std::optional<std::string> run(std::vector<Message> msgs, bool object_arguments = true) const {
-    return render_(msgs, object_arguments);
+    TemplateCaps form = form_;
+    form.object_arguments = object_arguments;
+    return render_(msgs, form);
   }
+  // How later probes hand reasoning over.
+  void use_thinking_key(bool on) { form_.thinking_key = on; }
 
   // `build(content)` makes a conversation around one message of `content`: two parts must show
   // both texts, and one part must render exactly as the same text given as a string.
@@ -89,6 +94,7 @@ class Prober {
 
  private:
   const ProbeRender& render_;
+  TemplateCaps form_;
 };
 
 }  // namespace
@@ -105,14 +111,16 @@ std::string TemplateCaps::to_string() const {
   return fmt::format(
       "system_role={:d} system_after_first={:d} developer_role={:d} typed_content={:d}{:d}{:d}{:d} "
       "null_content_with_tool_calls={:d} tool_calls={:d} object_arguments={:d} "
-      "tool_responses={:d} consecutive_users={:d} consecutive_assistants={:d}",
+      "tool_responses={:d} consecutive_users={:d} consecutive_assistants={:d} thinking_key={:d} "
+      "developer_after_first={:d} several_tool_calls={:d} tool_call_content_and_reasoning={:d}",
       system_role, system_after_first, developer_role, typed_content_system, typed_content_user,
       typed_content_assistant, typed_content_tool, null_content_with_tool_calls, tool_calls,
-      object_arguments, tool_responses, consecutive_users, consecutive_assistants);
+      object_arguments, tool_responses, consecutive_users, consecutive_assistants, thinking_key,
+      developer_after_first, several_tool_calls, tool_call_content_and_reasoning);
 }
 
 TemplateCaps detect_caps(const ProbeRender& render) {
-  const Prober p(render);
+  Prober p(render);
   TemplateCaps c;
   const Message user = text_message("user", kQuestion);
   const Message follow_up = text_message("user", kFollowUp);
@@ -132,6 +140,19 @@ TemplateCaps detect_caps(const ProbeRender& render) {
   c.consecutive_assistants = both(p.run(
       {user, text_message("assistant", kNeedleA), text_message("assistant", kNeedleB), follow_up}));
 
+  // Past reasoning: under the key the template reads (shown for a final assistant turn).
+  Message reasoned = text_message("assistant", "RecurReplyAssistant");
+  reasoned.reasoning_content = kNeedleB;
+  if (!has(p.run({user, reasoned}), kNeedleB)) {
+    p.use_thinking_key(true);
+    c.thinking_key = has(p.run({user, reasoned}), kNeedleB);
+    p.use_thinking_key(c.thinking_key);
+  }
+  c.developer_after_first =
+      !c.developer_role || has(p.run({text_message("system", "RecurSystemFirst"),
+                                      text_message("developer", kNeedleB), user}),
+                               kNeedleB);
+
   c.tool_calls = has(p.run({user, tool_call_message(""), follow_up}, true), kToolName);
   if (!c.tool_calls) {
     c.tool_calls = has(p.run({user, tool_call_message(""), follow_up}, false), kToolName);
@@ -145,6 +166,13 @@ TemplateCaps detect_caps(const ProbeRender& render) {
     c.tool_responses =
         has(p.run({user, tool_call_message(""), tool_result(text_message("tool", kNeedleA))}, args),
             kNeedleA);
+    Message two = tool_call_message("");
+    two.tool_calls.push_back(
+        ToolCall{.id = "call_recur_probe_b", .name = kSecondTool, .arguments_json = "{}"});
+    c.several_tool_calls = has(p.run({user, two, follow_up}, args), kSecondTool);
+    Message reasoned_call = tool_call_message(kNeedleA);
+    reasoned_call.reasoning_content = kNeedleB;
+    c.tool_call_content_and_reasoning = p.run({user, reasoned_call, follow_up}, args).has_value();
   }
 
   c.typed_content_system = c.system_role && p.typed_content("system", [&](Message m) {
@@ -216,21 +244,38 @@ Message rewrite_one(const Message& in, const TemplateCaps& caps) {
     m.tool_calls.clear();
   }
   if (m.content_is_parts && !caps.typed_content(m.role)) set_text(m, joined_parts(m));
+  if (m.role == "assistant" && !m.tool_calls.empty() && !caps.tool_call_content_and_reasoning &&
+      m.reasoning_content && !m.reasoning_content->empty() && !plain_text(m).empty()) {
+    // The reasoning came first (gpt-oss writes its analysis, then a preamble, then the call).
+    std::string r = *m.reasoning_content;
+    append_text(r, plain_text(m));
+    m.reasoning_content = std::move(r);
+    set_text(m, "");
+  }
   const bool keep_null =
       m.role == "assistant" && !m.tool_calls.empty() && caps.null_content_with_tool_calls;
   if (!m.content_is_parts && !m.content && !keep_null) m.content = "";
   return m;
 }
 
-// Places system messages the template cannot take where they are: several leading ones become
-// one, and those it cannot render (at all, or after the first message) go to the start of the
-// next user message, or become a user message of their own when no user message follows.
+bool is_instruction(const Message& m) { return m.role == "system" || m.role == "developer"; }
+
+// Whether the template renders a system or developer message where it stands (first: it opens
+// the conversation). A developer message is still one only where the template has the role.
+bool stays(const Message& m, bool first, const TemplateCaps& caps) {
+  if (m.role == "developer") return first || caps.developer_after_first;
+  return caps.system_role && (first || caps.system_after_first);
+}
+
+// Places system (and developer) messages the template cannot take where they are: several leading
+// ones become one, and those it cannot render (at all, or after the first message) go to the start
+// of the next user message, or become a user message of their own when no user message follows.
 std::vector<Message> place_systems(std::vector<Message> msgs, const TemplateCaps& caps) {
   std::vector<Message> out;
   std::size_t i = 0;
-  if (caps.system_role && !caps.system_after_first && !msgs.empty() && msgs[0].role == "system") {
+  if (!msgs.empty() && is_instruction(msgs[0]) && stays(msgs[0], true, caps)) {
     Message head = msgs[0];
-    for (i = 1; i < msgs.size() && msgs[i].role == "system"; ++i) {
+    for (i = 1; i < msgs.size() && is_instruction(msgs[i]) && !stays(msgs[i], false, caps); ++i) {
       std::string text = plain_text(head);
       append_text(text, plain_text(msgs[i]));
       set_text(head, std::move(text));
@@ -240,8 +285,7 @@ std::vector<Message> place_systems(std::vector<Message> msgs, const TemplateCaps
   std::optional<std::string> pending;  // system text waiting for a user message
   for (; i < msgs.size(); ++i) {
     Message& m = msgs[i];
-    const bool keep = caps.system_role && (out.empty() || caps.system_after_first);
-    if (m.role == "system" && !keep) {
+    if (is_instruction(m) && !stays(m, out.empty(), caps)) {
       std::string text = pending.value_or("");
       append_text(text, plain_text(m));
       pending = std::move(text);
@@ -293,6 +337,41 @@ std::vector<Message> merge_runs(std::vector<Message> msgs, const TemplateCaps& c
   return out;
 }
 
+// A template that prints one call per assistant message (gpt-oss's names each tool result after
+// the latest call): a message with several calls becomes one message per call, the first keeping
+// the text and reasoning, each followed by the tool results that answer it (by tool_call_id, in
+// order; results naming no call stay after the last).
+std::vector<Message> split_calls(std::vector<Message> msgs) {
+  std::vector<Message> out;
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    Message& m = msgs[i];
+    if (m.role != "assistant" || m.tool_calls.size() < 2) {
+      out.push_back(std::move(m));
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < msgs.size() && msgs[end].role == "tool") ++end;
+    std::vector<bool> placed(end - i - 1, false);
+    const std::vector<ToolCall> calls = std::move(m.tool_calls);
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      Message one = k == 0 ? std::move(m) : Message{.role = "assistant", .content = ""};
+      one.tool_calls = {calls[k]};
+      out.push_back(std::move(one));
+      for (std::size_t r = i + 1; r < end; ++r) {
+        if (!placed[r - i - 1] && msgs[r].tool_call_id == calls[k].id) {
+          placed[r - i - 1] = true;
+          out.push_back(std::move(msgs[r]));
+        }
+      }
+    }
+    for (std::size_t r = i + 1; r < end; ++r) {
+      if (!placed[r - i - 1]) out.push_back(std::move(msgs[r]));
+    }
+    i = end - 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Message> normalize_messages(std::span<const Message> messages,
@@ -300,7 +379,9 @@ std::vector<Message> normalize_messages(std::span<const Message> messages,
   std::vector<Message> out;
   out.reserve(messages.size());
   for (const auto& m : messages) out.push_back(rewrite_one(m, caps));
-  return merge_runs(place_systems(std::move(out), caps), caps);
+  out = merge_runs(place_systems(std::move(out), caps), caps);
+  if (caps.tool_calls && !caps.several_tool_calls) out = split_calls(std::move(out));
+  return out;
 }
 
 }  // namespace recur::chat

@@ -1,9 +1,11 @@
 // What a model's chat template can express, found once by trial renders with sentinel texts, and
 // the rewriting of a parsed message list into shapes the template can express: text parts joined,
 // null content made "", developer turned system, system messages the template cannot place merged
-// into a user turn, runs of one role merged, tool calls and results written as text. Messages the
-// template takes as they are pass through untouched, so such renderings stay byte-identical with
-// Hugging Face's apply_chat_template. Not a template engine: it renders only through a callback.
+// into a user turn, runs of one role merged, tool calls and results written as text, several calls
+// of one message made one message each, content beside reasoning and calls moved into the
+// reasoning. Messages the template takes as they are pass through untouched, so such renderings
+// stay byte-identical with Hugging Face's apply_chat_template. Not a template engine: it renders
+// only through a callback.
 #pragma once
 
 #include <functional>
@@ -32,6 +34,14 @@ struct TemplateCaps {
   bool tool_responses = false;   // tool messages
   bool consecutive_users = false;
   bool consecutive_assistants = false;
+  // How messages are handed to the template, not what it can express: past reasoning under the
+  // key `thinking` (gpt-oss's template) rather than `reasoning_content` (Qwen3's and most others).
+  bool thinking_key = false;
+  bool developer_after_first = true;  // with developer_role: a developer message not first
+  bool several_tool_calls = true;     // with tool_calls: every call of one message is printed
+  // With tool_calls: an assistant message with calls may have both text and reasoning (gpt-oss's
+  // refuses: its text is the analysis, as reasoning is).
+  bool tool_call_content_and_reasoning = true;
 
   bool typed_content(std::string_view role) const;
   // "system_role=1 developer_role=0 ...": the startup log line.
@@ -39,9 +49,10 @@ struct TemplateCaps {
 };
 
 // Renders messages through the template without a generation prompt; nullopt when it fails.
-// object_arguments: tool-call arguments as objects (else as the JSON text the client sent).
+// `form`'s object_arguments (tool-call arguments as objects, else as the JSON text the client
+// sent) and thinking_key say how the messages are handed to it.
 using ProbeRender =
-    std::function<std::optional<std::string>(std::span<const Message>, bool object_arguments)>;
+    std::function<std::optional<std::string>(std::span<const Message>, const TemplateCaps& form)>;
 
 // Trial renders of small conversations with sentinel texts (about twenty renders).
 TemplateCaps detect_caps(const ProbeRender& render);
@@ -54,7 +65,10 @@ inline constexpr std::string_view kMergeSeparator = "\n\n";
 // The messages rewritten into shapes `caps` can express. Deterministic, and a message's rewrite
 // depends only on itself, the messages before it and the role of the one after it (a user
 // message or not), so appending an assistant reply and what follows it never changes how the
-// earlier history renders: the prompt cache reuses it.
+// earlier history renders: the prompt cache reuses it. One exception: where a template prints one
+// call per message, a message with several calls is followed by the results that answer each
+// call, so the results coming in re-order it from its second call on (gpt-oss never writes
+// several; a client replaying another model's parallel calls does).
 std::vector<Message> normalize_messages(std::span<const Message> messages,
                                         const TemplateCaps& caps);
 

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "chat/formatter.h"
 #include "modelgen/generator.h"
@@ -126,8 +128,127 @@ TEST_F(CapsTest, FirstPartOnlyIsNotTypedContent) {
   EXPECT_FALSE(c.typed_content_user);
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// gpt-oss's template: past reasoning under `thinking`, one call per message, no text beside
+// reasoning and calls, only a first system or developer message.
+TEST_F(CapsTest, GptOss) {
+  TemplateCaps c = caps_of(read_file(std::string(RECUR_SOURCE_DIR) +
+                                     "/tests/template/chat_templates/openai-gpt-oss-120b.jinja"));
+  EXPECT_TRUE(c.thinking_key);
+  EXPECT_TRUE(c.system_role);
+  EXPECT_FALSE(c.system_after_first);
+  EXPECT_TRUE(c.developer_role);
+  EXPECT_FALSE(c.developer_after_first);
+  EXPECT_TRUE(c.tool_calls);
+  EXPECT_TRUE(c.object_arguments);
+  EXPECT_TRUE(c.tool_responses);
+  EXPECT_FALSE(c.null_content_with_tool_calls);  // `"..." in message.content` fails on None
+  EXPECT_FALSE(c.several_tool_calls);
+  EXPECT_FALSE(c.tool_call_content_and_reasoning);
+  EXPECT_FALSE(c.typed_content_user);
+  // Qwen3's reads reasoning_content and takes everything else.
+  TemplateCaps q = caps_of(read_file(std::string(RECUR_SOURCE_DIR) +
+                                     "/tests/template/chat_templates/Qwen-Qwen3-0.6B.jinja"));
+  EXPECT_FALSE(q.thinking_key);
+  EXPECT_TRUE(q.several_tool_calls);
+  EXPECT_TRUE(q.tool_call_content_and_reasoning);
+}
+
 Message msg(std::string role, std::string text) {
   return Message{.role = std::move(role), .content = std::move(text)};
+}
+
+Message calls(std::optional<std::string> text, std::vector<std::string> ids) {
+  Message m{.role = "assistant", .content = std::move(text)};
+  for (const std::string& id : ids) {
+    m.tool_calls.push_back({.id = id, .name = "f_" + id, .arguments_json = "{}"});
+  }
+  return m;
+}
+
+Message result(std::string id, std::string text) {
+  Message m = msg("tool", std::move(text));
+  m.tool_call_id = std::move(id);
+  return m;
+}
+
+TEST(Normalize, TextBesideReasoningAndCallsJoinsTheReasoning) {
+  TemplateCaps c{.system_role = true,
+                 .tool_calls = true,
+                 .tool_responses = true,
+                 .tool_call_content_and_reasoning = false};
+  Message m = calls("I will look it up.", {"a"});
+  m.reasoning_content = "Need the weather.";
+  std::vector<Message> in = {msg("user", "u"), m, result("a", "sunny")};
+  auto out = normalize_messages(in, c);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[1].reasoning_content, "Need the weather.\n\nI will look it up.");
+  EXPECT_EQ(out[1].content, "");
+  // Either alone is left as it is.
+  m.reasoning_content = "";
+  in[1] = m;
+  EXPECT_EQ(normalize_messages(in, c)[1].content, "I will look it up.");
+  c.tool_call_content_and_reasoning = true;
+  m.reasoning_content = "r";
+  in[1] = m;
+  EXPECT_EQ(normalize_messages(in, c)[1].content, "I will look it up.");
+}
+
+TEST(Normalize, SeveralCallsBecomeOneMessageEachWithTheirResults) {
+  TemplateCaps c{.system_role = true,
+                 .tool_calls = true,
+                 .tool_responses = true,
+                 .consecutive_assistants = true,
+                 .several_tool_calls = false};
+  Message m = calls("Checking both.", {"a", "b", "c"});
+  m.reasoning_content = "Three lookups.";
+  std::vector<Message> in = {msg("user", "u"),  m,
+                             result("b", "rb"), result("x", "rx"),
+                             result("a", "ra"), msg("user", "thanks")};
+  auto out = normalize_messages(in, c);
+  ASSERT_EQ(out.size(), 8u);
+  EXPECT_EQ(out[1].content, "Checking both.");
+  EXPECT_EQ(out[1].reasoning_content, "Three lookups.");
+  ASSERT_EQ(out[1].tool_calls.size(), 1u);
+  EXPECT_EQ(out[1].tool_calls[0].id, "a");
+  EXPECT_EQ(out[2].content, "ra");
+  EXPECT_EQ(out[3].tool_calls[0].id, "b");
+  EXPECT_EQ(out[3].content, "");
+  EXPECT_FALSE(out[3].reasoning_content.has_value());
+  EXPECT_EQ(out[4].content, "rb");
+  EXPECT_EQ(out[5].tool_calls[0].id, "c");
+  EXPECT_EQ(out[6].content, "rx");  // answers no call: after the last
+  EXPECT_EQ(out[7].content, "thanks");
+  c.several_tool_calls = true;
+  EXPECT_EQ(normalize_messages(in, c).size(), in.size());
+}
+
+TEST(Normalize, ADeveloperMessageTheTemplateOnlyTakesFirst) {
+  TemplateCaps c{.system_role = true,
+                 .developer_role = true,
+                 .consecutive_users = true,
+                 .developer_after_first = false};
+  // Codex: two developer messages open the conversation: one, as developer.
+  std::vector<Message> in = {msg("developer", "A"), msg("developer", "B"), msg("user", "hi")};
+  auto out = normalize_messages(in, c);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].role, "developer");
+  EXPECT_EQ(out[0].content, "A\n\nB");
+  in = {msg("system", "S"),    msg("developer", "D"),    msg("user", "hi"),
+        msg("assistant", "x"), msg("developer", "late"), msg("user", "more")};
+  out = normalize_messages(in, c);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].role, "system");
+  EXPECT_EQ(out[0].content, "S\n\nD");
+  EXPECT_EQ(out[3].content, "late\n\nmore");
+  c.developer_after_first = true;
+  EXPECT_EQ(normalize_messages(in, c).size(), in.size());
 }
 
 TEST(Normalize, CodexDevelopersBecomeOneSystemMessage) {
@@ -218,9 +339,14 @@ Message random_message(std::mt19937& rng, int i) {
     m.content = text;
   }
   if (m.role == "assistant" && rng() % 2 == 0) {
-    m.tool_calls.push_back({.id = "c", .name = "f", .arguments_json = "{}"});
+    const int n = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < n; ++k) {
+      m.tool_calls.push_back({.id = "c" + std::to_string(k), .name = "f", .arguments_json = "{}"});
+    }
+    if (rng() % 2 == 0) m.reasoning_content = "r" + std::to_string(i);
     if (rng() % 2 == 0) m.content.reset(), m.content_is_parts = false, m.content_parts.clear();
   }
+  if (m.role == "tool") m.tool_call_id = "c" + std::to_string(rng() % 3);
   return m;
 }
 
@@ -243,7 +369,10 @@ TEST(Normalize, AppendingATurnKeepsEarlierMessages) {
                    .tool_calls = bit(8),
                    .tool_responses = bit(9),
                    .consecutive_users = bit(10),
-                   .consecutive_assistants = bit(11)};
+                   .consecutive_assistants = bit(11),
+                   .developer_after_first = bit(12),
+                   .several_tool_calls = bit(13),
+                   .tool_call_content_and_reasoning = bit(14)};
     std::vector<Message> conv;
     const int n = 1 + static_cast<int>(rng() % 6);
     for (int i = 0; i < n; ++i) conv.push_back(random_message(rng, i));

@@ -6,8 +6,7 @@
 // reasoning tokens.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
+#include "../chat/harmony_tokenizer.h"
 #include "server/marked_text.h"
 #include "server/reply_parser.h"
 #include "server/token_sections.h"
@@ -21,65 +20,7 @@ using tokenizer::Tokenizer;
 
 constexpr TokenId kReturn = 200002, kCall = 200012;
 
-// GPT-2's byte-to-unicode map: the vocabulary's spelling of byte b.
-std::string byte_token(unsigned char b) {
-  char32_t cp = b;
-  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-  if (!printable) {
-    int n = 0;
-    for (int x = 0; x < b; ++x) {
-      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174)) ++n;
-    }
-    cp = 256 + static_cast<char32_t>(n);
-  }
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
-
-// Every byte a token (no merges), and o200k_harmony's special tokens.
-const Tokenizer& harmony_tokenizer() {
-  static const Tokenizer tok = [] {
-    nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
-    for (int b = 0; b < 256; ++b) vocab[byte_token(static_cast<unsigned char>(b))] = b;
-    nlohmann::ordered_json added = nlohmann::ordered_json::array();
-    const std::pair<int, const char*> specials[] = {
-        {199998, "<|startoftext|>"}, {199999, "<|endoftext|>"}, {200002, "<|return|>"},
-        {200003, "<|constrain|>"},   {200005, "<|channel|>"},   {200006, "<|start|>"},
-        {200007, "<|end|>"},         {200008, "<|message|>"},   {200012, "<|call|>"}};
-    for (const auto& [id, text] : specials) {
-      added.push_back({{"id", id},
-                       {"content", text},
-                       {"single_word", false},
-                       {"lstrip", false},
-                       {"rstrip", false},
-                       {"normalized", false},
-                       {"special", true}});
-    }
-    nlohmann::ordered_json j = {
-        {"version", "1.0"},
-        {"added_tokens", added},
-        {"normalizer", nullptr},
-        {"pre_tokenizer",
-         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}},
-        {"post_processor", nullptr},
-        {"decoder", {{"type", "ByteLevel"}}},
-        {"model",
-         {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::ordered_json::array()}}}};
-    auto t = Tokenizer::load(j.dump(), "");
-    if (!t.is_ok()) {
-      ADD_FAILURE() << t.status().to_string();
-      std::abort();
-    }
-    return std::move(t).value();
-  }();
-  return tok;
-}
+const Tokenizer& harmony_tokenizer() { return test_support::harmony_tokenizer(); }
 
 struct Turn {
   std::string marked;     // what the parser read
