@@ -5,6 +5,7 @@
 
 #include "server/chat_turn.h"
 #include "server/openai_chat_renderer.h"
+#include "server/tool_choice_grammar.h"
 #include "util/hash.h"
 #include "util/log.h"
 
@@ -210,6 +211,14 @@ Parsed<std::shared_ptr<ChatTurn>> Service::start_chat(const HttpRequest& http, C
   auto prompt = render_prompt(inputs);
   if (const ApiError* e = as_error(prompt)) return *e;
   turn->prompt = std::move(std::get<chat::Prompt>(prompt));
+  if (backend_.formatter->harmony()) {
+    // A forced call or output format: the prompt goes on with the message's header.
+    auto prefill = harmony_prefill(req);
+    if (const ApiError* e = as_error(prefill)) return *e;
+    const std::string& header = std::get<std::string>(prefill);
+    turn->prompt.text += header;
+    backend_.tokenizer->encode_into(header, {.parse_special = true}, turn->prompt.tokens);
+  }
   turn->timing.render_s = turn->prompt.render_s;
   turn->timing.tokenize_s = turn->prompt.tokenize_s;
   turn->key = cache_key(conversation, req.gen, backend_.formatter->signature(inputs));

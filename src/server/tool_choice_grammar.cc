@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/harmony.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 
@@ -165,9 +166,50 @@ Parsed<std::string> python_arguments(const Tool& t, const std::string& prefix, s
   return fmt::format("{}first-0", prefix);
 }
 
+ApiError harmony_one_function() {
+  return invalid_request("tool_choice",
+                         "gpt-oss's harmony format can force a call only of one named function: "
+                         "name it in tool_choice ({\"type\": \"function\", \"function\": "
+                         "{\"name\": ...}}) or declare one tool");
+}
+
+// The one function a request forces a call of ("" when none is forced); the 400 when several may
+// be called.
+Parsed<std::string> forced_function(const ChatRequest& req) {
+  if (req.tools_json.empty() || req.tool_choice_json.empty()) return std::string();
+  const json choice = json::parse(req.tool_choice_json, nullptr, false);
+  if (choice.is_object()) {
+    if (auto f = choice.find("function"); f != choice.end() && f->is_object()) {
+      return f->value("name", "");
+    }
+    return choice.value("name", "");
+  }
+  if (!choice.is_string() || choice.get<std::string>() != "required") return std::string();
+  const json declared = json::parse(req.tools_json, nullptr, false);
+  if (!declared.is_array() || declared.size() != 1) return harmony_one_function();
+  const json& f = declared[0].contains("function") ? declared[0]["function"] : declared[0];
+  return f.is_object() ? f.value("name", "") : std::string();
+}
+
 }  // namespace
 
+Parsed<std::string> harmony_prefill(const ChatRequest& req) {
+  if (req.continue_final_message) return std::string();  // the prompt ends inside a message
+  auto name = forced_function(req);
+  if (const ApiError* e = as_error(name)) return *e;
+  const std::string& fn = std::get<std::string>(name);
+  if (!fn.empty()) {
+    return fmt::format("{}commentary to=functions.{} {}json{}", chat::kHarmonyChannel, fn,
+                       chat::kHarmonyConstrain, chat::kHarmonyMessage);
+  }
+  if (req.output_format.kind != OutputFormat::Kind::kText) {
+    return fmt::format("{}final{}", chat::kHarmonyChannel, chat::kHarmonyMessage);
+  }
+  return std::string();
+}
+
 CallSyntax call_syntax(std::string_view src, bool has_pythonic_marker) {
+  if (chat::is_harmony_template(src)) return CallSyntax::kHarmony;
   if (src.find("<function=") != std::string_view::npos) return CallSyntax::kXml;
   if (src.find("<tool_call>") != std::string_view::npos) return CallSyntax::kHermes;
   if (src.find("<|tool_call_start|>") != std::string_view::npos) return CallSyntax::kPythonic;
@@ -214,6 +256,7 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, CallSyntax syn
     const std::string c = choice.get<std::string>();
     forced = c == "required";
     if (c == "none") {
+      // Harmony's calls are messages of their own, kept as text when tools are off.
       const CallSyntax s = syntax;
       if (s == CallSyntax::kHermes || s == CallSyntax::kXml) {
         return "root ::= free\n" + text_without_gbnf("free", "<tool_call>");
@@ -264,6 +307,13 @@ Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, CallSyntax syn
   if (syntax == CallSyntax::kUnknown) {
     return invalid_request("tool_choice",
                            "this model's chat template has no tool-call syntax to force");
+  }
+  if (syntax == CallSyntax::kHarmony) {
+    // The prompt ends with the call's header (harmony_prefill): the reply is its arguments.
+    if (tools.size() != 1) return harmony_one_function();
+    auto args = compile_schema(tools[0].parameters, tools[0].strict, "t0-", "tools[0].parameters");
+    if (const ApiError* e = as_error(args)) return *e;
+    return "root ::= t0-root\n" + std::get<std::string>(args);
   }
   std::string rules, names;
   for (std::size_t i = 0; i < tools.size(); ++i) {

@@ -2,7 +2,9 @@
 // template: tool_choice "required" (Anthropic "any") or a named function makes the reply one or
 // more calls (only the named one) with arguments under each tool's parameter schema; "none" with
 // tools declared forbids the call syntax. Syntaxes: Qwen3 / Hermes JSON in <tool_call> tags,
-// Qwen3.5 XML parameters, LFM2's Python call list, Llama 3 JSON.
+// Qwen3.5 XML parameters, LFM2's Python call list, Llama 3 JSON, gpt-oss's harmony (its call's
+// header is made of special tokens, which a grammar cannot write: the prompt ends with it, and the
+// grammar is the arguments').
 #pragma once
 
 #include <string>
@@ -13,7 +15,7 @@
 
 namespace recur::server {
 
-enum class CallSyntax : std::uint8_t { kUnknown, kHermes, kXml, kLlama, kPythonic };
+enum class CallSyntax : std::uint8_t { kUnknown, kHermes, kXml, kLlama, kPythonic, kHarmony };
 // From the template's text; a template that does not spell its syntax (LFM2's names the tools
 // only) is known by the vocabulary's call marker: pass whether it has <|tool_call_start|>.
 CallSyntax call_syntax(std::string_view template_source, bool has_pythonic_marker = false);
@@ -27,6 +29,13 @@ bool forces_tool_call(const ChatRequest& req);
 // tool_choice when the named tool is not declared, a strict tool's schema cannot be compiled, or
 // the template's syntax cannot be forced.
 Parsed<std::string> forced_tool_call_gbnf(const ChatRequest& req, CallSyntax syntax);
+
+// gpt-oss (harmony): what the prompt must end with after its generation prompt for the reply to be
+// what the request forces: a forced call's header ("<|channel|>commentary to=functions.NAME
+// <|constrain|>json<|message|>"), a final message's for an output format, "" for a free reply. A
+// forced call must name one function (or only one be declared): the function's name would be
+// free text before special tokens, which the grammar cannot write.
+Parsed<std::string> harmony_prefill(const ChatRequest& req);
 
 // A GBNF rule set `<name> ::= ...` matching any text that does not contain `marker` (whose first
 // byte occurs in it only there), ending anywhere.
