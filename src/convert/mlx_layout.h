@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/family.h"
 #include "convert/safetensors_writer.h"
+#include "model/family.h"
 #include "util/dtype.h"
 #include "util/status.h"
 

@@ -36,7 +36,7 @@ const char* safetensors_dtype(DType dtype) {
 }
 
 const char* safetensors_dtype(const TensorEntry& e) {
-  return e.u32 ? "U32" : safetensors_dtype(e.dtype);
+  return e.u32 ? "U32" : e.u8 ? "U8" : safetensors_dtype(e.dtype);
 }
 
 void convert_from_f32(std::span<const float> src, DType dtype, std::byte* dst) {
@@ -66,10 +66,11 @@ std::string shard_file_name(int idx, int n_shards) {
   return fmt::format("model-{:05d}-of-{:05d}.safetensors", idx + 1, n_shards);
 }
 
-// safetensors' own writer orders data by dtype (its enum, descending: F32, U32, BF16, F16), then
-// by name.
+// safetensors' own writer orders data by dtype (its enum, descending: F32, U32, BF16, F16, U8),
+// then by name.
 int dtype_rank(const TensorEntry& e) {
   if (e.u32) return 1;
+  if (e.u8) return 4;
   return e.dtype == DType::kF32 ? 0 : e.dtype == DType::kBF16 ? 2 : 3;
 }
 
@@ -189,10 +190,16 @@ Status write_block(int fd, const std::string& path, const TensorEntry& e, std::i
   const std::int64_t first = block_idx * kBlockElems;
   const auto n = static_cast<std::size_t>(std::min(kBlockElems, e.n_elems() - first));
   values.resize(n);
-  bytes.resize(n * static_cast<std::size_t>(dtype_bytes(e.dtype)));
+  bytes.resize(n * static_cast<std::size_t>(e.elem_bytes()));
   fill(std::span<float>(values.data(), n));
-  convert_from_f32(values, e.dtype, bytes.data());
-  return write_all(fd, bytes.data(), bytes.size(), offset + first * dtype_bytes(e.dtype), path);
+  if (e.u8) {
+    for (std::size_t i = 0; i < n; ++i) {
+      bytes[i] = static_cast<std::byte>(std::clamp(std::lround(values[i]), 0L, 255L));
+    }
+  } else {
+    convert_from_f32(values, e.dtype, bytes.data());
+  }
+  return write_all(fd, bytes.data(), bytes.size(), offset + first * e.elem_bytes(), path);
 }
 
 }  // namespace

@@ -24,13 +24,16 @@ struct TensorEntry {
   DType dtype = DType::kBF16;
   // Packed MLX quantization codes (mlx_layout.h): "U32" words of 4 bytes; dtype is then unused.
   bool u32 = false;
+  // Raw bytes (MXFP4's blocks and scales, gpt-oss): "U8"; the fill's values are the bytes'
+  // integers 0..255.
+  bool u8 = false;
   std::int64_t n_elems() const;
-  std::int64_t elem_bytes() const { return u32 ? 4 : dtype_bytes(dtype); }
+  std::int64_t elem_bytes() const { return u32 ? 4 : u8 ? 1 : dtype_bytes(dtype); }
   std::int64_t n_bytes() const { return n_elems() * elem_bytes(); }
 };
 
 const char* safetensors_dtype(DType dtype);           // "BF16", "F16", "F32"
-const char* safetensors_dtype(const TensorEntry& e);  // the above, or "U32"
+const char* safetensors_dtype(const TensorEntry& e);  // the above, "U32" or "U8"
 
 // Converts src into dst (little-endian, dtype_bytes(dtype) bytes per element).
 void convert_from_f32(std::span<const float> src, DType dtype, std::byte* dst);

@@ -7,11 +7,12 @@
 // below); B is one block's 16 weight rows' codes of that chunk. quant.h's packed layout
 // is already B's "4 bytes of each column per row" order (vector k of a group record holds every
 // row's codes 4k .. 4k+3), so 8-bit records are loaded in place; a 4-bit record's vector splits
-// into two B rows, the low nibbles (codes 8k .. 8k+3) and the high ones (8k+4 .. 8k+7). C is
-// [16 activation rows][16 weight rows] of int32: each output's exact integer dot product of the
-// group, which the epilogue (`fold`) folds into the output with the reference's two fused
-// multiply-adds. Integer sums do not depend on how the tiles split them, so every output has
-// ref::matmul_quant's bytes, whatever the batch, block or thread.
+// into two B rows, the low nibbles (codes 8k .. 8k+3) and the high ones (8k+4 .. 8k+7), and an
+// MXFP4 record's e2m1 indices become their unsigned affine codes (quant.h kMxfp4AffineCodes) in
+// the same pass. C is [16 activation rows][16 weight rows] of int32: each output's exact integer
+// dot product of the group, which the epilogue (`fold`) folds into the output with the
+// reference's two fused multiply-adds. Integer sums do not depend on how the tiles split them, so
+// every output has ref::matmul_quant's bytes, whatever the batch, block or thread.
 #pragma once
 
 #include <algorithm>
@@ -50,7 +51,8 @@ inline std::int64_t tile_offset(std::int64_t r, std::int64_t col, std::int64_t c
 //   configure(chunk): C tiles 16 x 64 bytes, A tiles 16 x chunk bytes, B tiles chunk/4 x 64;
 //   release(); zero<T>(); load<T>(ptr, stride); store<T>(ptr, stride);
 //   dot<C, A, B>(): C[m][n] += Σ_k int8(A[m][k]) · uint8(B[k/4][4n + k%4]);
-//   unpack4(in, vectors, out): each 64-byte vector v becomes two rows, v & 15 then v >> 4;
+//   unpack4<kCodes>(in, vectors, out): each 64-byte vector v becomes two rows, v & 15 then
+//     v >> 4 (kMxfp4: each nibble c as kMxfp4AffineCodes[c]);
 //   params<DType>(p, out16): 16 scales or biases as f32 (exact);
 //   fold(c, s, b, d, xsum, stride, rows, acc, bias): for rows r < rows and columns n < 16,
 //     acc[r][n] = fma(s[n]·d[r·stride], float(c[r][n]), acc[r][n]) and
@@ -84,7 +86,7 @@ void store_c(int reg, std::int32_t* c) {
 
 // Output rows [m0, m1) (m0 a multiple of 16, at most kPassTiles tiles) x the weight rows from n
 // (a multiple of 16) to at most n + 32 and n_end.
-template <class Ops, int kBits, int kGroup, DType kDType>
+template <class Ops, int kBits, int kGroup, DType kDType, QuantCodes kCodes>
 void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t m0, std::int64_t m1,
           std::int64_t n, std::int64_t n_end) {
   constexpr int kChunk = chunk_bytes(kGroup), kChunks = kGroup / kChunk;
@@ -134,7 +136,7 @@ void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t 
     for (int nb = 0; nb < n_blocks; ++nb) {
       const std::uint8_t* rec = blocks[nb] + g * kRecordBytes;
       if constexpr (kBits == 4) {
-        Ops::unpack4(rec, kGroup / 8, unpacked[nb]);
+        Ops::template unpack4<kCodes>(rec, kGroup / 8, unpacked[nb]);
         bt[nb] = unpacked[nb];
       } else {
         bt[nb] = rec;
@@ -175,7 +177,7 @@ void pass(const MatmulOperands& op, const QuantizedActivations& a, std::int64_t 
 
 // A block of the dispatcher: rows [m0, m1) from a multiple of 16, weight rows [n0, n1) from a
 // multiple of kQuantBlockRows. op.xp holds the activations in tile order.
-template <class Ops, int kBits, int kGroup, DType kDType>
+template <class Ops, int kBits, int kGroup, DType kDType, QuantCodes kCodes>
 void block(const MatmulOperands& op, const MatmulBlock& b) {
   static_assert(kTile == kQuantBlockRows);
   const QuantizedActivations a =
@@ -183,7 +185,8 @@ void block(const MatmulOperands& op, const MatmulBlock& b) {
   Ops::configure(chunk_bytes(kGroup));
   for (std::int64_t n = b.n0; n < b.n1; n += 2 * kTile) {
     for (std::int64_t m = b.m0; m < b.m1; m += kPassTiles * kTile) {
-      pass<Ops, kBits, kGroup, kDType>(op, a, m, std::min(b.m1, m + kPassTiles * kTile), n, b.n1);
+      pass<Ops, kBits, kGroup, kDType, kCodes>(op, a, m, std::min(b.m1, m + kPassTiles * kTile), n,
+                                               b.n1);
     }
   }
   Ops::release();

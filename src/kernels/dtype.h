@@ -25,6 +25,11 @@ using recur::round_to_bf16;
 // kQuantBlockRows rows that the quantized matmul reads front to back, each group of
 // `group_size` inputs holding the block's codes, then its rows' scales and biases (in `dtype`):
 // w = scale·q + bias. Slices of a quantized view start on a block.
+// `codes` says what a 4-bit code stands for: kAffine, the unsigned q itself (MLX's format);
+// kMxfp4, an OCP MX e2m1 index c, which the arithmetic reads as q = kMxfp4AffineCodes[c]
+// (kernels/quant.h: bits 4, groups of 32, bf16 scales and biases only).
+enum class QuantCodes : std::uint8_t { kAffine, kMxfp4 };
+
 struct WeightView {
   const void* data = nullptr;
   DType dtype = DType::kF32;  // the elements' type, or the scales' and biases' when quantized
@@ -32,6 +37,7 @@ struct WeightView {
   std::int64_t cols = 0;      // K, input features
   int bits = 0;               // 0: plain dtype elements; 4 or 8: quantized codes
   int group_size = 0;
+  QuantCodes codes = QuantCodes::kAffine;  // quantized views: what the 4-bit codes stand for
 
   static constexpr std::int64_t kQuantBlockRows = 16;
 

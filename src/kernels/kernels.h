@@ -111,6 +111,10 @@ struct AttentionShape {
   // ([n_kv_heads, capacity, head_dim]) gives each kv head one contiguous stream of rows.
   std::int64_t kv_token_stride = 0;  // 0: n_kv_heads * head_dim
   std::int64_t kv_head_stride = 0;   // 0: head_dim
+  // [n_heads] a learned logit per q head that joins every query's softmax with no value (gpt-oss's
+  // attention sinks): out = Σ p_j v_j / (Σ p_j + exp(sink − m)), m the running max of the scores.
+  // nullptr: none.
+  const float* sinks = nullptr;
   std::int64_t kv_token_step() const {
     return kv_token_stride != 0 ? kv_token_stride : n_kv_heads * head_dim;
   }

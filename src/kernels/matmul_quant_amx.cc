@@ -37,12 +37,21 @@ struct Int8TileOps : TileMoves {
     else
       static_assert(C < 0, "a tile product amx_quant_kernel.h does not issue");
   }
+  template <QuantCodes kCodes>
   static void unpack4(const std::uint8_t* in, int vectors, std::uint8_t* out) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i mx_codes = _mm512_broadcast_i32x4(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4AffineCodes)));
     for (int k = 0; k < vectors; ++k) {
       const __m512i v = _mm512_loadu_si512(in + 64 * k);
-      _mm512_store_si512(out + 128 * k, _mm512_and_si512(v, low4));
-      _mm512_store_si512(out + 128 * k + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+      __m512i lo = _mm512_and_si512(v, low4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      if constexpr (kCodes == QuantCodes::kMxfp4) {
+        lo = _mm512_shuffle_epi8(mx_codes, lo);
+        hi = _mm512_shuffle_epi8(mx_codes, hi);
+      }
+      _mm512_store_si512(out + 128 * k, lo);
+      _mm512_store_si512(out + 128 * k + 64, hi);
     }
   }
   template <DType kDType>
@@ -81,9 +90,9 @@ struct Int8TileOps : TileMoves {
 };
 
 struct AmxQuant {
-  template <int kBits, int kGroup, DType kDType>
+  template <int kBits, int kGroup, DType kDType, QuantCodes kCodes>
   static void block(const MatmulOperands& op, const MatmulBlock& b) {
-    amx_quant::block<Int8TileOps, kBits, kGroup, kDType>(op, b);
+    amx_quant::block<Int8TileOps, kBits, kGroup, kDType, kCodes>(op, b);
   }
 };
 

@@ -16,7 +16,8 @@ struct MaddDot {
     const __m256i sum_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xb), _mm256_set1_epi16(1));
     return _mm256_add_epi32(dot, _mm256_add_epi32(sum_hi, sum_lo));
   }
-  // Each 16-bit pair sum is at most 2·15·127, so the two nibbles' sums add in 16 bits.
+  // Each 16-bit pair sum is at most 2·15·127 (MXFP4's remapped codes: 2·24·127), so the two
+  // nibbles' sums add in 16 bits.
   static __m256i codes4(__m256i dot, __m256i lo, __m256i hi, __m256i xlo, __m256i xhi) {
     const __m256i p = _mm256_maddubs_epi16(lo, xlo);
     const __m256i q = _mm256_maddubs_epi16(hi, xhi);
@@ -40,9 +41,9 @@ inline std::int32_t sum_lanes(__m256i v) {
 
 // The block functions of every format, for run_quant_block (quant_pick.h).
 struct Avx2Quant {
-  template <int kBits, int kGroup, DType kDType>
+  template <int kBits, int kGroup, DType kDType, QuantCodes kCodes>
   static void block(const MatmulOperands& op, const MatmulBlock& b) {
-    quant_block<MaddDot, kBits, kGroup, kDType>(op, b);
+    quant_block<MaddDot, kBits, kGroup, kDType, kCodes>(op, b);
   }
 };
 

@@ -43,7 +43,9 @@ inline __m256i broadcast4(const std::int8_t* p) {
 
 // Activation rows [r0, r0 + kRows) against one half (8 weight rows) of a block; `mask` holds
 // all-ones in the lanes of rows that exist. Dot: how 4 code bytes meet 4 activations in a lane.
-template <class Dot, int kBits, int kGroup, DType kDType, int kRows>
+// MXFP4 codes (kCodes) are e2m1 indices: one vpshufb per nibble vector turns them into their
+// unsigned affine codes (quant.h kMxfp4AffineCodes), the rest is the same.
+template <class Dot, int kBits, int kGroup, DType kDType, QuantCodes kCodes, int kRows>
 void half_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_t* block,
                std::int64_t cols, int half, float* y, std::int64_t ldy, __m256i mask) {
   constexpr std::int64_t kCodeBytes = kQuantBlockRows * kGroup * kBits / 8;
@@ -51,6 +53,8 @@ void half_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_
   constexpr std::int64_t kRecordBytes = kCodeBytes + 2 * kParamBytes;
   const std::int64_t groups = cols / kGroup;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i mx_codes = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4AffineCodes)));
   __m256 acc[kRows], bias[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = bias[r] = _mm256_setzero_ps();
   for (std::int64_t g = 0; g < groups; ++g) {
@@ -63,8 +67,12 @@ void half_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_
     for (int k = 0; k < kGroup / kStep; ++k) {
       const __m256i v =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 * k + 32 * half));
-      const __m256i lo = _mm256_and_si256(v, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      __m256i lo = _mm256_and_si256(v, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      if constexpr (kCodes == QuantCodes::kMxfp4) {
+        lo = _mm256_shuffle_epi8(mx_codes, lo);
+        hi = _mm256_shuffle_epi8(mx_codes, hi);
+      }
       for (int r = 0; r < kRows; ++r) {
         if constexpr (kBits == 8) {
           dot[r] = Dot::codes8(dot[r], v, lo, hi, broadcast4(x[r] + 4 * k));
@@ -88,7 +96,7 @@ void half_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_
   }
 }
 
-template <class Dot, int kBits, int kGroup, DType kDType>
+template <class Dot, int kBits, int kGroup, DType kDType, QuantCodes kCodes>
 void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   const WeightView& w = op.w;
   const QuantizedActivations a =
@@ -104,11 +112,12 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
       float* y = op.y + first;
       std::int64_t r = b.m0;
       for (; r + kTileRows <= b.m1; r += kTileRows) {
-        half_tile<Dot, kBits, kGroup, kDType, kTileRows>(a, r, block, w.cols, half, y, w.rows,
-                                                         mask);
+        half_tile<Dot, kBits, kGroup, kDType, kCodes, kTileRows>(a, r, block, w.cols, half, y,
+                                                                 w.rows, mask);
       }
       for (; r < b.m1; ++r) {
-        half_tile<Dot, kBits, kGroup, kDType, 1>(a, r, block, w.cols, half, y, w.rows, mask);
+        half_tile<Dot, kBits, kGroup, kDType, kCodes, 1>(a, r, block, w.cols, half, y, w.rows,
+                                                         mask);
       }
     }
   }

@@ -53,8 +53,9 @@ inline __m512i broadcast4(const std::int8_t* p) {
 // otherwise bound it); they are summed exactly at the group end. The bias sums run in a second
 // pass over the groups, in the reference's order, so the first pass holds only the dot products
 // and the scaled sums in registers. `next` (or null): blocks whose records to prefetch, group by
-// group, as these are walked.
-template <int kBits, int kGroup, DType kDType, int kRows, int kBlocks>
+// group, as these are walked. MXFP4 codes (kCodes) are e2m1 indices: one vpshufb per nibble vector
+// turns them into their unsigned affine codes (quant.h kMxfp4AffineCodes), the rest is the same.
+template <int kBits, int kGroup, DType kDType, QuantCodes kCodes, int kRows, int kBlocks>
 void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8_t* block,
                 std::int64_t block_bytes, std::int64_t cols, float* y, std::int64_t ldy,
                 __mmask16 mask, const std::uint8_t* next) {
@@ -68,6 +69,8 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
     for (int j = 0; j < kBlocks; ++j) acc[r][j] = bias[r][j] = _mm512_setzero_ps();
   }
   const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i mx_codes =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4AffineCodes)));
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::uint8_t* rec[kBlocks];
     for (int j = 0; j < kBlocks; ++j) rec[j] = block + j * block_bytes + g * kRecordBytes;
@@ -106,6 +109,10 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
           const __m512i v = _mm512_loadu_si512(rec[j] + 64 * k);
           lo[j] = _mm512_and_si512(v, low4);
           hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+          if constexpr (kCodes == QuantCodes::kMxfp4) {
+            lo[j] = _mm512_shuffle_epi8(mx_codes, lo[j]);
+            hi[j] = _mm512_shuffle_epi8(mx_codes, hi[j]);
+          }
         }
         for (int r = 0; r < kRows; ++r) {
           const __m512i xb = broadcast4(x[r] + 8 * k);
@@ -161,17 +168,17 @@ void block_tile(const QuantizedActivations& a, std::int64_t r0, const std::uint8
 }
 
 // block_tile for 1 to sizeof...(I) rows over kBlocks blocks, indexed by rows - 1.
-template <int kBits, int kGroup, DType kDType, int kBlocks, int... I>
+template <int kBits, int kGroup, DType kDType, QuantCodes kCodes, int kBlocks, int... I>
 constexpr auto make_tiles(std::integer_sequence<int, I...>) {
-  return std::array{&block_tile<kBits, kGroup, kDType, I + 1, kBlocks>...};
+  return std::array{&block_tile<kBits, kGroup, kDType, kCodes, I + 1, kBlocks>...};
 }
 
-template <int kBits, int kGroup, DType kDType>
+template <int kBits, int kGroup, DType kDType, QuantCodes kCodes>
 void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
   static constexpr auto kTiles =
-      make_tiles<kBits, kGroup, kDType, 1>(std::make_integer_sequence<int, kStreamRows>{});
+      make_tiles<kBits, kGroup, kDType, kCodes, 1>(std::make_integer_sequence<int, kStreamRows>{});
   static constexpr auto kPairTiles =
-      make_tiles<kBits, kGroup, kDType, 2>(std::make_integer_sequence<int, kTileRows>{});
+      make_tiles<kBits, kGroup, kDType, kCodes, 2>(std::make_integer_sequence<int, kTileRows>{});
   const WeightView& w = op.w;
   const QuantizedActivations a =
       quantized_rows_view(const_cast<void*>(op.xp), op.n_rows, w.cols, kGroup);
@@ -236,9 +243,9 @@ void quant_block(const MatmulOperands& op, const MatmulBlock& b) {
 
 // The block functions of every format, for run_quant_block (quant_pick.h).
 struct Avx512Quant {
-  template <int kBits, int kGroup, DType kDType>
+  template <int kBits, int kGroup, DType kDType, QuantCodes kCodes>
   static void block(const MatmulOperands& op, const MatmulBlock& b) {
-    quant_block<kBits, kGroup, kDType>(op, b);
+    quant_block<kBits, kGroup, kDType, kCodes>(op, b);
   }
 };
 

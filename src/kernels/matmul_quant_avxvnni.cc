@@ -20,9 +20,9 @@ struct VnniDot {
 };
 
 struct VnniQuant {
-  template <int kBits, int kGroup, DType kDType>
+  template <int kBits, int kGroup, DType kDType, QuantCodes kCodes>
   static void block(const MatmulOperands& op, const MatmulBlock& b) {
-    quant_block<VnniDot, kBits, kGroup, kDType>(op, b);
+    quant_block<VnniDot, kBits, kGroup, kDType, kCodes>(op, b);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "util/check.h"
 
@@ -174,9 +175,96 @@ void pack_quantized_rows(const MlxQuantized& m, std::int64_t r0, std::int64_t n,
   }
 }
 
+float mxfp4_value(std::uint8_t code, std::uint8_t scale) {
+  RECUR_CHECK(code < 16);
+  if (scale == 255) return std::numeric_limits<float>::quiet_NaN();
+  return std::ldexp(kE2m1Values[code], static_cast<int>(scale) - 127);
+}
+
+WeightView mxfp4_packed_view(std::int64_t rows, std::int64_t cols, const void* data) {
+  RECUR_CHECK(rows >= 0 && cols >= 0 && cols % 32 == 0);
+  return {.data = data,
+          .dtype = DType::kBF16,
+          .rows = rows,
+          .cols = cols,
+          .bits = 4,
+          .group_size = 32,
+          .codes = QuantCodes::kMxfp4};
+}
+
+namespace {
+
+// The bf16 scale 2^(e − 128) and bias −12·2^(e − 128) of every e8m0 byte (exact: a power of two
+// and 1.5 times one; e = 0 and 1 give subnormal scales; the bias of 253 and up overflows to −inf).
+struct Mxfp4Params {
+  std::uint16_t scale[256], bias[256];
+};
+const Mxfp4Params& mxfp4_params() {
+  static const Mxfp4Params params = [] {
+    Mxfp4Params p{};
+    for (int e = 0; e < 256; ++e) {
+      const float s = std::ldexp(1.0f, e - 128);
+      p.scale[e] = f32_to_bf16(s);
+      p.bias[e] = f32_to_bf16(-12.0f * s);
+    }
+    return p;
+  }();
+  return params;
+}
+
+}  // namespace
+
+// As pack_quantized_rows: an MXFP4 block's 4 bytes 4k .. 4k+3 hold inputs 8k .. 8k+7 as nibbles
+// 0 .. 7 of their little-endian word (byte i: input 2i low, 2i + 1 high), MLX's 4-bit word order,
+// so lane_word places them. The nibbles stay e2m1 indices; the kernels remap them.
+bool pack_mxfp4_rows(const Mxfp4Matrix& m, std::int64_t r0, std::int64_t n, const WeightView& out) {
+  constexpr std::int64_t kGroup = 32, kBlockBytes = kGroup / 2;
+  RECUR_CHECK(out.codes == QuantCodes::kMxfp4 && out.bits == 4 && out.group_size == kGroup &&
+              out.dtype == DType::kBF16 && m.cols == out.cols && m.rows == out.rows && n >= 0 &&
+              r0 % kQuantBlockRows == 0 && r0 + n <= out.rows);
+  const std::int64_t groups = out.groups();
+  if (n > 0 && std::memchr(m.scales, 255, static_cast<std::size_t>(n * groups)) != nullptr) {
+    return false;
+  }
+  const Mxfp4Params& params = mxfp4_params();
+  const std::int64_t code_bytes = codes_bytes(out), record_bytes = out.group_record_bytes();
+  const std::int64_t end =
+      std::min(out.rows, r0 + n) == out.rows
+          ? (out.rows + kQuantBlockRows - 1) / kQuantBlockRows * kQuantBlockRows
+          : r0 + n;
+  for (std::int64_t r = r0; r < end; ++r) {
+    const bool real = r < r0 + n;
+    const std::int64_t lane = r % kQuantBlockRows;
+    std::uint8_t* rec = record_of(out, r, 0);
+    for (std::int64_t g = 0; g < groups; ++g, rec += record_bytes) {
+      std::uint16_t scale = 0, bias = 0;
+      if (real) {
+        const std::uint8_t* block = m.blocks + ((r - r0) * groups + g) * kBlockBytes;
+        for (std::int64_t k = 0; k < kBlockBytes / 4; ++k) {
+          std::uint32_t word;
+          std::memcpy(&word, block + 4 * k, 4);
+          word = lane_word(word, 4);
+          std::memcpy(rec + k * 64 + lane * 4, &word, 4);
+        }
+        const std::uint8_t e = m.scales[(r - r0) * groups + g];
+        scale = params.scale[e];
+        bias = params.bias[e];
+      } else {
+        for (std::int64_t k = 0; k < kBlockBytes / 4; ++k)
+          std::memset(rec + k * 64 + lane * 4, 0, 4);
+      }
+      std::memcpy(rec + code_bytes + lane * 2, &scale, 2);
+      std::memcpy(rec + code_bytes + (kQuantBlockRows + lane) * 2, &bias, 2);
+    }
+  }
+  return true;
+}
+
 std::uint32_t packed_code(const WeightView& w, std::int64_t r, std::int64_t e) {
   const CodeSlot slot = code_slot(w.bits, r % kQuantBlockRows, e % w.group_size);
-  return (record_of(w, r, e / w.group_size)[slot.byte] >> slot.shift) & ((1u << w.bits) - 1u);
+  const std::uint32_t c =
+      (record_of(w, r, e / w.group_size)[slot.byte] >> slot.shift) & ((1u << w.bits) - 1u);
+  return w.codes == QuantCodes::kMxfp4 ? kMxfp4AffineCodes[c] : c;
 }
 
 float packed_scale(const WeightView& w, std::int64_t r, std::int64_t g) {
@@ -188,10 +276,39 @@ float packed_bias(const WeightView& w, std::int64_t r, std::int64_t g) {
                      w.dtype, r % kQuantBlockRows);
 }
 
+namespace {
+
+// s·(q − 12): e2m1[c]·2^(e − 127) in one rounding (exact, or the overflow the value itself has),
+// where s·q + b would overflow from e = 252 on. Elsewhere both are the same floats.
+void dequantize_mxfp4_row(const WeightView& w, std::int64_t r, float* out) {
+  RECUR_CHECK(w.bits == 4);
+  float value[16];
+  for (int c = 0; c < 16; ++c) value[c] = static_cast<float>(kMxfp4AffineCodes[c] - 12);
+  const std::int64_t lane = r % kQuantBlockRows, words = w.group_size / 8;
+  for (std::int64_t g = 0; g < w.groups(); ++g) {
+    const float s = packed_scale(w, r, g);
+    const std::uint8_t* rec = record_of(w, r, g);
+    float* o = out + g * w.group_size;
+    for (std::int64_t k = 0; k < words; ++k, o += 8) {
+      const std::uint8_t* word = rec + k * 64 + lane * 4;
+      for (int j = 0; j < 4; ++j) {
+        o[j] = s * value[word[j] & 15u];
+        o[4 + j] = s * value[word[j] >> 4];
+      }
+    }
+  }
+}
+
+}  // namespace
+
 // Lane word by lane word (pack_quantized_rows' layout): the input-by-input form cost 7 ns an
 // element, a tenth of a quantized model's 512-token prefill going to its embedding rows.
 void dequantize_row(const WeightView& w, std::int64_t r, float* out) {
   RECUR_CHECK(w.quantized() && r >= 0 && r < w.rows);
+  if (w.codes == QuantCodes::kMxfp4) {
+    dequantize_mxfp4_row(w, r, out);
+    return;
+  }
   const std::int64_t lane = r % kQuantBlockRows, per_word = 32 / w.bits;
   const std::int64_t words = w.group_size / per_word;
   for (std::int64_t g = 0; g < w.groups(); ++g) {

@@ -19,6 +19,12 @@
 // The arithmetic of a quantized Linear: each activation row is quantized to int8 in blocks of the
 // weight's group size (scale absmax/127), so a group's dot product is an exact integer sum and the
 // rest is two fused multiply-adds per group (ref::matmul_quant).
+//
+// MXFP4 (OCP microscaling, gpt-oss's expert weights) is held in the 4-bit packed layout with
+// groups of 32 and WeightView::codes = kMxfp4: each nibble is an e2m1 index c, which the
+// arithmetic reads as the unsigned code q = kMxfp4AffineCodes[c] = 2·e2m1[c] + 12 with the
+// group's scale s = 2^(e − 128) and bias b = −12·s (bf16, exact), so s·q + b = e2m1[c]·2^(e − 127)
+// exactly. Every kernel is the affine one with one byte shuffle (c -> q) after the nibble split.
 #pragma once
 
 #include <cstdint>
@@ -70,12 +76,49 @@ WeightView packed_view(const MlxQuantized& m, const void* data);
 void pack_quantized_rows(const MlxQuantized& m, std::int64_t r0, std::int64_t n,
                          const WeightView& out);
 
-// One element of a packed view: row r's code of input e, and its group g's scale and bias.
+// MXFP4 as released (OCP MX, gpt-oss's *_blocks / *_scales): per row, inputs in blocks of 32, each
+// block 16 bytes (byte j: element 2j in its low nibble, 2j + 1 in its high one, as transformers'
+// convert_moe_packed_tensors reads them) of e2m1 indices into kE2m1Values, and one e8m0 scale
+// byte e: element = e2m1[c]·2^(e − 127); e = 255 is NaN.
+struct Mxfp4Matrix {
+  const std::uint8_t* blocks = nullptr;  // [rows, cols / 32, 16]
+  const std::uint8_t* scales = nullptr;  // [rows, cols / 32], e8m0
+  std::int64_t rows = 0, cols = 0;       // cols % 32 == 0
+};
+
+// The e2m1 values of the 16 codes (sign bit 3, then 2 exponent bits and 1 mantissa bit).
+constexpr float kE2m1Values[16] = {+0.0f, 0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+// The unsigned affine code each e2m1 index stands for in a kMxfp4 view: 2·e2m1[c] + 12, so that
+// with s = 2^(e − 128) and b = −12·s, s·q + b = e2m1[c]·2^(e − 127). Unsigned because the integer
+// dot products take the weight operand as u8 (vpdpbusd, vpmaddubsw, tdpbsud).
+constexpr std::uint8_t kMxfp4AffineCodes[16] = {12, 13, 14, 15, 16, 18, 20, 24,
+                                                12, 11, 10, 9,  8,  6,  4,  0};
+
+// e2m1[code] · 2^(scale − 127), exact (scale 255: NaN).
+float mxfp4_value(std::uint8_t code, std::uint8_t scale);
+
+// The packed view (bits 4, group 32, bf16 scales/biases, codes kMxfp4) over `data`, which holds
+// view.total_bytes() bytes.
+WeightView mxfp4_packed_view(std::int64_t rows, std::int64_t cols, const void* data);
+
+// Packs rows [r0, r0 + n) of m into `out` (as pack_quantized_rows: r0 a multiple of
+// kQuantBlockRows, rows past m.rows zero, m's pointers may address just those rows). Returns
+// false, writing nothing, when a scale byte of those rows is 255 (NaN), so the loader can name the
+// tensor. Scales 253 and 254 are packed (dequantize_row stays exact there), but their bias −12·s
+// overflows bf16 to −inf, so a matmul over such a group gives inf or NaN: weights of 2^125 and
+// more, whose products overflow f32 anyway (trained weights' scales sit near 127).
+bool pack_mxfp4_rows(const Mxfp4Matrix& m, std::int64_t r0, std::int64_t n, const WeightView& out);
+
+// One element of a packed view: row r's code of input e (the unsigned q of the arithmetic: a
+// kMxfp4 view's e2m1 index read through kMxfp4AffineCodes), and its group g's scale and bias.
 std::uint32_t packed_code(const WeightView& w, std::int64_t r, std::int64_t e);
 float packed_scale(const WeightView& w, std::int64_t r, std::int64_t g);
 float packed_bias(const WeightView& w, std::int64_t r, std::int64_t g);
 
 // Row r of a packed view as f32 (s·q + b, in f32), cols values: the same floats as the MLX row.
+// A kMxfp4 view gives s·(q − 12), which is s·q + b wherever that does not overflow, and is
+// e2m1[c]·2^(e − 127) exactly (−0 as +0).
 void dequantize_row(const WeightView& w, std::int64_t r, float* out);
 
 // One activation row quantized for a quantized matmul, blocks of `group_size` inputs:
@@ -99,7 +142,8 @@ namespace ref {
 // y[r, n] for the rows n of w (packed, a slice starting on a block) and activation rows already
 // quantized (row r's blocks at a.q + r·cols, a.d + r·groups, a.xsum + r·groups):
 //   acc = fma(s_g·d_g, dot_g, acc) and bias = fma(b_g, xsum_g, bias) over g in order, from 0,
-//   where dot_g = Σ_{i∈g} q_w[i]·q_x[i] (an exact integer), then y = acc + bias.
+//   where dot_g = Σ_{i∈g} q_w[i]·q_x[i] (an exact integer; q_w is packed_code's, so a kMxfp4
+//   view's e2m1 indices enter through kMxfp4AffineCodes), then y = acc + bias.
 void matmul_quant(const QuantizedActivations& a, std::int64_t n_rows, const WeightView& w, float* y,
                   std::int64_t ldy);
 }  // namespace ref

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/attention_sinks.h"
 #include "util/check.h"
 
 namespace recur::kernels::ref {
@@ -179,7 +180,7 @@ void attention_query(const float* q, const void* k_cache, const void* v_cache, f
       m = m_new;
     }
     float* oh = out + (i * shape.n_heads + h) * hd;
-    const float inv_l = 1.0f / l;
+    const float inv_l = 1.0f / sink_denominator(shape, h, l, m);
     for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[d] * inv_l;
   }
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/attention_sinks.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
 #include "kernels/vec_attention_rows.h"
@@ -107,7 +108,7 @@ inline void attention_query(const float* q, const void* k_cache, const void* v_c
     m = m_new;
   }
   float* oh = out + (i * s.n_heads + h) * hd;
-  const float inv_l = 1.0f / l;
+  const float inv_l = 1.0f / sink_denominator(s, h, l, m);
   for (std::int64_t d = 0; d < hd; ++d) oh[d] = acc[d] * inv_l;
 }
 
@@ -195,7 +196,7 @@ inline void attention_tile_finish(const AttnRow* rows, std::int64_t n_rows, floa
   for (std::int64_t r = 0; r < n_rows; ++r) {
     const std::int64_t i = i0 + r / group, h = kvh * group + r % group;
     float* oh = out + (i * s.n_heads + h) * hd;
-    const float inv_l = 1.0f / rows[r].l;
+    const float inv_l = 1.0f / sink_denominator(s, h, rows[r].l, rows[r].m);
     for (std::int64_t d = 0; d < hd; ++d) oh[d] = rows[r].acc[d] * inv_l;
   }
 }

@@ -86,11 +86,10 @@ void append_kv(const AttentionW& w, const ChunkRows& c, const float* k_rows, con
   }
 }
 
-
 // kernels::rope's pairing and f32 arithmetic with the frequencies taken from a table
 // (AttentionW::inv_freq, e.g. llama3-scaled) instead of computed from theta.
 void rope_from_table(float* x, const std::int32_t* positions, const k::RopeShape& shape,
-                     const std::vector<float>& inv_freq) {
+                     const std::vector<float>& inv_freq, float attention_factor) {
   const std::int64_t half = shape.rotary_dim / 2;
   RECUR_CHECK(static_cast<std::int64_t>(inv_freq.size()) == half);
   const std::int64_t hs = shape.head_stride != 0 ? shape.head_stride : shape.head_dim;
@@ -99,7 +98,8 @@ void rope_from_table(float* x, const std::int32_t* positions, const k::RopeShape
     const auto pos = static_cast<float>(positions[t]);
     for (std::int64_t i = 0; i < half; ++i) {
       const float angle = pos * inv_freq[static_cast<std::size_t>(i)];
-      const float c = std::cos(angle), s = std::sin(angle);
+      float c = std::cos(angle), s = std::sin(angle);
+      if (attention_factor != 1.0f) c *= attention_factor, s *= attention_factor;
       for (std::int64_t h = 0; h < shape.n_heads; ++h) {
         float* xh = x + t * ts + h * hs;
         const float a = xh[i], b = xh[i + half];
@@ -113,7 +113,7 @@ void rope_from_table(float* x, const std::int32_t* positions, const k::RopeShape
 void apply_rope(const AttentionW& w, float* x, const std::int32_t* positions,
                 const k::RopeShape& shape) {
   if (w.inv_freq.empty()) return k::rope(x, positions, shape, w.rope_theta);
-  rope_from_table(x, positions, shape, w.inv_freq);
+  rope_from_table(x, positions, shape, w.inv_freq, w.rope_attention_factor);
 }
 }  // namespace
 
@@ -135,6 +135,7 @@ void visit_attention(TensorVisitor& v, const std::string& p, std::int64_t d_mode
     v.vector(m + "v_proj.bias", {w->n_kv_heads * hd}, &w->v_bias);
     v.vector(m + w->o_proj + ".bias", {d_model}, &w->o_bias);
   }
+  if (w->sinks) v.vector(m + "sinks", {w->n_heads}, &w->sink);
 }
 
 std::int64_t attention_scratch_per_row(const AttentionW& w) {
@@ -155,6 +156,8 @@ namespace {
 float score_scale(const AttentionW& w) {
   return w.scale != 0.0f ? w.scale : 1.0f / std::sqrt(static_cast<float>(w.head_dim));
 }
+
+const float* sinks_of(const AttentionW& w) { return w.sinks ? w.sink.data() : nullptr; }
 
 // One token's K or V row of one kv head (f32) into `slot` of a head's buffer, in the KV dtype.
 void store_row(const AttentionW& w, std::uint8_t* head, std::int64_t slot, const float* row) {
@@ -213,7 +216,8 @@ void full_attention(ForwardCtx& ctx, const AttentionW& w, const float* q, const 
                               .scale = score_scale(w),
                               .kv_dtype = w.kv_dtype,
                               .kv_token_stride = hd,
-                              .kv_head_stride = c.seq->capacity_tokens() * hd}});
+                              .kv_head_stride = c.seq->capacity_tokens() * hd,
+                              .sinks = sinks_of(w)}});
   }
   k::attention_batch(*ctx.pool, jobs);
 }
@@ -244,7 +248,8 @@ void ring_attention(ForwardCtx& ctx, const AttentionW& w, const float* q, const 
                                    .scale = score_scale(w),
                                    .kv_dtype = w.kv_dtype,
                                    .kv_token_stride = hd,
-                                   .kv_head_stride = 2 * slots * hd};
+                                   .kv_head_stride = 2 * slots * hd,
+                                   .sinks = sinks_of(w)};
       const std::int64_t row0 = c.row0 + p0, pos0 = c.pos0 + p0;
       const std::int64_t first = std::clamp<std::int64_t>(window - pos0, 0, n);
       if (first > 0) {  // positions pos0 .. pos0 + first - 1 < window

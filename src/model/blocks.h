@@ -44,12 +44,16 @@ struct AttentionW {
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, rotary_dim = 0;
   float rope_theta = 1e6f;
   std::vector<float> inv_freq;  // [rotary_dim / 2]; empty: 1 / theta^(2i / rotary_dim)
+  // YaRN's attention factor: cos and sin are multiplied by it (with a table only).
+  float rope_attention_factor = 1.0f;
   float scale = 0.0f;  // of the scores; 0: head_dim^-0.5 (Gemma: query_pre_attn_scalar^-0.5)
   // > 0: a query sees the last `window` positions (itself included), kept in a ring (state.h).
   std::int64_t window = 0;
   bool output_gate = false;
   bool qk_norm = true;
-  bool bias = false;                                  // q/k/v/o_proj.bias (attention_bias)
+  bool bias = false;        // q/k/v/o_proj.bias (attention_bias)
+  bool sinks = false;       // a learned softmax logit per head, self_attn.sinks [n_heads] (gpt-oss)
+  std::vector<float> sink;  // bound when `sinks`
   std::vector<float> q_bias, k_bias, v_bias, o_bias;  // bound when `bias`
   kernels::DType kv_dtype = kernels::DType::kF32;
   std::size_t layer = 0;  // index into SequenceState layers

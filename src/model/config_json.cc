@@ -260,6 +260,16 @@ Result<std::optional<QuantizationConfig>> ConfigJson::quantization() const {
   if (!q->is_object()) {
     return Error(StatusCode::kInvalidArgument, "{}: 'quantization' must be an object", file_);
   }
+  // transformers' quantizers name theirs; of them recur reads MXFP4 (gpt-oss), whose tensors say
+  // where they are (*_blocks / *_scales beside the floating ones), not an MLX format.
+  if (q->contains("quant_method")) {
+    const nlohmann::json& method = (*q)["quant_method"];
+    if (method == "mxfp4") return std::optional<QuantizationConfig>();
+    return Error(StatusCode::kUnimplemented,
+                 "{}: quantization_config quant_method {} is not supported; supported: mxfp4 "
+                 "(gpt-oss) and MLX's affine quantization",
+                 file_, method.dump());
+  }
   auto read_format = [&](const nlohmann::json& v,
                          const std::string& where) -> Result<QuantizationConfig::Format> {
     if (v.is_boolean() && !v.get<bool>()) return QuantizationConfig::Format{};

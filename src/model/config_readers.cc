@@ -1,5 +1,10 @@
 #include "model/config_readers.h"
 
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <utility>
+
 #include "kernels/kernels.h"
 #include "model/family.h"
 
@@ -129,6 +134,109 @@ Status refuse_true(const ConfigJson& c, const char* key, const char* what) {
   if (!on) return Status::ok();
   return Error(StatusCode::kUnimplemented, "{}: {}=true ({}) is not supported", c.file(), key,
                what);
+}
+
+Result<std::vector<bool>> read_sliding_layers(const ConfigJson& c, std::int64_t n_layers,
+                                              std::int64_t period) {
+  std::vector<bool> sliding;
+  if (!c.has("layer_types")) {
+    for (std::int64_t i = 0; i < n_layers; ++i) sliding.push_back((i + 1) % period != 0);
+    return sliding;
+  }
+  RECUR_ASSIGN_OR_RETURN(auto types, c.get_strings("layer_types"));
+  if (static_cast<std::int64_t>(types.size()) != n_layers) {
+    return Error(StatusCode::kInvalidArgument, "{}: layer_types has {} entries for {} layers",
+                 c.file(), types.size(), n_layers);
+  }
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (types[i] != "sliding_attention" && types[i] != "full_attention") {
+      return Error(StatusCode::kInvalidArgument,
+                   "{}: layer_types[{}] is '{}' (expected sliding_attention or full_attention)",
+                   c.file(), i, types[i]);
+    }
+    sliding.push_back(types[i] == "sliding_attention");
+  }
+  return sliding;
+}
+
+Result<RopeType> read_rope_type(const ConfigJson& c) {
+  RopeType t;
+  for (const char* g : {"rope_parameters", "rope_scaling"}) {
+    for (const char* key : {"rope_type", "type"}) {
+      const std::string k = std::string(g) + "." + key;
+      if (t.group.empty() && c.has(k)) {
+        RECUR_ASSIGN_OR_RETURN(t.type, c.get_string(k));
+        t.group = g;
+      }
+    }
+  }
+  return t;
+}
+
+Result<RopeTable> read_yarn(const ConfigJson& c, double rope_theta, std::int64_t rotary_dim) {
+  RECUR_ASSIGN_OR_RETURN(const RopeType type, read_rope_type(c));
+  if (type.type != "yarn") {
+    return Error(StatusCode::kUnimplemented, "{}: {}.rope_type '{}' is not supported (only 'yarn')",
+                 c.file(), type.group.empty() ? "rope_scaling" : type.group, type.type);
+  }
+  const std::string g = type.group + ".";
+  auto optional = [&](const char* key, double fallback) -> Result<double> {
+    return c.get_float(g + key, fallback);
+  };
+  RECUR_ASSIGN_OR_RETURN(const double original,
+                         c.get_float(g + "original_max_position_embeddings"));
+  double factor = 0;
+  if (c.has(g + "factor")) {
+    RECUR_ASSIGN_OR_RETURN(factor, c.get_float(g + "factor"));
+  } else {
+    RECUR_ASSIGN_OR_RETURN(const double max_pos, c.get_float("max_position_embeddings"));
+    factor = max_pos / original;
+  }
+  RECUR_ASSIGN_OR_RETURN(const double beta_fast, optional("beta_fast", 32.0));
+  RECUR_ASSIGN_OR_RETURN(const double beta_slow, optional("beta_slow", 1.0));
+  RECUR_ASSIGN_OR_RETURN(const double mscale, optional("mscale", 0.0));
+  RECUR_ASSIGN_OR_RETURN(const double mscale_all_dim, optional("mscale_all_dim", 0.0));
+  RECUR_ASSIGN_OR_RETURN(const bool truncate, c.get_bool(g + "truncate", true));
+  for (auto [v, key] : {std::pair{factor, "factor"},
+                        {original, "original_max_position_embeddings"},
+                        {beta_fast, "beta_fast"},
+                        {beta_slow, "beta_slow"}}) {
+    if (!(v > 0.0) || !std::isfinite(v)) {
+      return Error(StatusCode::kInvalidArgument, "{}: {}{} must be positive", c.file(), g, key);
+    }
+  }
+  auto get_mscale = [](double scale, double m) {
+    return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+  };
+  double attention_factor = 0;
+  if (c.has(g + "attention_factor")) {
+    RECUR_ASSIGN_OR_RETURN(attention_factor, c.get_float(g + "attention_factor"));
+  } else if (mscale != 0.0 && mscale_all_dim != 0.0) {
+    attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim);
+  } else {
+    attention_factor = get_mscale(factor, 1.0);
+  }
+  // The dimension index at which a frequency makes `rotations` turns over the original context.
+  const auto dim = static_cast<double>(rotary_dim);
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(original / (rotations * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(rope_theta));
+  };
+  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+  if (truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1);
+  if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+  RopeTable t{.attention_factor = static_cast<float>(attention_factor)};
+  t.inv_freq.resize(static_cast<std::size_t>(rotary_dim / 2));
+  for (std::size_t i = 0; i < t.inv_freq.size(); ++i) {
+    const double pos_freq = std::pow(rope_theta, static_cast<double>(2 * i) / dim);
+    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    const double extrapolation = 1.0 - ramp;  // weight of the unscaled frequency
+    t.inv_freq[i] = static_cast<float>(1.0 / (factor * pos_freq) * (1.0 - extrapolation) +
+                                       1.0 / pos_freq * extrapolation);
+  }
+  return t;
 }
 
 Status check_activation(const ConfigJson& c, const char* key, std::string_view want) {

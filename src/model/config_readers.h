@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/config_json.h"
 #include "util/status.h"
@@ -81,6 +83,29 @@ Status read_dt_limit(const ConfigJson& c, std::initializer_list<const char*> key
 
 // "<file>: <key>=true (<what>) is not supported" when the boolean key is true.
 Status refuse_true(const ConfigJson& c, const char* key, const char* what);
+
+// Which layers attend in a sliding window: layer_types ("sliding_attention" / "full_attention",
+// one per layer), else every layer but each `period`-th ((i + 1) % period == 0 is full).
+Result<std::vector<bool>> read_sliding_layers(const ConfigJson& c, std::int64_t n_layers,
+                                              std::int64_t period);
+
+// RoPE frequencies from a table, for the scaled RoPE types: inv_freq [rotary_dim / 2] and the
+// factor cos and sin are multiplied by.
+struct RopeTable {
+  std::vector<float> inv_freq;
+  float attention_factor = 1.0f;
+};
+// rope_scaling (transformers 4) or rope_parameters (5) of rope_type "yarn", as transformers'
+// _compute_yarn_parameters: factor (else max_position_embeddings / original), beta_fast 32,
+// beta_slow 1, attention_factor (else 0.1 ln(factor) + 1, or the mscale / mscale_all_dim ratio),
+// truncate (default true). An error when the config's rope type is not "yarn".
+Result<RopeTable> read_yarn(const ConfigJson& c, double rope_theta, std::int64_t rotary_dim);
+// The config's RoPE type ("default" when it names none) and the group that names it.
+struct RopeType {
+  std::string type = "default";
+  std::string group;  // "rope_parameters" or "rope_scaling"; empty for the default
+};
+Result<RopeType> read_rope_type(const ConfigJson& c);
 
 // An activation key, absent or `want`.
 Status check_activation(const ConfigJson& c, const char* key, std::string_view want);

@@ -61,6 +61,17 @@ class TensorVisitor {
       matrix(p + "experts." + std::to_string(e) + "." + name + ".weight", rows, cols, &(*slots)[e]);
     }
   }
+  // gpt-oss's experts under the module prefix `p` ("model.layers.N.mlp.experts."), each expert's
+  // gate and up [d_ff, d_model] and down [d_model, d_ff] bound as Linears (slots sized to the
+  // experts). As released, MXFP4 (docs/model-gpt-oss.md): gate_up_proj_blocks
+  // [E, 2 * d_ff, d_model / 32, 16] and gate_up_proj_scales [E, 2 * d_ff, d_model / 32], U8, gate
+  // rows even and up rows odd; down_proj_blocks / _scales [E, d_model, d_ff / 32, (16)]. Or as
+  // transformers' dequantized parameters (bf16 conversions): gate_up_proj [E, d_model, 2 * d_ff]
+  // (gate columns even) and down_proj [E, d_ff, d_model], both applied as x · W.
+  virtual void interleaved_experts(const std::string& p, std::int64_t d_ff, std::int64_t d_model,
+                                   std::vector<kernels::WeightView>* gate,
+                                   std::vector<kernels::WeightView>* up,
+                                   std::vector<kernels::WeightView>* down) = 0;
   // The checkpoint's zero-centred norm weights already hold 1 + w (MLX writes them so): the
   // loader must not add the 1 again (model/blocks.h visit_norm).
   virtual bool norms_hold_one() const { return false; }

@@ -58,31 +58,13 @@ Status parse_rope(const ConfigJson& c, const std::string& type, float theta_fall
 }
 
 Result<std::vector<bool>> parse_schedule(const ConfigJson& c, std::int64_t n_layers) {
-  std::vector<bool> sliding;
-  if (c.has("layer_types")) {
-    RECUR_ASSIGN_OR_RETURN(auto types, c.get_strings("layer_types"));
-    if (static_cast<std::int64_t>(types.size()) != n_layers) {
-      return Error(StatusCode::kInvalidArgument, "{}: layer_types has {} entries for {} layers",
-                   c.file(), types.size(), n_layers);
-    }
-    for (std::size_t i = 0; i < types.size(); ++i) {
-      if (types[i] != "sliding_attention" && types[i] != "full_attention") {
-        return Error(StatusCode::kInvalidArgument,
-                     "{}: layer_types[{}] is '{}' (expected sliding_attention or full_attention)",
-                     c.file(), i, types[i]);
-      }
-      sliding.push_back(types[i] == "sliding_attention");
-    }
-    return sliding;
-  }
   // HF: layer i is global iff (i + 1) % sliding_window_pattern == 0 (default 6).
   RECUR_ASSIGN_OR_RETURN(std::int64_t pattern, c.get_int("sliding_window_pattern", 6));
-  if (pattern <= 0) {
+  if (pattern <= 0 && !c.has("layer_types")) {
     return Error(StatusCode::kInvalidArgument, "{}: sliding_window_pattern must be positive",
                  c.file());
   }
-  for (std::int64_t i = 0; i < n_layers; ++i) sliding.push_back((i + 1) % pattern != 0);
-  return sliding;
+  return read_sliding_layers(c, n_layers, pattern);
 }
 
 Result<Gemma3Config> parse_config(const ConfigJson& c) {

@@ -4,11 +4,13 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "kernels/quant.h"
 #include "model/checkpoint.h"
@@ -119,6 +121,151 @@ class BindingVisitor final : public TensorVisitor {
       return;
     }
     bind_stacked(module + ".weight", 1, 0, n, rows, cols, true, true, slots);
+  }
+
+  void interleaved_experts(const std::string& p, std::int64_t d_ff, std::int64_t d_model,
+                           std::vector<k::WeightView>* gate, std::vector<k::WeightView>* up,
+                           std::vector<k::WeightView>* down) override {
+    if (ck_.find(p + "gate_up_proj_blocks") != nullptr) {
+      bind_mxfp4(p + "gate_up_proj", 2 * d_ff, d_model, gate, up);
+      bind_mxfp4(p + "down_proj", d_model, d_ff, down, nullptr);
+      return;
+    }
+    bind_transposed(p + "gate_up_proj", d_model, 2 * d_ff, gate, up);
+    bind_transposed(p + "down_proj", d_ff, d_model, down, nullptr);
+  }
+
+  // `name`_blocks [E, rows, cols / 32, 16] and `name`_scales [E, rows, cols / 32] (U8): each
+  // expert's MXFP4 matrix packed into the kernels' layout (kernels/quant.h). With `odd`, the
+  // rows alternate between two matrices [rows / 2, cols]: even rows into `even`, odd into `odd`.
+  void bind_mxfp4(const std::string& name, std::int64_t rows, std::int64_t cols,
+                  std::vector<k::WeightView>* even, std::vector<k::WeightView>* odd) {
+    const auto n = static_cast<std::int64_t>(even->size());
+    if (!status_.is_ok()) return;
+    if (cols % 32 != 0) {
+      status_ = Error(StatusCode::kInvalidArgument,
+                      "{}: '{}_blocks': MXFP4 needs rows of whole blocks of 32, not {}", ck_.dir(),
+                      name, cols);
+      return;
+    }
+    const TensorInfo* blocks = lookup_bytes(name + "_blocks", {n, rows, cols / 32, 16});
+    const TensorInfo* scales = lookup_bytes(name + "_scales", {n, rows, cols / 32});
+    if (blocks == nullptr || scales == nullptr) return;
+    const std::size_t listed = list_->size() - 2;  // the blocks' entry
+    const std::int64_t out_rows = odd != nullptr ? rows / 2 : rows;
+    const std::int64_t row_bytes = cols / 2, row_scales = cols / 32;
+    const std::size_t before = store_->bytes;
+    for (std::int64_t e = 0; e < n; ++e) {
+      for (int half = 0; half < (odd != nullptr ? 2 : 1); ++half) {
+        k::WeightView* slot = &(half == 0 ? *even : *odd)[static_cast<std::size_t>(e)];
+        *slot = store_->add(k::mxfp4_packed_view(out_rows, cols, nullptr));
+      }
+    }
+    // Each expert on a pool task: its rows (one matrix's, or every other one copied out first).
+    std::atomic<std::int64_t> bad{-1};
+    auto pack_expert = [&](std::size_t task) {
+      const auto e = static_cast<std::int64_t>(task);
+      const std::uint8_t* b = blocks->data + e * rows * row_bytes;
+      const std::uint8_t* sc = scales->data + e * rows * row_scales;
+      if (odd == nullptr) {
+        if (!k::pack_mxfp4_rows({.blocks = b, .scales = sc, .rows = rows, .cols = cols}, 0, rows,
+                                (*even)[task])) {
+          bad = e;
+        }
+        return;
+      }
+      std::vector<std::uint8_t> rb(static_cast<std::size_t>(out_rows * row_bytes));
+      std::vector<std::uint8_t> rs(static_cast<std::size_t>(out_rows * row_scales));
+      for (int half = 0; half < 2; ++half) {
+        for (std::int64_t r = 0; r < out_rows; ++r) {
+          const std::int64_t src = 2 * r + half;
+          std::memcpy(rb.data() + r * row_bytes, b + src * row_bytes,
+                      static_cast<std::size_t>(row_bytes));
+          std::memcpy(rs.data() + r * row_scales, sc + src * row_scales,
+                      static_cast<std::size_t>(row_scales));
+        }
+        if (!k::pack_mxfp4_rows(
+                {.blocks = rb.data(), .scales = rs.data(), .rows = out_rows, .cols = cols}, 0,
+                out_rows, (half == 0 ? *even : *odd)[task])) {
+          bad = e;
+        }
+      }
+    };
+    if (opts_.pool == nullptr) {
+      for (std::size_t e = 0; e < static_cast<std::size_t>(n); ++e) pack_expert(e);
+    } else {
+      opts_.pool->run(static_cast<std::size_t>(n), pack_expert);
+    }
+    if (bad >= 0) {
+      status_ = Error(StatusCode::kDataLoss,
+                      "{}: tensor '{}_scales' of expert {} holds 255, which MXFP4 reserves for NaN",
+                      scales->file, name, bad.load());
+      return;
+    }
+    (*list_)[listed].n_bytes = static_cast<std::int64_t>(store_->bytes - before);
+    advance(blocks->n_bytes + scales->n_bytes);
+    drop_mapped_pages(blocks->data, blocks->n_bytes);
+    drop_mapped_pages(scales->data, scales->n_bytes);
+  }
+
+  // A raw-byte tensor (U8) of exactly `shape`, listed.
+  const TensorInfo* lookup_bytes(const std::string& name, const std::vector<std::int64_t>& shape) {
+    list_->push_back({.name = name, .shape = shape, .u8 = true});
+    if (!status_.is_ok()) return nullptr;
+    const TensorInfo* t = ck_.find(name);
+    if (t == nullptr) {
+      status_ = Error(StatusCode::kNotFound, "{}: missing tensor '{}' (expected U8 {})", ck_.dir(),
+                      name, shape_to_string(shape));
+    } else if (t->dtype_text != "U8" || t->shape != shape) {
+      status_ =
+          Error(StatusCode::kInvalidArgument, "{}: tensor '{}' is {} {}, expected U8 {}", t->file,
+                name, t->dtype_text, shape_to_string(t->shape), shape_to_string(shape));
+    }
+    return status_.is_ok() ? t : nullptr;
+  }
+
+  // `name` [E, cols, rows] applied as x · W (transformers' GptOssExperts parameters): each
+  // expert's [rows, cols] Linear transposed into memory of the tensor's dtype (then quantized
+  // under --quantize). With `odd`, its rows alternate as in bind_mxfp4.
+  void bind_transposed(const std::string& name, std::int64_t cols, std::int64_t rows,
+                       std::vector<k::WeightView>* even, std::vector<k::WeightView>* odd) {
+    const auto n = static_cast<std::int64_t>(even->size());
+    list_->push_back({name, {n, cols, rows}, true});
+    const std::size_t listed = list_->size() - 1;
+    const TensorInfo* t = lookup(name, {n, cols, rows}, Need::kRequired);
+    if (t == nullptr) return;
+    const k::DType dt = *t->dtype;
+    const std::int64_t es = k::dtype_bytes(dt), out_rows = odd != nullptr ? rows / 2 : rows;
+    const bool quantize = opts_.quantize_bits != 0 && cols % opts_.quantize_group_size == 0;
+    const std::size_t before = store_->bytes;
+    std::vector<std::uint8_t> linear;  // one transposed matrix on its way to being quantized
+    for (std::int64_t e = 0; e < n; ++e) {
+      const std::uint8_t* src = t->data + e * cols * rows * es;
+      for (int half = 0; half < (odd != nullptr ? 2 : 1); ++half) {
+        k::WeightView* slot = &(half == 0 ? *even : *odd)[static_cast<std::size_t>(e)];
+        const k::WeightView shape{.dtype = dt, .rows = out_rows, .cols = cols};
+        if (quantize) {
+          linear.resize(static_cast<std::size_t>(shape.total_bytes()));
+          *slot = shape;
+          slot->data = linear.data();
+        } else {
+          *slot = store_->add(shape);
+        }
+        auto* dst = static_cast<std::uint8_t*>(const_cast<void*>(slot->data));
+        const std::int64_t step = odd != nullptr ? 2 : 1;
+        for (std::int64_t r = 0; r < out_rows; ++r) {
+          const std::int64_t col = r * step + half;  // the source column of output row r
+          for (std::int64_t c = 0; c < cols; ++c) {
+            std::memcpy(dst + (r * cols + c) * es, src + (c * rows + col) * es,
+                        static_cast<std::size_t>(es));
+          }
+        }
+        if (quantize) quantize_in_memory(slot, opts_.quantize_bits, opts_.quantize_group_size);
+      }
+    }
+    (*list_)[listed].n_bytes = static_cast<std::int64_t>(store_->bytes - before);
+    if (!quantize) advance(t->n_bytes);  // quantize_in_memory counted the quantized ones
+    drop_mapped_pages(t->data, t->n_bytes);
   }
 
   // Expert e's matrix is part `part` of `parts` [rows, cols] slabs in row e of the floating
@@ -663,6 +810,17 @@ class ListingVisitor final : public TensorVisitor {
     const auto n = static_cast<std::int64_t>(slots->size());
     if (proj == ExpertProj::kGate) out.push_back({p + layout.fused_gate_up, {n, 2 * rows, cols}});
     if (proj == ExpertProj::kDown) out.push_back({p + layout.fused_down, {n, rows, cols}});
+  }
+  // The released MXFP4 layout.
+  void interleaved_experts(const std::string& p, std::int64_t d_ff, std::int64_t d_model,
+                           std::vector<k::WeightView>* gate, std::vector<k::WeightView>*,
+                           std::vector<k::WeightView>*) override {
+    const auto n = static_cast<std::int64_t>(gate->size());
+    for (auto [name, rows, cols] :
+         {std::tuple{"gate_up_proj", 2 * d_ff, d_model}, std::tuple{"down_proj", d_model, d_ff}}) {
+      out.push_back({.name = p + name + "_blocks", .shape = {n, rows, cols / 32, 16}, .u8 = true});
+      out.push_back({.name = p + name + "_scales", .shape = {n, rows, cols / 32}, .u8 = true});
+    }
   }
   std::vector<TensorEntry> out;
 };

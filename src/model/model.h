@@ -75,6 +75,7 @@ struct TensorEntry {
   // Bytes a forward reads: as stored in the checkpoint, or the codes, scales and biases of a weight
   // quantized on load; 0 for an optional tensor it does not have.
   std::int64_t n_bytes = 0;
+  bool u8 = false;  // raw bytes (MXFP4's blocks and scales); else a floating tensor
 };
 
 class Model {

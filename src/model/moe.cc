@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kernels/matmul_grouped.h"
+#include "model/blocks.h"
 #include "util/check.h"
 #include "util/stage_times.h"
 
@@ -36,6 +37,22 @@ void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, Moe
   v.matrix(m + nm.router, w->n_experts, d_model, &w->router);
   if (!nm.selection_bias.empty())
     v.vector(m + nm.selection_bias, {w->n_experts}, &w->selection_bias);
+  if (!nm.router_bias.empty()) v.vector(m + nm.router_bias, {w->n_experts}, &w->router_bias);
+  if (nm.interleaved) {
+    v.interleaved_experts(m + "experts.", w->d_ff, d_model, &w->gate, &w->up, &w->down);
+    std::vector<float> gate_up;
+    v.vector(m + "experts.gate_up_proj_bias", {w->n_experts, 2 * w->d_ff}, &gate_up);
+    v.vector(m + "experts.down_proj_bias", {w->n_experts, d_model}, &w->down_bias);
+    if (!gate_up.empty()) {  // a listing visitor binds nothing
+      w->gate_bias.resize(gate_up.size() / 2);
+      w->up_bias.resize(gate_up.size() / 2);
+      for (std::size_t i = 0; i < w->gate_bias.size(); ++i) {
+        w->gate_bias[i] = gate_up[2 * i];
+        w->up_bias[i] = gate_up[2 * i + 1];
+      }
+    }
+    return;
+  }
   const ExpertLayout layout{.per_expert_proj = {nm.proj[0], nm.proj[1], nm.proj[2]},
                             .fused_gate_up = nm.fused_gate_up,
                             .fused_down = nm.fused_down,
@@ -76,7 +93,7 @@ void route_rows(float* logits, std::int64_t n_rows, std::int64_t n_experts, std:
     float* p = logits + r * n_experts;
     if (rule.score == RouterRule::Score::kSoftmax) {
       k::softmax(p, n_experts);
-    } else {
+    } else if (rule.score == RouterRule::Score::kSigmoid) {
       for (std::int64_t e = 0; e < n_experts; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
     }
     std::int32_t* sel = experts + r * top_k;
@@ -99,6 +116,7 @@ void route_rows(float* logits, std::int64_t n_rows, std::int64_t n_experts, std:
       kept = std::min(kept + 1, top_k);
     }
     for (std::int64_t j = 0; j < top_k; ++j) wt[j] = p[sel[j]];
+    if (rule.score == RouterRule::Score::kSoftmaxOfTopK) k::softmax(wt, top_k);
     if (rule.normalize) {
       float sum = 0.0f;
       for (std::int64_t j = 0; j < top_k; ++j) sum += wt[j];
@@ -139,6 +157,29 @@ double expert_elements(const MoeW& w, std::size_t e) {
 }
 }  // namespace
 
+namespace {
+
+// gpt-oss's activation of one slot's gate and up rows, with the expert's biases if any
+// (MoeW::clamped): the result into g. The sigmoid runs on the kernels over a row-sized buffer.
+void clamped_swiglu(const MoeW& w, float* g, const float* u, const float* gate_bias,
+                    const float* up_bias) {
+  const std::int64_t f = w.d_ff;
+  const float alpha = w.clamped.alpha, limit = w.clamped.limit;
+  thread_local std::vector<float> s;
+  s.resize(static_cast<std::size_t>(f));
+  for (std::int64_t c = 0; c < f; ++c) {
+    g[c] = std::min(gate_bias != nullptr ? g[c] + gate_bias[c] : g[c], limit);
+    s[static_cast<std::size_t>(c)] = alpha * g[c];
+  }
+  k::sigmoid(s.data(), f);
+  for (std::int64_t c = 0; c < f; ++c) {
+    const float up = std::clamp(up_bias != nullptr ? u[c] + up_bias[c] : u[c], -limit, limit);
+    g[c] = (up + 1.0f) * (g[c] * s[static_cast<std::size_t>(c)]);
+  }
+}
+
+}  // namespace
+
 // Rows are grouped by expert (ascending index, rows ascending within one), then three stages each
 // run every selected expert at once: gate and up (one matmul_grouped over the tokens' rows of x,
 // picked by index), SwiGLU over all the slots, down (one matmul_grouped). A pool dispatch per
@@ -155,6 +196,7 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   float* g = ctx.scratch->take(slots * f);
   float* u = ctx.scratch->take(slots * f);
   k::matmul(*ctx.pool, x, n, w.router, logits);
+  add_bias(logits, w.router_bias, n);
   // Grown once to the largest batch, like the attention jobs: no allocation per step after that.
   thread_local std::vector<std::int32_t> sel, first, at, token;
   thread_local std::vector<float> wts;
@@ -234,7 +276,28 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   sub.emplace("gate_up");
   k::matmul_grouped(*ctx.pool, groups);
   sub.emplace("swiglu");
-  for_rows(slots, [&](std::int64_t i) { k::swiglu(g + i * f, u + i * f, g + i * f, f); });
+  // The expert of each place in the grouped order (for the experts' biases).
+  thread_local std::vector<std::int32_t> expert_at;
+  if (!w.gate_bias.empty() || !w.down_bias.empty()) {
+    expert_at.resize(sel.size());
+    for (std::int64_t e = 0; e < n_exp; ++e) {
+      for (std::int32_t i = first[static_cast<std::size_t>(e)];
+           i < first[static_cast<std::size_t>(e + 1)]; ++i) {
+        expert_at[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(e);
+      }
+    }
+  }
+  const std::int32_t* const expert_of = expert_at.data();
+  if (w.clamped.alpha != 0.0f) {
+    for_rows(slots, [&](std::int64_t i) {
+      const std::int64_t e = expert_of[i];
+      const bool biased = !w.gate_bias.empty();
+      clamped_swiglu(w, g + i * f, u + i * f, biased ? w.gate_bias.data() + e * f : nullptr,
+                     biased ? w.up_bias.data() + e * f : nullptr);
+    });
+  } else {
+    for_rows(slots, [&](std::int64_t i) { k::swiglu(g + i * f, u + i * f, g + i * f, f); });
+  }
   // Down, from the SwiGLU rows into dn.
   outs.clear();
   for (std::size_t i = 0; i < groups.size(); ++i) {
@@ -245,6 +308,13 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   }
   sub.emplace("down");
   k::matmul_grouped(*ctx.pool, groups);
+  if (!w.down_bias.empty()) {
+    for_rows(slots, [&](std::int64_t i) {
+      const float* b = w.down_bias.data() + expert_of[i] * d;
+      float* y = dn + i * d;
+      for (std::int64_t c = 0; c < d; ++c) y[c] += b[c];
+    });
+  }
   sub.emplace("combine");
   for_rows(n, [&](std::int64_t r) {
     const std::int32_t* row_sel = sel_of + r * top_k;

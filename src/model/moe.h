@@ -23,6 +23,8 @@ struct RouterRule {
     kSoftmax,  // softmax over all experts (Qwen3-MoE; Granite's softmax over the top k logits is
                // this renormalised)
     kSigmoid,  // sigmoid per expert (LFM2-MoE)
+    // the top_k raw logits chosen, then the softmax over just them (gpt-oss's router)
+    kSoftmaxOfTopK,
   };
   Score score = Score::kSoftmax;
   bool normalize = false;  // weights / (their sum, added in rank order, + norm_eps)
@@ -42,7 +44,17 @@ struct MoeNames {
   // Stacked [E, 2 * d_ff, d_model] (gate rows first) and [E, d_model, d_ff] tensors: transformers
   // 5's fused experts, Granite 4.0-H's input_linear / output_linear.
   std::string fused_gate_up = "experts.gate_up_proj", fused_down = "experts.down_proj";
-  bool per_expert = true;  // the checkpoint may hold a tensor per expert instead
+  bool per_expert = true;   // the checkpoint may hold a tensor per expert instead
+  std::string router_bias;  // [n_experts] when not empty (gpt-oss's router.bias)
+  // gpt-oss's experts (TensorVisitor::interleaved_experts) with their biases
+  // experts.gate_up_proj_bias [E, 2 * d_ff] (gate even) and experts.down_proj_bias [E, d_model].
+  bool interleaved = false;
+};
+
+// gpt-oss's activation: g = min(g, limit), u = clamp(u, -limit, limit), (u + 1) · g · σ(alpha · g).
+// alpha 0: the plain SwiGLU.
+struct ClampedSwiglu {
+  float alpha = 0.0f, limit = 0.0f;
 };
 
 struct MoeW {
@@ -55,6 +67,10 @@ struct MoeW {
   float norm_eps = 0.0f, routed_scale = 1.0f;
   std::vector<float> selection_bias;  // empty: none
   MoeNames names;
+  ClampedSwiglu clamped;
+  // Empty: none. router_bias [n_experts]; gate_bias, up_bias [n_experts, d_ff]; down_bias
+  // [n_experts, d_model].
+  std::vector<float> router_bias, gate_bias, up_bias, down_bias;
 };
 
 // `p` is the layer's prefix ("model.layers.N."): reads the router and the experts' Linears

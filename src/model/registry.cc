@@ -28,6 +28,7 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3_next(const ConfigJson& c,
                                                        const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_qwen3_5_moe(const ConfigJson& c,
                                                         const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_gpt_oss(const ConfigJson& c, const std::string& prefix);
 
 std::span<const FamilyInfo> families() {
   static const std::vector<FamilyInfo> kFamilies = {
@@ -122,6 +123,15 @@ std::span<const FamilyInfo> families() {
        .tensor_prefixes = {"model."},
        .probe_tensor = "embed_tokens.weight",
        .create = create_falcon_h1},
+      // gpt-oss's MXFP4 experts have no MLX affine form that mlx-lm's gpt_oss.py would read
+      // back from recur quantize; its own mxfp4 mode is not a format recur reads.
+      {.name = "gpt_oss",
+       .model_types = {"gpt_oss"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .mlx_8bit_modules = {"mlp.router"},
+       .mlx = {.unconverted_types = {"gpt_oss"}},
+       .create = create_gpt_oss},
   };
   return kFamilies;
 }

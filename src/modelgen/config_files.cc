@@ -7,10 +7,6 @@
 
 namespace recur::modelgen {
 
-namespace {
-
-using Json = nlohmann::json;
-
 const char* torch_dtype(DType dtype) {
   switch (dtype) {
     case DType::kBF16:
@@ -22,6 +18,10 @@ const char* torch_dtype(DType dtype) {
   }
   return "?";
 }
+
+namespace {
+
+using Json = nlohmann::json;
 
 Json qwen3_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
   return {{"architectures", {"Qwen3ForCausalLM"}},
@@ -404,6 +404,9 @@ Json mamba2_config(const Geometry& g, DType dtype, const SpecialIds& ids) {
 }  // namespace
 
 std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  if (const FamilyFiles* files = family_record(g.family).files) {
+    return files->config_json(g, dtype, ids);
+  }
   switch (g.family) {
     case Family::kQwen3:
       return qwen3_config(g, dtype, ids).dump(2) + "\n";
@@ -436,11 +439,16 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       text.replace(text.find(quoted), quoted.size(), "Infinity");
       return text;
     }
+    case Family::kGptOss:  // FamilyFiles
+      break;
   }
   return {};
 }
 
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids) {
+  if (const FamilyFiles* files = family_record(g.family).files) {
+    return files->generation_config_json(ids);
+  }
   if (g.family == Family::kGraniteHybrid || g.family == Family::kGraniteMoe) {
     return granite_hybrid_generation_config_json(ids);
   }

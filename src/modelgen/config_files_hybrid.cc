@@ -12,10 +12,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-const char* torch_dtype_name(DType dtype) {
-  return dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16";
-}
-
 }  // namespace
 
 std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
@@ -63,7 +59,7 @@ std::string granite_hybrid_config_json(const Geometry& g, DType dtype, const Spe
                   {"router_aux_loss_coef", 0.01},
                   {"shared_intermediate_size", g.d_ff},
                   {"tie_word_embeddings", g.tied},
-                  {"torch_dtype", torch_dtype_name(dtype)},
+                  {"torch_dtype", torch_dtype(dtype)},
                   {"transformers_version", "4.56.0"},
                   {"use_cache", true},
                   {"vocab_size", g.vocab_size}};
@@ -81,7 +77,7 @@ std::string lfm2_moe_config_json(const Geometry& g, DType dtype, const SpecialId
             {"bos_token_id", ids.begin_of_text},
             {"conv_L_cache", g.conv_kernel},
             {"conv_bias", g.conv_bias},
-            {"dtype", torch_dtype_name(dtype)},
+            {"dtype", torch_dtype(dtype)},
             {"eos_token_id", ids.im_end},
             {"hidden_size", g.d_model},
             {"initializer_range", 0.02},
@@ -157,7 +153,7 @@ std::string falcon_h1_config_json(const Geometry& g, DType dtype, const SpecialI
                   {"ssm_multipliers", g.ssm_multipliers},
                   {"ssm_out_multiplier", g.ssm_out_multiplier},
                   {"tie_word_embeddings", g.tied},
-                  {"torch_dtype", torch_dtype_name(dtype)},
+                  {"torch_dtype", torch_dtype(dtype)},
                   {"transformers_version", "4.52.0"},
                   {"use_cache", true},
                   {"vocab_size", g.vocab_size}};
@@ -223,7 +219,7 @@ std::string nemotron_h_config_json(const Geometry& g, DType dtype, const Special
                   {"time_step_limit", {0.0, kInf}},
                   {"time_step_max", 0.1},
                   {"time_step_min", 0.001},
-                  {"torch_dtype", torch_dtype_name(dtype)},
+                  {"torch_dtype", torch_dtype(dtype)},
                   {"transformers_version", "4.48.0.dev0"},
                   {"use_bias", false},
                   {"use_cache", true},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convert/safetensors_writer.h"
@@ -85,6 +86,9 @@ struct Geometry {
   std::vector<double> mlp_multipliers, ssm_multipliers;  // [gate, down], [z, x, B, C, dt]
   bool mamba_rms_norm = false, mamba_norm_before_gate = false;
   bool mamba_proj_bias = false;  // granitemoehybrid: the Mamba2 in_proj and out_proj biases
+  // gpt_oss: experts (n_experts, experts_per_tok) of width d_ff; YaRN RoPE (rope_factor,
+  // rope_original_max_position); sliding_window on the even layers; the activation's clamp
+  double swiglu_limit = 0.0;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
@@ -102,7 +106,25 @@ struct SpecialIds {
   int begin_of_text = 0, end_of_text = 0, eom = 0, eot = 0;
   // Granite 4.0 (<|end_of_text|> is end_of_text above)
   int pad = 0;
+  // gpt-oss's harmony tokens (<|startoftext|> is begin_of_text, <|endoftext|> endoftext,
+  // <|return|> eot, <|call|> eom above)
+  int start = 0, end = 0, message = 0, channel = 0;
 };
+
+struct BpeTokenizer;
+// A family's generator in one module (generator.h FamilyRecord::files): its preset geometries,
+// config files, byte-level BPE tokenizer and chat template (written as chat_template.jinja).
+struct FamilyFiles {
+  // The geometry of "tiny" or one of the record's presets.
+  Geometry (*geometry)(std::string_view preset);
+  std::string (*config_json)(const Geometry& g, DType dtype, const SpecialIds& ids);
+  std::string (*generation_config_json)(const SpecialIds& ids);
+  const BpeTokenizer& (*tokenizer)(std::string_view preset);
+  std::string (*tokenizer_json)(const BpeTokenizer& tok);
+  std::string (*tokenizer_config_json)(const BpeTokenizer& tok, int max_position);
+  std::string_view chat_template;  // fixtures/chat_templates/<name>.jinja
+};
+extern const FamilyFiles kGptOssFiles;  // gpt_oss_gen.cc
 
 // The preset's geometry with spec's overrides applied; n_tokens is the tokenizer's size, which
 // the embedding must cover.
@@ -112,6 +134,7 @@ enum class InitKind {
   kNormal,      // mean + std * N(0, 1)
   kLogUniform,  // log(U(lo, hi)): A_log
   kDtBias,      // inverse softplus of dt = exp(U(log lo, log hi)): mamba dt_bias
+  kUniformInt,  // an integer of [lo, hi], uniformly: MXFP4's blocks and scales (U8)
 };
 
 struct Init {
@@ -133,6 +156,8 @@ struct GenTensor {
 // --hidden-size can make one), naming what it refuses.
 Result<std::vector<GenTensor>> tensor_table(const Geometry& g, DType dtype);
 
+// config.json's torch_dtype word: "bfloat16", "float16", "float32".
+const char* torch_dtype(DType dtype);
 std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids);
 std::string generation_config_json(const Geometry& g, const SpecialIds& ids);
 // The hybrids' files (config_files_hybrid.cc), reached through the two above.

@@ -2,6 +2,7 @@
 // names a family (the --family and --preset words, recur quantize's model_type) reads this table.
 #include <algorithm>
 
+#include "modelgen/families.h"
 #include "modelgen/generator.h"
 
 namespace recur::modelgen {
@@ -25,6 +26,7 @@ std::span<const FamilyRecord> family_records() {
       {Family::kQwen3Next, "qwen3_next", "qwen3_next", {"qwen3-next-80b-a3b"}},
       {Family::kGraniteMoe, "granitemoehybrid_moe", "granitemoehybrid", {"granite-4.0-h-tiny"}},
       {Family::kLfm2Moe, "lfm2_moe", "lfm2_moe", {"lfm2-8b-a1b"}},
+      {Family::kGptOss, "gpt_oss", "gpt_oss", {"gpt-oss-20b", "gpt-oss-120b"}, &kGptOssFiles},
   };
   return kRecords;
 }

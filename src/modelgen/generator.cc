@@ -61,6 +61,9 @@ void fill_block(const GenTensor& t, std::uint64_t seed, std::int64_t block_idx,
       case InitKind::kLogUniform:
         x = std::log(init.a + (init.b - init.a) * rng.uniform());
         break;
+      case InitKind::kUniformInt:
+        x = std::floor(init.a + (init.b - init.a + 1.0) * rng.uniform());
+        break;
       case InitKind::kDtBias: {
         const double log_lo = std::log(init.a), log_hi = std::log(init.b);
         const double dt = std::max(1e-4, std::exp(log_lo + (log_hi - log_lo) * rng.uniform()));
@@ -166,12 +169,19 @@ Status write_mlx(const fs::path& dir, const std::vector<GenTensor>& table, const
 Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary) {
   // Gemma's tokenizer is SentencePiece-style, LFM2's has its added tokens first; the other
   // families' are byte-level BPEs with the added tokens last.
+  const FamilyFiles* own = family_record(spec.family).files;
+  if (spec.bits != 0 && spec.family == Family::kGptOss) {
+    return Error(StatusCode::kUnimplemented,
+                 "--bits: gpt_oss checkpoints are written as released (MXFP4 experts, the rest "
+                 "bf16); serve --quantize quantizes the rest at load");
+  }
   const bool sentencepiece = spec.family == Family::kGemma3;
   const bool lfm2 = spec.family == Family::kLfm2 || spec.family == Family::kLfm2Moe;
   const SpTokenizer* sp = sentencepiece ? &generated_sp_tokenizer() : nullptr;
   const Lfm2Tokenizer* lt = lfm2 ? &lfm2_tokenizer(spec.preset) : nullptr;
-  const BpeTokenizer* bpe =
-      sentencepiece || lfm2 ? nullptr : &family_tokenizer(spec.family, spec.preset);
+  const BpeTokenizer* bpe = sentencepiece || lfm2 ? nullptr
+                            : own != nullptr      ? &own->tokenizer(spec.preset)
+                                                  : &family_tokenizer(spec.family, spec.preset);
   const SpecialIds& ids = sentencepiece ? sp->ids : lfm2 ? lt->ids : bpe->ids;
   const int n_tokens = sentencepiece ? sp->n_tokens() : lfm2 ? lt->n_tokens() : bpe->n_tokens();
   RECUR_ASSIGN_OR_RETURN(Geometry g, resolve_geometry(spec, n_tokens));
@@ -192,16 +202,20 @@ Status write_into(const fs::path& dir, const GenSpec& spec, GenSummary& summary)
     RECUR_ASSIGN_OR_RETURN(
         config, add_quantization_config(config, rules.format, mlx_overrides(mlx.tensors)));
   }
-  const TextFile files[] = {
+  std::vector<TextFile> files = {
       {"config.json", std::move(config)},
       {"generation_config.json", generation_config_json(g, ids)},
-      {"tokenizer.json", sentencepiece ? sp_tokenizer_json(*sp)
-                         : lfm2        ? lfm2_tokenizer_json(*lt)
-                                       : tokenizer_json(*bpe, spec.family)},
+      {"tokenizer.json", sentencepiece    ? sp_tokenizer_json(*sp)
+                         : lfm2           ? lfm2_tokenizer_json(*lt)
+                         : own != nullptr ? own->tokenizer_json(*bpe)
+                                          : tokenizer_json(*bpe, spec.family)},
       {"tokenizer_config.json", sentencepiece ? sp_tokenizer_config_json(*sp, g.max_position)
                                 : lfm2        ? lfm2_tokenizer_config_json(*lt, g.max_position)
-                                       : tokenizer_config_json(*bpe, spec.family, g.max_position)},
+                                : own != nullptr
+                                    ? own->tokenizer_config_json(*bpe, g.max_position)
+                                    : tokenizer_config_json(*bpe, spec.family, g.max_position)},
   };
+  if (own != nullptr) files.push_back({"chat_template.jinja", chat_template(own->chat_template)});
   for (const TextFile& f : files) {
     RECUR_RETURN_IF_ERROR(write_text(dir, f));
     summary.n_bytes += static_cast<std::int64_t>(f.contents.size());

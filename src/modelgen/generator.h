@@ -32,6 +32,7 @@ enum class Family {
   kQwen3Next,
   kGraniteMoe,  // granitemoehybrid with num_local_experts > 0 (make-model's granitemoehybrid_moe)
   kLfm2Moe,
+  kGptOss,
 };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
@@ -49,11 +50,12 @@ using recur::parse_dtype;
 // biases, an untied head); nemotron_h has "nemotron-h-4b" (run it with a few layers); falcon_h1
 // "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM groups, a tied head);
 // qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next "qwen3-next-80b-a3b" (tens of GB: run them with a
-// few layers). A non-zero layers / hidden_size / vocab_size overrides the preset (heads are scaled
-// with hidden_size). bits != 0 writes an MLX affine-quantized checkpoint instead (4 or 8 bits,
-// groups of group_size = 32, 64 or 128 inputs; scales and biases in dtype), laid out as mlx-lm /
-// mlx-vlm write one (mlx_layout.h, docs/checkpoints.md). The values before storage are those of the
-// same seed's unquantized checkpoint.
+// few layers); gpt_oss "gpt-oss-20b" and "gpt-oss-120b" (MXFP4 experts as released; tens of GB:
+// run them with a few layers). A non-zero layers / hidden_size / vocab_size overrides the preset
+// (heads are scaled with hidden_size). bits != 0 writes an MLX affine-quantized checkpoint instead
+// (4 or 8 bits, groups of group_size = 32, 64 or 128 inputs; scales and biases in dtype), laid out
+// as mlx-lm / mlx-vlm write one (mlx_layout.h, docs/checkpoints.md). The values before storage are
+// those of the same seed's unquantized checkpoint.
 struct GenSpec {
   Family family = Family::kQwen3_5;
   std::string preset = "tiny";
@@ -90,11 +92,16 @@ Status write_checkpoint(const GenSpec& spec, const std::string& out_dir,
 // spells a family: its --family word (also file names), the model_type of the config.json it
 // writes (what recur quantize reads back) and its presets besides "tiny". A preset two families
 // share (tiny-bias) names the first of them when --family is left out.
+// How a family's files are made when one module of the generator holds them all (families.h);
+// families without it are dispatched by the switches of presets.cc, config_files.cc and
+// tokenizer_gen.cc.
+struct FamilyFiles;
 struct FamilyRecord {
   Family family;
   std::string_view word;
   std::string_view model_type;
   std::vector<std::string_view> presets;
+  const FamilyFiles* files = nullptr;
 };
 std::span<const FamilyRecord> family_records();
 const FamilyRecord& family_record(Family family);

@@ -2,6 +2,9 @@
 // field) and of the small test models, and the --layers / --hidden-size overrides on top of them
 // (resolve_geometry). The model itself turns a geometry's config.json into tensor names and
 // shapes (tensor_inits.cc).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -272,6 +275,15 @@ Geometry falcon_h1_preset(const std::string& preset) {
 }
 
 Result<Geometry> preset_geometry(Family family, const std::string& preset) {
+  const FamilyRecord& record = family_record(family);
+  if (record.files != nullptr) {
+    if (preset != "tiny" &&
+        std::find(record.presets.begin(), record.presets.end(), preset) == record.presets.end()) {
+      return Error(StatusCode::kInvalidArgument, "preset '{}' does not fit family {} (presets: {})",
+                   preset, record.word, fmt::join(record.presets, ", "));
+    }
+    return record.files->geometry(preset);
+  }
   if ((family == Family::kQwen3_5Moe && (preset == "tiny" || preset == "qwen3.5-35b-a3b")) ||
       (family == Family::kQwen3Next && (preset == "tiny" || preset == "qwen3-next-80b-a3b"))) {
     Geometry g = family == Family::kQwen3Next ? qwen3_next_preset(preset != "tiny")

@@ -81,7 +81,17 @@ Init init_of(const Geometry& g, std::string_view name, const std::vector<std::in
     *fixed = DType::kF32;  // a buffer, not a parameter: f32 in the released files
     return {.a = 0.0, .b = 0.05};
   }
-  if (ends(name, {".bias"})) return {.a = 0.0, .b = 0.1};
+  if (ends(name, {".bias", "_proj_bias"})) return {.a = 0.0, .b = 0.1};
+  if (ends(name, {"self_attn.sinks"})) return {.a = 0.0, .b = 1.0};  // logits, as the scores
+  if (ends(name, {"_blocks"})) return {.kind = InitKind::kUniformInt, .a = 0.0, .b = 255.0};
+  if (ends(name, {"_scales"})) {
+    // MXFP4: uniform codes have an RMS of 2.93 (√8.5625), so 2^(e - 127) ≈ the linear init's std
+    // / 2.93, the residual projection's (down_proj) also over the depth; one exponent of jitter.
+    const double in = static_cast<double>(shape.back()) * 32.0;
+    const double out_scale = name.find("down_proj") != std::string_view::npos ? depth : 1.0;
+    const double e = 127.0 + std::round(std::log2(1.0 / std::sqrt(in) / out_scale / 2.93));
+    return {.kind = InitKind::kUniformInt, .a = e - 1.0, .b = e};
+  }
   if (ends(name, {"o_proj.weight", "down_proj.weight", "out_proj.weight", "w2.weight",
                   "output_linear.weight"})) {
     return out_linear;
@@ -103,9 +113,10 @@ Result<std::vector<GenTensor>> tensor_table(const Geometry& g, DType dtype) {
   for (const model::TensorEntry& t : *listed) {
     std::optional<DType> fixed;
     const Init init = init_of(g, t.name, t.shape, &fixed);
-    out.push_back({.entry = {.name = t.name, .shape = t.shape, .dtype = fixed.value_or(dtype)},
-                   .init = init,
-                   .key = t.name});
+    out.push_back(
+        {.entry = {.name = t.name, .shape = t.shape, .dtype = fixed.value_or(dtype), .u8 = t.u8},
+         .init = init,
+         .key = t.name});
     if (t.name.ends_with("embed_tokens.weight")) embedding = t.name;
   }
   // Qwen3-0.6B is tied yet its file holds lm_head.weight too, with the embedding's values.

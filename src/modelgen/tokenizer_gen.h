@@ -4,6 +4,7 @@
 // Hugging Face tokenizers library loads them unchanged.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,14 @@ const BpeTokenizer& generated_tokenizer();
 // unreachable tokens to 128000 so that the special tokens get Llama 3's ids (<|begin_of_text|> =
 // 128000).
 const BpeTokenizer& family_tokenizer(Family family, std::string_view preset);
+
+// Pieces of the GPT-2-style files (tokenizer_hybrid.cc) the families' own writers share.
+// pad_to > 0 fills the generated BPE's vocabulary with tokens no text encodes to ("<fill" + n +
+// ">" is never one pre-tokenizer piece), so the added tokens after it get the real model's ids.
+BpeTokenizer padded_tokenizer(int pad_to, std::vector<AddedToken> added);
+nlohmann::ordered_json byte_level_json(bool trim_offsets);
+nlohmann::ordered_json added_tokens_json(const BpeTokenizer& tok);
+nlohmann::ordered_json bpe_model_json(const BpeTokenizer& tok);
 
 // Qwen3.5's file (its pre-tokenizer regex) for qwen3_5 and mamba2; Qwen3's regex for qwen3; Llama
 // 3's file (regex, ignore_merges, the <|begin_of_text|> post-processor) for llama.

@@ -12,23 +12,12 @@
 
 namespace recur::modelgen {
 
-namespace {
-
 using OJson = nlohmann::ordered_json;
+
+namespace {
 
 constexpr const char* kCl100kRegex =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-
-// pad_to > 0 fills the BPE vocabulary with tokens no text encodes to ("<fill" + n + ">" is never
-// one pre-tokenizer piece), so the added tokens get the real model's ids.
-BpeTokenizer padded(int pad_to, std::vector<AddedToken> added) {
-  BpeTokenizer tok = generated_tokenizer();
-  for (int i = 0; static_cast<int>(tok.vocab.size()) < pad_to; ++i) {
-    tok.vocab.push_back(fmt::format("<fill{}>", i));
-  }
-  tok.added = std::move(added);
-  return tok;
-}
 
 // Granite 4.0's added tokens in id order from <|pad|> (special as in its tokenizer.json).
 std::vector<AddedToken> granite_added_tokens() {
@@ -62,7 +51,20 @@ std::vector<AddedToken> granite_added_tokens() {
           {"</documents>"}};
 }
 
-OJson byte_level(bool trim_offsets) {
+}  // namespace
+
+// pad_to > 0 fills the BPE vocabulary with tokens no text encodes to ("<fill" + n + ">" is never
+// one pre-tokenizer piece), so the added tokens get the real model's ids.
+BpeTokenizer padded_tokenizer(int pad_to, std::vector<AddedToken> added) {
+  BpeTokenizer tok = generated_tokenizer();
+  for (int i = 0; static_cast<int>(tok.vocab.size()) < pad_to; ++i) {
+    tok.vocab.push_back(fmt::format("<fill{}>", i));
+  }
+  tok.added = std::move(added);
+  return tok;
+}
+
+OJson byte_level_json(bool trim_offsets) {
   return {{"type", "ByteLevel"},
           {"add_prefix_space", false},
           {"trim_offsets", trim_offsets},
@@ -100,11 +102,9 @@ OJson bpe_model_json(const BpeTokenizer& tok) {
           {"merges", std::move(merges)}};
 }
 
-}  // namespace
-
 const BpeTokenizer& granite_tokenizer(std::string_view preset) {
   auto make = [](int pad_to) {
-    BpeTokenizer tok = padded(pad_to, granite_added_tokens());
+    BpeTokenizer tok = padded_tokenizer(pad_to, granite_added_tokens());
     const auto base = static_cast<int>(tok.vocab.size());
     tok.ids = {.end_of_text = base + 1, .pad = base};
     return tok;
@@ -119,17 +119,17 @@ const BpeTokenizer& granite_tokenizer(std::string_view preset) {
 
 const BpeTokenizer& falcon_h1_tokenizer() {
   static const BpeTokenizer tok = [] {
-    BpeTokenizer t = padded(0, {{"<|pad|>"},
-                                {"<|begin_of_text|>"},
-                                {"<|end_of_text|>"},
-                                {"<|im_start|>"},
-                                {"<|im_end|>"},
-                                {"<tool_call>", false},
-                                {"</tool_call>", false},
-                                {"<tool_response>", false},
-                                {"</tool_response>", false},
-                                {"<think>", false},
-                                {"</think>", false}});
+    BpeTokenizer t = padded_tokenizer(0, {{"<|pad|>"},
+                                          {"<|begin_of_text|>"},
+                                          {"<|end_of_text|>"},
+                                          {"<|im_start|>"},
+                                          {"<|im_end|>"},
+                                          {"<tool_call>", false},
+                                          {"</tool_call>", false},
+                                          {"<tool_response>", false},
+                                          {"</tool_response>", false},
+                                          {"<think>", false},
+                                          {"</think>", false}});
     const auto base = static_cast<int>(t.vocab.size());
     t.ids = {.im_start = base + 3,
              .im_end = base + 4,
@@ -175,9 +175,9 @@ std::string granite_tokenizer_json(const BpeTokenizer& tok) {
       {"padding", nullptr},
       {"added_tokens", added_tokens_json(tok)},
       {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level(true)}}}},
-      {"post_processor", byte_level(false)},
-      {"decoder", byte_level(true)},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level_json(true)}}}},
+      {"post_processor", byte_level_json(false)},
+      {"decoder", byte_level_json(true)},
       {"model", bpe_model_json(tok)}};
   return j.dump(2) + "\n";
 }
@@ -212,17 +212,17 @@ std::string granite_tokenizer_config_json(const BpeTokenizer& tok, int max_posit
 // differ: its first 1000 ids are special tokens; docs/model-nemotron-h.md).
 const BpeTokenizer& nemotron_h_tokenizer() {
   static const BpeTokenizer tok = [] {
-    BpeTokenizer t = padded(0, {{"<unk>"},
-                                {"<s>"},
-                                {"</s>"},
-                                {"<|im_start|>"},
-                                {"<|im_end|>"},
-                                {"<think>", false},
-                                {"</think>", false},
-                                {"<tool_call>", false},
-                                {"</tool_call>", false},
-                                {"<tool_response>", false},
-                                {"</tool_response>", false}});
+    BpeTokenizer t = padded_tokenizer(0, {{"<unk>"},
+                                          {"<s>"},
+                                          {"</s>"},
+                                          {"<|im_start|>"},
+                                          {"<|im_end|>"},
+                                          {"<think>", false},
+                                          {"</think>", false},
+                                          {"<tool_call>", false},
+                                          {"</tool_call>", false},
+                                          {"<tool_response>", false},
+                                          {"</tool_response>", false}});
     const auto base = static_cast<int>(t.vocab.size());
     t.ids = {.im_start = base + 3,
              .im_end = base + 4,

@@ -50,11 +50,15 @@ struct EmulatedInt8Tiles {
                            static_cast<std::int32_t>(reg[B][(k / 4) * 64 + 4 * n + k % 4]);
     std::memcpy(reg[C], c, sizeof(c));
   }
+  template <QuantCodes kCodes>
   static void unpack4(const std::uint8_t* in, int vectors, std::uint8_t* out) {
+    const auto code = [](int c) {
+      return kCodes == QuantCodes::kMxfp4 ? kMxfp4AffineCodes[c] : static_cast<std::uint8_t>(c);
+    };
     for (int k = 0; k < vectors; ++k)
       for (int j = 0; j < 64; ++j) {
-        out[128 * k + j] = in[64 * k + j] & 15;
-        out[128 * k + 64 + j] = in[64 * k + j] >> 4;
+        out[128 * k + j] = code(in[64 * k + j] & 15);
+        out[128 * k + 64 + j] = code(in[64 * k + j] >> 4);
       }
   }
   template <DType kDType>
@@ -85,9 +89,9 @@ struct EmulatedInt8Tiles {
   }
 };
 
-template <int kBits, int kGroup, DType kDType>
+template <int kBits, int kGroup, DType kDType, QuantCodes kCodes = QuantCodes::kAffine>
 void emulated_block(const detail::MatmulOperands& op, const detail::MatmulBlock& b) {
-  detail::amx_quant::block<EmulatedInt8Tiles, kBits, kGroup, kDType>(op, b);
+  detail::amx_quant::block<EmulatedInt8Tiles, kBits, kGroup, kDType, kCodes>(op, b);
 }
 
 using BlockFn = void (*)(const detail::MatmulOperands&, const detail::MatmulBlock&);
@@ -191,6 +195,40 @@ TEST(AmxQuantEmulation, EqualsTheReferenceBitForBit) {
         ASSERT_TRUE(testing::same_bytes(got.data(), want.data(), got.size()))
             << "bits " << bits << " group " << group << " dtype " << static_cast<int>(dtype)
             << " weight rows " << w_rows << " activation rows " << n_rows;
+      }
+    }
+  }
+}
+
+// MXFP4 views (4 bits, groups of 32, bf16, e2m1 codes remapped in unpack4): the same grid of
+// weight and activation rows, subnormal and ordinary scales.
+TEST(AmxQuantEmulation, Mxfp4EqualsTheReferenceBitForBit) {
+  int seed = 200;
+  for (std::int64_t cols : {32, 96, 256}) {
+    for (std::int64_t w_rows : {16, 40, 70}) {
+      ++seed;
+      const auto q = testing::make_mxfp4(w_rows, cols, static_cast<std::uint32_t>(seed), 118, 132,
+                                         {0, 1, 2}, 5);
+      for (std::int64_t n_rows : {1, 15, 17, 33, 70}) {
+        const auto x =
+            testing::random_floats(static_cast<std::size_t>(n_rows * cols), seed + 100, -2, 2);
+        std::vector<std::uint8_t> xp = prepare(x, n_rows, cols, 32);
+        std::vector<float> want(static_cast<std::size_t>(n_rows * w_rows));
+        std::vector<std::uint8_t> rows = plain(x, n_rows, cols, 32);
+        ref::matmul_quant(quantized_rows_view(rows.data(), n_rows, cols, 32), n_rows, q.view,
+                          want.data(), w_rows);
+        std::vector<float> got(want.size(), -1.0f);
+        const detail::MatmulOperands op{
+            .x = x.data(), .xp = xp.data(), .w = q.view, .y = got.data(), .n_rows = n_rows};
+        for (std::int64_t m0 = 0; m0 < n_rows; m0 += 64)
+          for (std::int64_t n0 = 0; n0 < w_rows; n0 += 64)
+            emulated_block<4, 32, DType::kBF16, QuantCodes::kMxfp4>(
+                op, {.m0 = m0,
+                     .m1 = std::min(n_rows, m0 + 64),
+                     .n0 = n0,
+                     .n1 = std::min(w_rows, n0 + 64)});
+        ASSERT_TRUE(testing::same_bytes(got.data(), want.data(), got.size()))
+            << "cols " << cols << " weight rows " << w_rows << " activation rows " << n_rows;
       }
     }
   }

@@ -223,6 +223,85 @@ TEST(Attention, TwoKeysByHand) {
   EXPECT_NEAR(out[1], 0.25f * 4 + 0.75f * 8, 1e-5f);
 }
 
+// gpt-oss's sinks: a per-head logit joins the softmax with no value. By hand: one key of score 0
+// and a sink of ln 3 give the value a weight of 1/4.
+TEST(Attention, SinkByHand) {
+  const float q[1] = {1.0f}, k[1] = {0.0f}, v[1] = {8.0f};
+  const float sinks[1] = {std::log(3.0f)};
+  float out[1];
+  ThreadPool pool(1);
+  for (Isa isa : testing::runnable_isas()) {
+    testing::ScopedIsa scoped(isa);
+    attention(pool, q, k, v, out,
+              {.n_q = 1,
+               .pos0 = 0,
+               .n_kv = 1,
+               .n_heads = 1,
+               .n_kv_heads = 1,
+               .head_dim = 1,
+               .scale = 1.0f,
+               .sinks = sinks});
+    EXPECT_NEAR(out[0], 2.0f, 1e-6f) << isa_name(isa);
+  }
+}
+
+// With sinks every ISA stays near the reference (computed here in double from the definition),
+// chunked and whole give the same bytes, and a huge sink drives the output to 0, not NaN.
+TEST(Attention, SinksMatchDefinitionAndAreSplitInvariant) {
+  const std::int64_t n_heads = 4, n_kv = 2, hd = 64, n_tok = 150;
+  const Cache cache = make_cache(n_tok * n_kv * hd, 11);
+  auto q = random_floats(static_cast<std::size_t>(n_tok * n_heads * hd), 12, -2, 2);
+  const std::vector<float> sinks = {-1.5f, 0.0f, 2.5f, 1000.0f};
+  ThreadPool pool(2);
+  for (Isa isa : testing::runnable_isas()) {
+    testing::ScopedIsa scoped(isa);
+    AttentionShape s = whole_prompt(n_tok, n_heads, n_kv, hd, DType::kF32);
+    s.sinks = sinks.data();
+    std::vector<float> whole(static_cast<std::size_t>(n_tok * n_heads * hd));
+    attention(pool, q.data(), cache.k32.data(), cache.v32.data(), whole.data(), s);
+    for (std::int64_t i = 0; i < n_tok; ++i) {
+      for (std::int64_t h = 0; h < n_heads; ++h) {
+        const std::int64_t kvh = h / (n_heads / n_kv);
+        std::vector<double> score(static_cast<std::size_t>(i + 1));
+        double m = sinks[static_cast<std::size_t>(h)];
+        for (std::int64_t j = 0; j <= i; ++j) {
+          double dot = 0;
+          for (std::int64_t d = 0; d < hd; ++d) {
+            dot += double(q[static_cast<std::size_t>((i * n_heads + h) * hd + d)]) *
+                   cache.k32[static_cast<std::size_t>((j * n_kv + kvh) * hd + d)];
+          }
+          score[static_cast<std::size_t>(j)] = dot * s.scale;
+          m = std::max(m, score[static_cast<std::size_t>(j)]);
+        }
+        double z = std::exp(sinks[static_cast<std::size_t>(h)] - m);
+        for (double sc : score) z += std::exp(sc - m);
+        for (std::int64_t d = 0; d < hd; ++d) {
+          double want = 0;
+          for (std::int64_t j = 0; j <= i; ++j) {
+            want += std::exp(score[static_cast<std::size_t>(j)] - m) / z *
+                    cache.v32[static_cast<std::size_t>((j * n_kv + kvh) * hd + d)];
+          }
+          const float got = whole[static_cast<std::size_t>((i * n_heads + h) * hd + d)];
+          ASSERT_NEAR(got, want, 2e-5) << isa_name(isa) << " query " << i << " head " << h;
+          if (h == 3) {
+            ASSERT_EQ(got, 0.0f);
+          }
+        }
+      }
+    }
+    std::vector<float> parts(whole.size(), -9.0f);
+    std::int64_t pos = 0;
+    for (std::int64_t len : {70, 1, 79}) {
+      AttentionShape c = s;
+      c.n_q = len, c.pos0 = pos, c.n_kv = pos + len;
+      attention(pool, q.data() + pos * n_heads * hd, cache.k32.data(), cache.v32.data(),
+                parts.data() + pos * n_heads * hd, c);
+      pos += len;
+    }
+    ASSERT_TRUE(testing::same_bytes(parts.data(), whole.data(), whole.size())) << isa_name(isa);
+  }
+}
+
 // attention_batch (one dispatch for several sequences, as a batched decode step does): every job
 // gets the bytes of attention() on it alone, whatever the mix of prefill chunks and decode rows,
 // head groups (Qwen3's 2, a group wider than a tile) and cache dtypes.

@@ -69,4 +69,8 @@ inline const std::vector<modelgen::Family> kAllFamilies = [] {
   return out;
 }();
 
+// Whether the generator writes the family as an MLX quantized checkpoint (--bits): not gpt_oss,
+// whose experts are MXFP4 as released (mlx-lm's own mxfp4 mode is not a format recur reads).
+inline bool writes_mlx(modelgen::Family f) { return f != modelgen::Family::kGptOss; }
+
 }  // namespace recur::model::testing

@@ -64,7 +64,7 @@ void check_layout(const StFile& f) {
   for (const auto& [name, t] : f.tensors) {
     std::int64_t n = 1;
     for (auto d : t.shape) n *= d;
-    const int size = t.dtype == "F32" ? 4 : 2;
+    const int size = t.dtype == "F32" ? 4 : t.dtype == "U8" ? 1 : 2;
     EXPECT_EQ(t.end - t.begin, n * size) << name;
     EXPECT_EQ(t.begin % size, 0) << name;
     by_offset.push_back(t);
@@ -93,7 +93,8 @@ StFile write_and_read(const GenSpec& spec, const fs::path& dir) {
   GenSummary summary;
   Status s = write_checkpoint(spec, dir.string(), &summary);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
-  EXPECT_EQ(summary.n_files, 5);
+  // gpt_oss's chat template is its own file, chat_template.jinja, as released.
+  EXPECT_EQ(summary.n_files, spec.family == Family::kGptOss ? 6 : 5);
   return read_safetensors(dir / "model.safetensors");
 }
 
@@ -134,7 +135,7 @@ TEST_P(TinyCheckpoint, SameSeedSameBytesOtherSeedOtherWeights) {
     }
     ++n_files;
   }
-  EXPECT_EQ(n_files, 5);
+  EXPECT_EQ(n_files, GetParam() == Family::kGptOss ? 6 : 5);
 }
 
 TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
@@ -144,7 +145,7 @@ TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
   GenSummary summary;
   ASSERT_TRUE(
       write_checkpoint({.family = GetParam(), .shards = 3}, three.string(), &summary).is_ok());
-  EXPECT_EQ(summary.n_files, 8);
+  EXPECT_EQ(summary.n_files, GetParam() == Family::kGptOss ? 9 : 8);
   EXPECT_FALSE(fs::exists(three / "model.safetensors"));
   const Json index = parse_json_file(three / "model.safetensors.index.json");
   const StFile whole = read_safetensors(one / "model.safetensors");
@@ -174,7 +175,7 @@ TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
 // Qwen's tokenizer files (qwen3, qwen3_5 and the generated mamba2 share them); LFM2's are checked
 // by TinyConfig.Lfm2TokenizerAndPresets.
 TEST_P(TinyCheckpoint, TokenizerAndGenerationFiles) {
-  if (GetParam() == Family::kLfm2) return;
+  if (GetParam() == Family::kLfm2 || GetParam() == Family::kGptOss) return;
   TempDir tmp;
   ASSERT_TRUE(write_checkpoint({.family = GetParam()}, tmp.path().string()).is_ok());
   const Json tok = parse_json_file(tmp.path() / "tokenizer.json");
@@ -218,7 +219,7 @@ TEST_P(TinyCheckpoint, TokenizerAndGenerationFiles) {
 
 INSTANTIATE_TEST_SUITE_P(Families, TinyCheckpoint,
                          ::testing::Values(Family::kQwen3, Family::kQwen3_5, Family::kMamba2,
-                                           Family::kLfm2),
+                                           Family::kLfm2, Family::kGptOss),
                          [](const auto& p) { return std::string(family_name(p.param)); });
 
 TEST(TinyConfig, Qwen3) {
@@ -369,6 +370,70 @@ TEST(TinyConfig, LlamaTokenizerAndPresets) {
   EXPECT_EQ(b["tie_word_embeddings"], true);
   EXPECT_FALSE(b.contains("head_dim"));
   EXPECT_TRUE(b["rope_scaling"].is_null());
+}
+
+// gpt-oss's files as released: config.json's keys, the harmony tokens after the BPE (at the real
+// ids, 199998.., in the real presets), o200k's pre-tokenizer, generation_config's three stop
+// tokens, and chat_template.jinja byte for byte the released template.
+TEST(TinyConfig, GptOssFilesAndPresets) {
+  TempDir tmp;
+  ASSERT_TRUE(write_checkpoint({.family = Family::kGptOss}, tmp.path().string()).is_ok());
+  const Json c = parse_json_file(tmp.path() / "config.json");
+  EXPECT_EQ(c["model_type"], "gpt_oss");
+  EXPECT_EQ(c["architectures"], Json::array({"GptOssForCausalLM"}));
+  EXPECT_EQ(c["layer_types"], Json::array({"sliding_attention", "full_attention"}));
+  EXPECT_EQ(c["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(c["rope_scaling"]["truncate"], false);
+  EXPECT_EQ(c["quantization_config"]["quant_method"], "mxfp4");
+  EXPECT_EQ(c["swiglu_limit"], 7.0);
+  EXPECT_EQ(c["eos_token_id"], 1004);  // <|return|>
+  EXPECT_EQ(c["pad_token_id"], 1001);  // <|endoftext|>
+  const Json gen = parse_json_file(tmp.path() / "generation_config.json");
+  EXPECT_EQ(gen["eos_token_id"], Json::array({1004, 1001, 1014}));
+  EXPECT_EQ(gen["bos_token_id"], 1000);
+  const Json tok = parse_json_file(tmp.path() / "tokenizer.json");
+  EXPECT_TRUE(tok["normalizer"].is_null());
+  const std::string regex = tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"];
+  EXPECT_TRUE(regex.starts_with("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"))
+      << regex;
+  ASSERT_EQ(tok["added_tokens"].size(), 1090u);
+  for (auto [offset, name] : {std::pair{0, "<|startoftext|>"},
+                              {1, "<|endoftext|>"},
+                              {2, "<|reserved_200000|>"},
+                              {4, "<|return|>"},
+                              {5, "<|constrain|>"},
+                              {7, "<|channel|>"},
+                              {8, "<|start|>"},
+                              {9, "<|end|>"},
+                              {10, "<|message|>"},
+                              {14, "<|call|>"},
+                              {1089, "<|reserved_201087|>"}}) {
+    EXPECT_EQ(tok["added_tokens"][offset]["content"], name);
+    EXPECT_EQ(tok["added_tokens"][offset]["id"], 1000 + offset);
+    EXPECT_EQ(tok["added_tokens"][offset]["special"], true);
+  }
+  const Json cfg = parse_json_file(tmp.path() / "tokenizer_config.json");
+  EXPECT_EQ(cfg["bos_token"], "<|startoftext|>");
+  EXPECT_EQ(cfg["eos_token"], "<|return|>");
+  EXPECT_FALSE(cfg.contains("chat_template"));
+  EXPECT_EQ(slurp(tmp.path() / "chat_template.jinja"),
+            slurp(fs::path(RECUR_SOURCE_DIR) /
+                  "tests/template/chat_templates/openai-gpt-oss-120b.jinja"));
+
+  // The real presets' geometry, without writing tens of GB: --layers 1 --hidden-size 64 keeps
+  // the vocabulary and so the real token ids.
+  TempDir real;
+  ASSERT_TRUE(
+      write_checkpoint(
+          {.family = Family::kGptOss, .preset = "gpt-oss-20b", .layers = 1, .hidden_size = 64},
+          real.path().string())
+          .is_ok());
+  const Json r = parse_json_file(real.path() / "config.json");
+  EXPECT_EQ(r["vocab_size"], 201088);
+  EXPECT_EQ(r["num_local_experts"], 32);
+  EXPECT_EQ(r["eos_token_id"], 200002);
+  EXPECT_EQ(parse_json_file(real.path() / "generation_config.json")["eos_token_id"],
+            Json::array({200002, 199999, 200012}));
 }
 
 TEST(WriteCheckpoint, RefusesBadRequests) {

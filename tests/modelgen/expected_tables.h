@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "modelgen/generator.h"
@@ -195,6 +196,38 @@ inline Table lfm2_table(int layers, std::int64_t d, std::int64_t heads, std::int
   return t;
 }
 
+// gpt-oss (docs/model-gpt-oss.md): biased attention with sinks, a biased router, MXFP4 experts
+// (U8 blocks and scales, whatever dt the rest has) with their biases; separate head.
+inline Table gpt_oss_table(int layers, std::int64_t d, std::int64_t heads, std::int64_t kv_heads,
+                           std::int64_t hd, std::int64_t ff, std::int64_t experts,
+                           std::int64_t vocab, const std::string& dt) {
+  Table t;
+  t["model.embed_tokens.weight"] = {{vocab, d}, dt};
+  t["lm_head.weight"] = {{vocab, d}, dt};
+  t["model.norm.weight"] = {{d}, dt};
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    t[p + "input_layernorm.weight"] = {{d}, dt};
+    t[p + "post_attention_layernorm.weight"] = {{d}, dt};
+    for (auto [proj, rows, cols] :
+         {std::tuple{"q", heads * hd, d}, std::tuple{"k", kv_heads * hd, d},
+          std::tuple{"v", kv_heads * hd, d}, std::tuple{"o", d, heads * hd}}) {
+      t[p + "self_attn." + proj + "_proj.weight"] = {{rows, cols}, dt};
+      t[p + "self_attn." + proj + "_proj.bias"] = {{rows}, dt};
+    }
+    t[p + "self_attn.sinks"] = {{heads}, dt};
+    t[p + "mlp.router.weight"] = {{experts, d}, dt};
+    t[p + "mlp.router.bias"] = {{experts}, dt};
+    t[p + "mlp.experts.gate_up_proj_bias"] = {{experts, 2 * ff}, dt};
+    t[p + "mlp.experts.down_proj_bias"] = {{experts, d}, dt};
+    t[p + "mlp.experts.gate_up_proj_blocks"] = {{experts, 2 * ff, d / 32, 16}, "U8"};
+    t[p + "mlp.experts.gate_up_proj_scales"] = {{experts, 2 * ff, d / 32}, "U8"};
+    t[p + "mlp.experts.down_proj_blocks"] = {{experts, d, ff / 32, 16}, "U8"};
+    t[p + "mlp.experts.down_proj_scales"] = {{experts, d, ff / 32}, "U8"};
+  }
+  return t;
+}
+
 // The generated tiny presets' Hugging Face tables (the tiny preset's sizes).
 inline Table tiny_hf_table(Family family, const std::string& dt) {
   switch (family) {
@@ -220,6 +253,8 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
       return llama_table(2, 64, 64, 32, 192, 1280, /*tied=*/false, /*bias=*/false, dt);
     case Family::kLfm2:  // LFM2's 14 added tokens + 1000 BPE tokens, rounded up to 64
       return lfm2_table(4, 64, 4, 2, 16, 192, 3, 1024, {2}, false, dt);
+    case Family::kGptOss:  // 1000 BPE tokens + 1090 harmony ones (199998..201087), rounded up
+      return gpt_oss_table(2, 64, 4, 2, 16, 64, 8, 2112, dt);
     case Family::kGemma3:  // no table here yet: not among the table-checked families
     case Family::kQwen3Moe:
     case Family::kGraniteHybrid:
