@@ -24,11 +24,38 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
-// The role part of a header (before its first marker) is a role, maybe cut short, maybe followed
-// by a recipient: "", "assis", "assistant", "assistant to=functions.f".
+// An author a header may name: a role, or a tool (the model imitating a tool's reply).
+bool is_author(std::string_view w, bool may_be_cut) {
+  constexpr std::string_view kAuthors[] = {kAssistant, "user", "system", "developer", "python"};
+  for (std::string_view a : kAuthors) {
+    if (w == a || (may_be_cut && a.starts_with(w))) return true;
+  }
+  for (std::string_view ns : {kFunctions, std::string_view("browser.")}) {
+    if (w.starts_with(ns) || (may_be_cut && ns.starts_with(w))) return true;
+  }
+  return false;
+}
+
+// Whether the role part of a header (before its first marker) is an author, maybe cut short, maybe
+// followed by a recipient and a content type: "", "assis", "assistant", "assistant to=functions.f
+// json", "assistant t", "functions.f to=assistant". Other words there are text the model wrote
+// without a header.
 bool looks_like_role(std::string_view role_part) {
-  if (kAssistant.starts_with(role_part)) return true;
-  return role_part.starts_with(kAssistant) && is_space(role_part[kAssistant.size()]);
+  const std::vector<std::string_view> ws = words(role_part);
+  const bool open_end = !role_part.empty() && !is_space(role_part.back());
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    const std::string_view w = ws[i];
+    const bool cut = open_end && i + 1 == ws.size();
+    if (i == 0) {
+      if (!is_author(w, cut)) return false;
+      continue;
+    }
+    const bool header_word = w.starts_with("to=") || w == "json" ||
+                             (cut && (std::string_view("to=").starts_with(w) ||
+                                      std::string_view("json").starts_with(w)));
+    if (!header_word) return false;
+  }
+  return true;
 }
 
 struct Header {
@@ -164,6 +191,8 @@ void HarmonyParser::take_text(std::size_t n, HarmonyDelta& out) {
   switch (state_) {
     case State::kHeader:
       header_.append(text);
+      // Words no header has: the model writes text without one. It is content from here on.
+      if (!header_marked_ && !silent_ && !looks_like_role(header_)) header_as_text(out);
       break;
     case State::kBody:
       if (messages_.back().kind == HarmonyMessage::Kind::kToolCall) {
@@ -273,15 +302,20 @@ void HarmonyParser::close_message(std::size_t end, bool ended) {
 void HarmonyParser::abandon_header(HarmonyDelta& out) {
   const std::string_view role_part = std::string_view(header_).substr(
       0, std::min({header_.find(kHarmonyChannel), header_.find(kHarmonyConstrain)}));
-  const std::string text = header_.substr(std::min(header_gen_, header_.size()));
   state_ = State::kBetween;
-  if (header_marked_ || looks_like_role(role_part) || text.empty()) return;
-  // No header at all: the model wrote text where one belongs.
+  if (header_marked_ || looks_like_role(role_part) || header_.size() <= header_gen_) return;
+  header_as_text(out);
+  close_message(pos_, false);
+}
+
+void HarmonyParser::header_as_text(HarmonyDelta& out) {
+  // The generated part of the header is the body of a content message without a header.
+  const std::string text = header_.substr(std::min(header_gen_, header_.size()));
   messages_.push_back({.kind = HarmonyMessage::Kind::kContent, .span = {.begin = header_begin_}});
+  header_.clear();
   state_ = State::kBody;
   body_started_ = false;
   emit(text, header_gen_at_, out);
-  close_message(pos_, false);
 }
 
 void HarmonyParser::emit(std::string_view text, std::size_t at, HarmonyDelta& out) {

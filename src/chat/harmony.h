@@ -99,6 +99,8 @@ class HarmonyParser {
   void close_message(std::size_t end, bool ended);
   // A header that ended before its <|message|>: dropped, or content when it was plain text.
   void abandon_header(HarmonyDelta& out);
+  // The header's generated text was no header: a content message's body from here on.
+  void header_as_text(HarmonyDelta& out);
   void emit(std::string_view text, std::size_t at, HarmonyDelta& out);
 
   State state_ = State::kHeader;

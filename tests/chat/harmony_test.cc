@@ -215,6 +215,14 @@ TEST(Harmony, MalformedInputStaysText) {
   EXPECT_EQ(plain.reasoning, "");
   EXPECT_EQ(spanned("Hello there, no channel.", plain.content_spans), "Hello there, no channel.");
 
+  // Text right after the role is text too, unless it reads as a recipient or content type.
+  Parsed spaced = parse_every_way(" Hello there.<|end|>");
+  EXPECT_EQ(spaced.content, " Hello there.");
+  HarmonyParser streamed;
+  EXPECT_EQ(streamed.push(" Hello").content, " Hello");  // streams as soon as it is no header
+  Parsed typed = parse_every_way(" to=functions.f json<|end|>");
+  EXPECT_EQ(typed.content, "");
+
   Parsed unknown = parse_every_way("<|channel|>weird<|message|>Some text.<|end|>");
   EXPECT_EQ(unknown.content, "Some text.");
 
