@@ -58,6 +58,20 @@ tmpl::Value message_value(const Message& m, const TemplateCaps& form) {
   return v;
 }
 
+// Tools handed to a template that needs every tool to have a description: an empty one where the
+// client gave none.
+void give_descriptions(tmpl::Value& tools) {
+  if (!tools.is_list()) return;
+  for (tmpl::Value& t : tools.as_list()) {
+    if (!t.is_dict()) continue;
+    tmpl::Value* fn = t.as_dict().find("function");
+    tmpl::Value& target = fn != nullptr && fn->is_dict() ? *fn : t;
+    if (target.as_dict().find("description") == nullptr) {
+      target.as_dict().set("description", tmpl::Value(""));
+    }
+  }
+}
+
 // The context apply_chat_template builds: messages (already normalised), tools, the flag, the
 // tokenizer's special tokens and the kwargs.
 Result<tmpl::Value> build_context(std::span<const Message> messages, const ChatInputs& in,
@@ -72,6 +86,7 @@ Result<tmpl::Value> build_context(std::span<const Message> messages, const ChatI
   if (!in.tools_json.empty()) {
     auto tools = tmpl::value_from_json(in.tools_json);
     if (!tools) return tools.status().with_context("tools");
+    if (!form.tools_without_description) give_descriptions(*tools);
     d.set("tools", *tools);
   }
   d.set("add_generation_prompt", tmpl::Value(add_generation_prompt));
@@ -109,9 +124,10 @@ ChatFormatter::ChatFormatter(const tokenizer::Tokenizer& tok, std::string source
   harmony_ = is_harmony_template(source_) &&
              std::all_of(std::begin(kHarmonyMarkers), std::end(kHarmonyMarkers),
                          [&](std::string_view m) { return tok.token_id(m).has_value(); });
-  caps_ = detect_caps([this](std::span<const Message> msgs,
-                             const TemplateCaps& form) -> std::optional<std::string> {
-    auto ctx = build_context(msgs, ChatInputs{}, false, tok_->special_tokens(), form);
+  caps_ = detect_caps([this](std::span<const Message> msgs, const TemplateCaps& form,
+                             std::string_view tools_json) -> std::optional<std::string> {
+    auto ctx = build_context(msgs, ChatInputs{.tools_json = tools_json}, false,
+                             tok_->special_tokens(), form);
     if (!ctx) return std::nullopt;
     auto text = template_.render(*ctx);
     if (!text) return std::nullopt;

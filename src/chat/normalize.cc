@@ -57,10 +57,11 @@ class Prober {
  public:
   explicit Prober(const ProbeRender& render) : render_(render) {}
 
-  std::optional<std::string> run(std::vector<Message> msgs, bool object_arguments = true) const {
+  std::optional<std::string> run(std::vector<Message> msgs, bool object_arguments = true,
+                                 std::string_view tools_json = "") const {
     TemplateCaps form = form_;
     form.object_arguments = object_arguments;
-    return render_(msgs, form);
+    return render_(msgs, form, tools_json);
   }
   // How later probes hand reasoning over.
   void use_thinking_key(bool on) { form_.thinking_key = on; }
@@ -112,11 +113,13 @@ std::string TemplateCaps::to_string() const {
       "system_role={:d} system_after_first={:d} developer_role={:d} typed_content={:d}{:d}{:d}{:d} "
       "null_content_with_tool_calls={:d} tool_calls={:d} object_arguments={:d} "
       "tool_responses={:d} consecutive_users={:d} consecutive_assistants={:d} thinking_key={:d} "
-      "developer_after_first={:d} several_tool_calls={:d} tool_call_content_and_reasoning={:d}",
+      "developer_after_first={:d} several_tool_calls={:d} tool_call_content_and_reasoning={:d} "
+      "tools_without_description={:d}",
       system_role, system_after_first, developer_role, typed_content_system, typed_content_user,
       typed_content_assistant, typed_content_tool, null_content_with_tool_calls, tool_calls,
       object_arguments, tool_responses, consecutive_users, consecutive_assistants, thinking_key,
-      developer_after_first, several_tool_calls, tool_call_content_and_reasoning);
+      developer_after_first, several_tool_calls, tool_call_content_and_reasoning,
+      tools_without_description);
 }
 
 TemplateCaps detect_caps(const ProbeRender& render) {
@@ -186,6 +189,15 @@ TemplateCaps detect_caps(const ProbeRender& render) {
   c.typed_content_tool = c.tool_responses && p.typed_content("tool", [&](Message m) {
     return std::vector<Message>{user, tool_call_message(""), tool_result(std::move(m))};
   });
+  // A tool declared without a description, and with an empty one.
+  constexpr std::string_view kBare =
+      R"([{"type":"function","function":{"name":"recur_probe_tool","parameters":{"type":"object",)"
+      R"("properties":{}}}}])";
+  constexpr std::string_view kDescribed =
+      R"([{"type":"function","function":{"name":"recur_probe_tool","description":"",)"
+      R"("parameters":{"type":"object","properties":{}}}}])";
+  c.tools_without_description =
+      p.run({user}, args, kBare).has_value() || !p.run({user}, args, kDescribed).has_value();
   // Bound to the probe's arguments form: the last renders use it.
   c.object_arguments = args;
   return c;

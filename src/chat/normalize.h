@@ -42,6 +42,9 @@ struct TemplateCaps {
   // With tool_calls: an assistant message with calls may have both text and reasoning (gpt-oss's
   // refuses: its text is the analysis, as reasoning is).
   bool tool_call_content_and_reasoning = true;
+  // A declared tool without a description renders (gpt-oss's prints "// " + description, which
+  // fails on a missing one): else the tool is handed over with an empty one.
+  bool tools_without_description = true;
 
   bool typed_content(std::string_view role) const;
   // "system_role=1 developer_role=0 ...": the startup log line.
@@ -50,9 +53,10 @@ struct TemplateCaps {
 
 // Renders messages through the template without a generation prompt; nullopt when it fails.
 // `form`'s object_arguments (tool-call arguments as objects, else as the JSON text the client
-// sent) and thinking_key say how the messages are handed to it.
-using ProbeRender =
-    std::function<std::optional<std::string>(std::span<const Message>, const TemplateCaps& form)>;
+// sent) and thinking_key say how the messages are handed to it; tools_json: declared tools ("" for
+// none).
+using ProbeRender = std::function<std::optional<std::string>(
+    std::span<const Message>, const TemplateCaps& form, std::string_view tools_json)>;
 
 // Trial renders of small conversations with sentinel texts (about twenty renders).
 TemplateCaps detect_caps(const ProbeRender& render);

@@ -24,6 +24,8 @@ TEMPLATE = os.path.join(SOURCE, "tests", "template", "chat_templates", "openai-g
 GOLDENS = os.path.join(HERE, "harmony_goldens.json")
 NOW = 1700000000  # strftime_now's time: the test puts the formatter's date in its place
 
+BARE_TOOLS = [{"type": "function", "function": {"name": "get_time",
+                                                "parameters": {"type": "object"}}}]
 TOOLS = [
     {"type": "function", "function": {
         "name": "get_weather", "description": "Get the weather for a city.",
@@ -134,6 +136,12 @@ CASES = [
      "messages": [{"role": "user", "content": [{"type": "text", "text": "First."},
                                                 {"type": "text", "text": "Second."}]}],
      "hf": [user("First.\nSecond.")]},
+    # A tool without a description (optional in OpenAI's and Anthropic's APIs): the template
+    # prints "// " + description, so it gets an empty one.
+    {"name": "tool_without_description", "tools": "bare",
+     "messages": [user("Time?")],
+     "hf_tools": [{"type": "function", "function": {"name": "get_time", "description": "",
+                                                    "parameters": {"type": "object"}}}]},
     # Training-style: the final assistant turn without a generation prompt shows its reasoning.
     {"name": "final_assistant_turn", "add_generation_prompt": False,
      "messages": [user("What is 2+2?"), assistant("4.", "Simple.")]},
@@ -150,11 +158,11 @@ def render_all():
         agp = case.get("add_generation_prompt", True)
         context = {"messages": case.get("hf") or as_hf(case["messages"]),
                    "add_generation_prompt": agp}
-        if case.get("tools"):
-            context["tools"] = TOOLS
+        tools = BARE_TOOLS if case.get("tools") == "bare" else TOOLS if case.get("tools") else None
+        if tools:
+            context["tools"] = case.get("hf_tools") or tools
         context.update(case.get("kwargs", {}))
-        out.append({"name": case["name"], "messages": case["messages"],
-                    "tools": TOOLS if case.get("tools") else None,
+        out.append({"name": case["name"], "messages": case["messages"], "tools": tools,
                     "kwargs": case.get("kwargs"), "add_generation_prompt": agp,
                     "expected": compiled.render(**context)})
     return out

@@ -152,12 +152,14 @@ TEST_F(CapsTest, GptOss) {
   EXPECT_FALSE(c.several_tool_calls);
   EXPECT_FALSE(c.tool_call_content_and_reasoning);
   EXPECT_FALSE(c.typed_content_user);
+  EXPECT_FALSE(c.tools_without_description);
   // Qwen3's reads reasoning_content and takes everything else.
   TemplateCaps q = caps_of(read_file(std::string(RECUR_SOURCE_DIR) +
                                      "/tests/template/chat_templates/Qwen-Qwen3-0.6B.jinja"));
   EXPECT_FALSE(q.thinking_key);
   EXPECT_TRUE(q.several_tool_calls);
   EXPECT_TRUE(q.tool_call_content_and_reasoning);
+  EXPECT_TRUE(q.tools_without_description);
 }
 
 Message msg(std::string role, std::string text) {

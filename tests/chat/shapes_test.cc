@@ -15,8 +15,8 @@ namespace recur::chat {
 namespace {
 
 const char* const kFamilies[] = {
-    "qwen3",      "qwen3_5",   "gemma3", "llama",     "granitemoehybrid", "lfm2",
-    "nemotron_h", "falcon_h1", "mamba2", "qwen3_moe", "qwen3_next",       "lfm2_moe"};
+    "qwen3",     "qwen3_5", "gemma3",    "llama",      "granitemoehybrid", "lfm2",   "nemotron_h",
+    "falcon_h1", "mamba2",  "qwen3_moe", "qwen3_next", "lfm2_moe",         "gpt_oss"};
 
 constexpr const char* kTools =
     R"([{"type":"function","function":{"name":"get_weather","description":"Weather.",)"
