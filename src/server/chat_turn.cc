@@ -116,10 +116,10 @@ void ChatTurn::run(ChunkWriter& out) {
         const std::string text = marked ? marked->push(ev.samples, ev.text, ev.done) : ev.text;
         ReplyPart part = parser.push(text, ev.done);
         std::vector<LogprobEntry> now;
-        if (marked) {
+        if (marked && logprobs) {
           now = sections.push_marked(ev.samples, marked->spans(), text, parser.content_spans(),
                                      parser.settled());
-        } else if (logprobs || split) {
+        } else if (!marked && (logprobs || split)) {
           now = sections.push(ev.samples, ev.text, parser.content().size());
         }
         if (!logprobs) now.clear();
@@ -159,8 +159,9 @@ void ChatTurn::run(ChunkWriter& out) {
                .prompt_stored = done.completion_stored,
                .timing = &timing};
   if (r.reasoning) {
-    r.reasoning_tokens = marked ? sections.tokens_within(marked->spans(), parser.reasoning_spans())
-                                : sections.tokens_before_content();
+    r.reasoning_tokens =
+        marked ? TokenSections::tokens_within(marked->spans(), parser.reasoning_spans())
+               : sections.tokens_before_content();
   }
   if (stream) r.unstreamed_content = std::move(reply.unstreamed_content);
   // The reply as the client will send it back next turn: the next turn's prompt starts with it.

@@ -71,7 +71,7 @@ std::vector<LogprobEntry> TokenSections::push_marked(std::span<const engine::Sam
 }
 
 std::int64_t TokenSections::tokens_within(std::span<const chat::TextSpan> spans,
-                                          std::span<const chat::TextSpan> within) const {
+                                          std::span<const chat::TextSpan> within) {
   return std::count_if(spans.begin(), spans.end(), [&](const chat::TextSpan& s) {
     return std::any_of(within.begin(), within.end(), [&](const chat::TextSpan& w) {
       return w.begin <= s.begin && s.end <= w.end && s.begin <= s.end;

@@ -44,9 +44,9 @@ class TokenSections {
                                         std::string_view marked_text,
                                         std::span<const chat::TextSpan> content,
                                         std::size_t settled);
-  // Tokens whose spans lie inside `within` (harmony's reasoning messages), of all sampled.
-  std::int64_t tokens_within(std::span<const chat::TextSpan> spans,
-                             std::span<const chat::TextSpan> within) const;
+  // Tokens whose spans (MarkedText::spans) lie inside `within` (harmony's reasoning messages).
+  static std::int64_t tokens_within(std::span<const chat::TextSpan> spans,
+                                    std::span<const chat::TextSpan> within);
 
  private:
   struct Token {
