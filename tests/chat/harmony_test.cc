@@ -18,18 +18,16 @@ struct Parsed {
   bool saw_reasoning = false;
 };
 
-// Whether `s` holds a marker or ends with the start of one (which a stream must never send).
-bool ends_in_marker(std::string_view s) {
+// Whether `s` holds a marker. (Bytes a stream sends are never part of one: a possible marker is
+// held until it is known; APartialMarkerIsHeldUntilItIsKnown checks the holding.)
+bool has_marker(std::string_view s) {
   for (std::string_view m : kHarmonyMarkers) {
     if (s.find(m) != std::string_view::npos) return true;
-    for (std::size_t n = 1; n < m.size(); ++n) {
-      if (s.ends_with(m.substr(0, n))) return true;
-    }
   }
   return false;
 }
 
-// Feeds `text` in pieces of `sizes` (cycled); a partial marker is never part of a delta.
+// Feeds `text` in pieces of `sizes` (cycled); no delta shows a marker.
 Parsed parse(std::string_view text, const std::vector<std::size_t>& sizes,
              std::string_view tail = "assistant") {
   HarmonyParser p(tail);
@@ -38,7 +36,7 @@ Parsed parse(std::string_view text, const std::vector<std::size_t>& sizes,
   while (at < text.size()) {
     const std::size_t n = std::min(sizes[i++ % sizes.size()], text.size() - at);
     HarmonyDelta d = p.push(text.substr(at, n));
-    for (const std::string* s : {&d.reasoning, &d.content}) EXPECT_FALSE(ends_in_marker(*s)) << *s;
+    for (const std::string* s : {&d.reasoning, &d.content}) EXPECT_FALSE(has_marker(*s)) << *s;
     EXPECT_LE(p.settled(), at + n);
     out.reasoning += d.reasoning;
     out.content += d.content;
@@ -310,6 +308,52 @@ TEST(Harmony, SettledStopsAtAHeaderThatMayBeText) {
   EXPECT_EQ(p.settled(), std::string_view("<|channel|>analysis<|message|>abc<|end|><|start|>"
                                           "assistant<|channel|>final<|message|>")
                              .size());
+}
+
+// Random soups of markers, header words and text: whole, byte by byte and in pieces the parser
+// agrees with itself, never sends a marker, never loses its place, never crashes.
+TEST(Harmony, RandomInputIsAlwaysParsed) {
+  const std::vector<std::string> atoms = {"<|start|>",
+                                          "<|end|>",
+                                          "<|message|>",
+                                          "<|channel|>",
+                                          "<|constrain|>",
+                                          "<|return|>",
+                                          "<|call|>",
+                                          "assistant",
+                                          "analysis",
+                                          "final",
+                                          "commentary",
+                                          " to=functions.f",
+                                          " json",
+                                          "functions.g",
+                                          " to=assistant",
+                                          "Hello",
+                                          " world",
+                                          "\n",
+                                          " ",
+                                          "<",
+                                          "<|",
+                                          "|>",
+                                          "{\"a\":1}",
+                                          "<|chan",
+                                          "user"};
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text;
+    const int n = std::uniform_int_distribution<int>(0, 24)(rng);
+    for (int i = 0; i < n; ++i) text += atoms[rng() % atoms.size()];
+    Parsed p = parse_every_way(text);
+    for (const TextSpan& sp : p.content_spans) {
+      ASSERT_LE(sp.begin, sp.end);
+      ASSERT_LE(sp.end, text.size()) << text;
+    }
+    for (const HarmonyMessage& m : p.messages) ASSERT_LE(m.span.begin, m.span.end) << text;
+    if (HasFailure()) {
+      ADD_FAILURE() << "input: " << text;
+      return;
+    }
+  }
 }
 
 TEST(Harmony, TemplateDetection) {
