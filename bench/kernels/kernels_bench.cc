@@ -19,7 +19,10 @@
 // against bf16's on the same shape and rows, timed in the same rounds; --mxfp4 one more for MXFP4
 // weights (quant.h: 4-bit e2m1 codes in groups of 32, gpt-oss's experts).
 // --rounds: how many turns the weight formats take within --seconds (more, shorter turns spread
-// the other processes of a shared host more evenly over the formats compared).
+// the other processes of a shared host more evenly over the formats compared). With --mxfp4 a
+// second table gives MXFP4's speed against each --quant format turn by turn (the best call of
+// each in the same turn, a fraction of a second apart): median and range over the turns, steadier
+// than the best calls' ratio where the host's other processes come and go.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -124,6 +127,11 @@ bool parse_args(int argc, char** argv, Args& a) {
   return true;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c) {
   const double peak = c.peak_flops();
   // The quantized formats timed beside bf16: --quant's widths, then MXFP4 (bits 0).
@@ -145,6 +153,7 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
   fmt::print("|---|---|---|---|---|---|---|{}{}\n", formats.empty() ? "" : "---|",
              args.onednn ? "---|---|---|" : "");
   std::string onednn_impl;
+  std::vector<std::string> mxfp4_rows;  // the MXFP4-against-affine table's rows
   for (const auto& shape : args.shapes) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
     for (std::int64_t rows : args.rows) {
@@ -156,14 +165,21 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
       bench::OnednnTiming o;
 #endif
       const double turn = args.seconds / args.rounds;
+      // Per --quant format: MXFP4's speed against it in each turn.
+      std::vector<std::vector<double>> mxfp4_vs(args.mxfp4 ? args.quant_bits.size() : 0);
       for (int round = 0; round < args.rounds; ++round) {
         const auto tr = kernels::time_matmul(pool, shape, rows, turn);
         if (tr.flops_per_s > t.flops_per_s) t = tr;
+        std::vector<double> turn_seconds(tq.size());
         for (std::size_t q = 0; q < tq.size(); ++q) {
           const auto tqr = kernels::time_matmul(
               pool, shape, rows, turn, formats[q], args.group_size,
               formats[q] == 0 ? kernels::QuantCodes::kMxfp4 : kernels::QuantCodes::kAffine);
           if (tqr.flops_per_s > tq[q].flops_per_s) tq[q] = tqr;
+          turn_seconds[q] = tqr.seconds;
+        }
+        for (std::size_t q = 0; q < mxfp4_vs.size(); ++q) {
+          mxfp4_vs[q].push_back(turn_seconds[q] / turn_seconds.back());
         }
 #ifdef RECUR_HAVE_DNNL
         if (args.onednn) {
@@ -190,16 +206,24 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
                    100 * tq[q].bytes_per_s / c.read_bytes_per_s, t.seconds / tq[q].seconds,
                    args.onednn ? " | | |" : "");
       }
+      for (std::size_t q = 0; q < mxfp4_vs.size(); ++q) {
+        const auto [lo, hi] = std::minmax_element(mxfp4_vs[q].begin(), mxfp4_vs[q].end());
+        mxfp4_rows.push_back(fmt::format("| {} | {} | {} | {:.3f} | {:.2f}-{:.2f} |", shape.name,
+                                         rows, format_name(formats[q]), median(mxfp4_vs[q]), *lo,
+                                         *hi));
+      }
       std::fflush(stdout);
     }
   }
   if (!onednn_impl.empty()) fmt::print("\noneDNN implementation (last shape): {}\n", onednn_impl);
   fmt::print("\n");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+  if (!mxfp4_rows.empty()) {
+    fmt::print("## MXFP4 against the affine formats, turn by turn ({} turns)\n\n", args.rounds);
+    fmt::print(
+        "| shape | rows | against | MXFP4's speed, median | range |\n|---|---|---|---|---|\n");
+    for (const std::string& row : mxfp4_rows) fmt::print("{}\n", row);
+    fmt::print("\n");
+  }
 }
 
 // The probe's mean rate over passes filling `seconds`: a call's mean is paired with a mean over
