@@ -230,6 +230,13 @@ TEST(Load, GptOssMxfp4ErrorsAreNamed) {
     EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
     EXPECT_NE(m.status().message().find("'" + name + "' of expert 3 holds 255"), std::string::npos)
         << m.status().message();
+    bytes[at] = static_cast<char>(254);
+    spit(shard, bytes);
+    m = Model::load(dir);
+    ASSERT_FALSE(m.is_ok());
+    EXPECT_NE(m.status().message().find("of expert 3 holds a scale of 253 or 254"),
+              std::string::npos)
+        << m.status().message();
     spit(shard, good);
   }
   edit_header(shard, [&](nlohmann::json& h) { h[name]["dtype"] = "I8"; });
