@@ -3,8 +3,8 @@
 // markdown (docs/performance.md quotes it).
 //   kernels_bench [--threads N] [--seconds S] [--rows 1,4,128,512] [--isa NAME] [--only TEXT]
 //                 [--no-onednn] [--keys 128,1024,4096] [--seqs 1,4] [--no-matmul]
-//                 [--no-attention] [--quant 8,4] [--group-size 64] [--decode-order BITS]
-//                 [--shape NxK]
+//                 [--no-attention] [--quant 8,4] [--group-size 64] [--mxfp4]
+//                 [--decode-order BITS] [--shape NxK] [--rounds 3]
 // --shape replaces the Qwen3.5-0.8B shapes with one N x K matrix (e.g. 151936x2048, the untied
 // head of Qwen3-30B-A3B).
 // --decode-order forces the 1-8-row calls' read order (matmul_isa.h DecodeOrder: 1 one row
@@ -16,7 +16,13 @@
 // probe's mean over as long a window just before it, and its median GB/s (a host whose bandwidth
 // wanders falls on all orders alike).
 // --quant adds rows for weights quantized to those bit widths (quant.h), each with its speed
-// against bf16's on the same shape and rows, timed in the same rounds.
+// against bf16's on the same shape and rows, timed in the same rounds; --mxfp4 one more for MXFP4
+// weights (quant.h: 4-bit e2m1 codes in groups of 32, gpt-oss's experts).
+// --rounds: how many turns the weight formats take within --seconds (more, shorter turns spread
+// the other processes of a shared host more evenly over the formats compared). With --mxfp4 a
+// second table gives MXFP4's speed against each --quant format turn by turn (the best call of
+// each in the same turn, a fraction of a second apart): median and range over the turns, steadier
+// than the best calls' ratio where the host's other processes come and go.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,8 +42,6 @@ namespace {
 
 using namespace recur;
 
-constexpr int kRounds = 3;
-
 struct Args {
   int threads = 0;
   double seconds = 0.3;
@@ -51,6 +55,8 @@ struct Args {
   std::vector<std::int64_t> seqs = {1, 4};
   std::vector<std::int64_t> quant_bits;
   int group_size = 64;
+  bool mxfp4 = false;
+  int rounds = 3;
   int decode_order = -1;                    // the vendor's
   std::vector<std::int64_t> decode_orders;  // --decode-orders: compare these instead
   std::vector<kernels::MatmulShape> shapes = kernels::qwen35_08b_shapes();
@@ -91,6 +97,10 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.keys = parse_list(argv[++i]);
     } else if (k == "--quant" && has_value) {
       a.quant_bits = parse_list(argv[++i]);
+    } else if (k == "--rounds" && has_value) {
+      a.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (k == "--mxfp4") {
+      a.mxfp4 = true;
     } else if (k == "--group-size" && has_value) {
       a.group_size = std::atoi(argv[++i]);
     } else if (k == "--decode-order" && has_value) {
@@ -117,8 +127,20 @@ bool parse_args(int argc, char** argv, Args& a) {
   return true;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c) {
   const double peak = c.peak_flops();
+  // The quantized formats timed beside bf16: --quant's widths, then MXFP4 (bits 0).
+  std::vector<int> formats;
+  for (std::int64_t b : args.quant_bits) formats.push_back(static_cast<int>(b));
+  if (args.mxfp4) formats.push_back(0);
+  const auto format_name = [&](int bits) {
+    return bits == 0 ? std::string("mxfp4") : fmt::format("q{} g{}", bits, args.group_size);
+  };
   fmt::print("## bf16 matmul, {}\n\n",
              args.shapes.size() == 1 ? "one shape" : "Qwen3.5-0.8B shapes");
   fmt::print(
@@ -126,33 +148,42 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
       "{:.1f} GOP/s) and of the read bandwidth ({:.1f} GB/s, weight bytes per call).\n\n",
       peak / 1e9, c.int8_peak_ops() / 1e9, c.read_bytes_per_s / 1e9);
   fmt::print("| shape | N x K | rows | weights | recur GFLOP/s | of peak | of bandwidth |{}{}\n",
-             args.quant_bits.empty() ? "" : " speed vs bf16 |",
+             formats.empty() ? "" : " speed vs bf16 |",
              args.onednn ? " oneDNN GFLOP/s | oneDNN of peak | recur / oneDNN |" : "");
-  fmt::print("|---|---|---|---|---|---|---|{}{}\n", args.quant_bits.empty() ? "" : "---|",
+  fmt::print("|---|---|---|---|---|---|---|{}{}\n", formats.empty() ? "" : "---|",
              args.onednn ? "---|---|---|" : "");
   std::string onednn_impl;
+  std::vector<std::string> mxfp4_rows;  // the MXFP4-against-affine table's rows
   for (const auto& shape : args.shapes) {
     if (!args.only.empty() && shape.name.find(args.only) == std::string::npos) continue;
     for (std::int64_t rows : args.rows) {
       // recur and oneDNN take turns, best call of each kept, so a period in which the host
       // slows this VM falls on both instead of on whichever happened to run then.
       kernels::MatmulTiming t;
-      std::vector<kernels::MatmulTiming> tq(args.quant_bits.size());
+      std::vector<kernels::MatmulTiming> tq(formats.size());
 #ifdef RECUR_HAVE_DNNL
       bench::OnednnTiming o;
 #endif
-      for (int round = 0; round < kRounds; ++round) {
-        const auto tr = kernels::time_matmul(pool, shape, rows, args.seconds / kRounds);
+      const double turn = args.seconds / args.rounds;
+      // Per --quant format: MXFP4's speed against it in each turn.
+      std::vector<std::vector<double>> mxfp4_vs(args.mxfp4 ? args.quant_bits.size() : 0);
+      for (int round = 0; round < args.rounds; ++round) {
+        const auto tr = kernels::time_matmul(pool, shape, rows, turn);
         if (tr.flops_per_s > t.flops_per_s) t = tr;
+        std::vector<double> turn_seconds(tq.size());
         for (std::size_t q = 0; q < tq.size(); ++q) {
-          const auto tqr =
-              kernels::time_matmul(pool, shape, rows, args.seconds / kRounds,
-                                   static_cast<int>(args.quant_bits[q]), args.group_size);
+          const auto tqr = kernels::time_matmul(
+              pool, shape, rows, turn, formats[q], args.group_size,
+              formats[q] == 0 ? kernels::QuantCodes::kMxfp4 : kernels::QuantCodes::kAffine);
           if (tqr.flops_per_s > tq[q].flops_per_s) tq[q] = tqr;
+          turn_seconds[q] = tqr.seconds;
+        }
+        for (std::size_t q = 0; q < mxfp4_vs.size(); ++q) {
+          mxfp4_vs[q].push_back(turn_seconds[q] / turn_seconds.back());
         }
 #ifdef RECUR_HAVE_DNNL
         if (args.onednn) {
-          auto orr = bench::time_onednn_matmul_bf16(shape, rows, args.seconds / kRounds);
+          auto orr = bench::time_onednn_matmul_bf16(shape, rows, turn);
           if (orr.timing.flops_per_s > o.timing.flops_per_s) o = std::move(orr);
         }
 #endif
@@ -169,22 +200,30 @@ void print_matmul(ThreadPool& pool, const Args& args, const kernels::Ceilings& c
 #endif
       fmt::print("\n");
       for (std::size_t q = 0; q < tq.size(); ++q) {
-        fmt::print("| {} | {}x{} | {} | q{} g{} | {:.1f} | {:.0f}% | {:.0f}% | {:.2f} |{}\n",
-                   shape.name, shape.n_out, shape.k_dim, rows, args.quant_bits[q], args.group_size,
-                   tq[q].flops_per_s / 1e9, 100 * tq[q].flops_per_s / c.int8_peak_ops(),
+        fmt::print("| {} | {}x{} | {} | {} | {:.1f} | {:.0f}% | {:.0f}% | {:.2f} |{}\n", shape.name,
+                   shape.n_out, shape.k_dim, rows, format_name(formats[q]), tq[q].flops_per_s / 1e9,
+                   100 * tq[q].flops_per_s / c.int8_peak_ops(),
                    100 * tq[q].bytes_per_s / c.read_bytes_per_s, t.seconds / tq[q].seconds,
                    args.onednn ? " | | |" : "");
+      }
+      for (std::size_t q = 0; q < mxfp4_vs.size(); ++q) {
+        const auto [lo, hi] = std::minmax_element(mxfp4_vs[q].begin(), mxfp4_vs[q].end());
+        mxfp4_rows.push_back(fmt::format("| {} | {} | {} | {:.3f} | {:.2f}-{:.2f} |", shape.name,
+                                         rows, format_name(formats[q]), median(mxfp4_vs[q]), *lo,
+                                         *hi));
       }
       std::fflush(stdout);
     }
   }
   if (!onednn_impl.empty()) fmt::print("\noneDNN implementation (last shape): {}\n", onednn_impl);
   fmt::print("\n");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+  if (!mxfp4_rows.empty()) {
+    fmt::print("## MXFP4 against the affine formats, turn by turn ({} turns)\n\n", args.rounds);
+    fmt::print(
+        "| shape | rows | against | MXFP4's speed, median | range |\n|---|---|---|---|---|\n");
+    for (const std::string& row : mxfp4_rows) fmt::print("{}\n", row);
+    fmt::print("\n");
+  }
 }
 
 // The probe's mean rate over passes filling `seconds`: a call's mean is paired with a mean over

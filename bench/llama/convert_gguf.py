@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Convert a Hugging Face checkpoint (config.json + *.safetensors + tokenizer.json) of a qwen3,
-# qwen3_5 (text part) or mamba2 model into a GGUF that llama.cpp loads, without torch: the
+# qwen3_5 (text part), mamba2 or gpt_oss model into a GGUF that llama.cpp loads, without torch: the
 # safetensors are read with json + numpy and the GGUF is written with llama.cpp's gguf-py.
 #
 # It produces what llama.cpp's convert_hf_to_gguf.py would from the same checkpoint, so both
@@ -8,8 +8,10 @@
 # transforms (qwen3_5: -exp(A_log), dt_bias -> ssm_dt.bias, conv1d squeezed, RMSNorm weights
 # stored as 1 + w except the gated delta net's own norm, V heads reordered from grouped to tiled
 # when num_v_heads > num_k_heads; mamba2: A = -exp(A_log) and D as [n_head, 1], conv1d
-# squeezed, the gated norm as [n_group, d_inner / n_group]), the same metadata keys, and the same
-# type rule (1-D tensors, norms, conv1d and non-.weight tensors in F32; the rest in --outtype).
+# squeezed, the gated norm as [n_group, d_inner / n_group]; gpt_oss: MXFP4 experts repacked into
+# ggml's block_mxfp4 with gate_up split into gate (even rows) and up (odd rows), its biases too,
+# sinks as a .weight), the same metadata keys, and the same type rule (1-D tensors, norms,
+# conv1d and non-.weight tensors in F32; the rest in --outtype).
 #
 # The token list is tokenizer.json's (byte-level BPE with merges), padded with "[PAD{i}]"
 # UNUSED tokens up to the embedding's rows (gguf_tokens.py).
@@ -43,7 +45,7 @@ config = json.load(open(ckpt / 'config.json'))
 hp = {**config, **config.get('text_config', {})}
 model_type = config.get('model_type')
 FAMILIES = {'qwen3': gguf.MODEL_ARCH.QWEN3, 'qwen3_5': gguf.MODEL_ARCH.QWEN35,
-            'mamba2': gguf.MODEL_ARCH.MAMBA2}
+            'mamba2': gguf.MODEL_ARCH.MAMBA2, 'gpt_oss': gguf.MODEL_ARCH.GPT_OSS}
 if model_type not in FAMILIES:
     sys.exit(f'convert_gguf.py: model_type {model_type!r} is not one of {sorted(FAMILIES)}')
 arch = FAMILIES[model_type]
@@ -52,7 +54,7 @@ n_layer = hp['num_hidden_layers']
 
 # ---- safetensors ---------------------------------------------------------------------------
 
-ST_DTYPES = {'BF16': np.uint16, 'F16': np.float16, 'F32': np.float32}
+ST_DTYPES = {'BF16': np.uint16, 'F16': np.float16, 'F32': np.float32, 'U8': np.uint8}
 
 
 def read_safetensors(path):
@@ -146,6 +148,43 @@ def transform_mamba2(name, x):
     return name, x
 
 
+def mxfp4_to_ggml(blocks, scales):
+    """HF MXFP4 [..., rows, cols/32, 16] (byte j: element 2j low nibble, 2j+1 high) and e8m0
+    scales [..., rows, cols/32] -> ggml's block_mxfp4 bytes [..., rows, cols/32 * 17]: the scale
+    byte, then qs[j] = element j | element j + 16 << 4."""
+    b = np.asarray(blocks, dtype=np.uint8)
+    codes = np.empty(b.shape[:-1] + (32,), dtype=np.uint8)
+    codes[..., 0::2] = b & 0x0F
+    codes[..., 1::2] = b >> 4
+    qs = codes[..., :16] | (codes[..., 16:] << 4)
+    out = np.concatenate([np.asarray(scales, dtype=np.uint8)[..., None], qs], axis=-1)
+    return np.ascontiguousarray(out.reshape(out.shape[:-2] + (-1,)))
+
+
+def gpt_oss_tensors(name, st_dtype, raw):
+    """(hf-like name, array, ggml type or None) for llama.cpp's GPT_OSS names; [] to skip."""
+    if name.endswith('_scales'):
+        return []  # written with its blocks
+    if name.endswith('_blocks'):
+        scales = tensors[name[:-len('_blocks')] + '_scales'][1]
+        mx = gguf.GGMLQuantizationType.MXFP4
+        if 'gate_up_proj' in name:
+            return [(name.replace('gate_up_proj_blocks', 'gate_proj.weight'),
+                     mxfp4_to_ggml(raw[:, 0::2], scales[:, 0::2]), mx),
+                    (name.replace('gate_up_proj_blocks', 'up_proj.weight'),
+                     mxfp4_to_ggml(raw[:, 1::2], scales[:, 1::2]), mx)]
+        return [(name.replace('down_proj_blocks', 'down_proj.weight'), mxfp4_to_ggml(raw, scales), mx)]
+    x = to_f32(st_dtype, raw)
+    if name.endswith('gate_up_proj_bias'):
+        return [(name.replace('gate_up_proj_bias', 'gate_proj.bias'), x[..., 0::2], None),
+                (name.replace('gate_up_proj_bias', 'up_proj.bias'), x[..., 1::2], None)]
+    if name.endswith('down_proj_bias'):
+        return [(name.replace('down_proj_bias', 'down_proj.bias'), x, None)]
+    if name.endswith('.sinks'):
+        return [(name + '.weight', x, None)]
+    return None  # an ordinary tensor
+
+
 # tensors whose values change: they are computed in f32, as llama.cpp's converter does
 def needs_f32(name):
     if model_type == 'qwen3_5':
@@ -189,6 +228,14 @@ for name in sorted(tensors, key=lambda n: (layer_of(n), n)):
     if not keep(name):
         continue
     st_dtype, raw = tensors[name]
+    if model_type == 'gpt_oss':
+        special = gpt_oss_tensors(name, st_dtype, raw)
+        if special is not None:
+            for hf_name, x, qtype in special:
+                x = np.ascontiguousarray(x)
+                out_tensors.append((gguf_name(hf_name), x,
+                                    qtype if qtype is not None else gguf.GGMLQuantizationType.F32))
+            continue
     hf = name.replace('language_model.', '')  # model.language_model.* -> model.*
     if needs_f32(hf) or raw.ndim <= 1 or args.outtype == 'f32' or st_dtype != 'BF16':
         x, is_raw_bf16 = to_f32(st_dtype, raw), False
@@ -253,6 +300,30 @@ if model_type in ('qwen3', 'qwen3_5'):
             got = [(i + 1) % hp.get('full_attention_interval', 4) != 0 for i in range(n_layer)]
             if want != got:
                 sys.exit('convert_gguf.py: layer_types is not every full_attention_interval-th layer')
+elif model_type == 'gpt_oss':
+    rope = hp.get('rope_scaling') or {}
+    w.add_block_count(n_layer)
+    w.add_context_length(hp['max_position_embeddings'])
+    w.add_embedding_length(hp['hidden_size'])
+    w.add_feed_forward_length(hp['intermediate_size'])
+    w.add_head_count(hp['num_attention_heads'])
+    w.add_head_count_kv(hp['num_key_value_heads'])
+    w.add_rope_freq_base(hp['rope_theta'])
+    if rope.get('rope_type') == 'yarn':
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rope['factor'])
+        w.add_rope_scaling_orig_ctx_len(rope['original_max_position_embeddings'])
+        w.add_rope_scaling_yarn_beta_fast(rope.get('beta_fast', 32.0))
+        w.add_rope_scaling_yarn_beta_slow(rope.get('beta_slow', 1.0))
+    w.add_layer_norm_rms_eps(hp['rms_norm_eps'])
+    w.add_expert_count(hp['num_local_experts'])
+    w.add_expert_used_count(hp['num_experts_per_tok'])
+    w.add_key_length(hp['head_dim'])
+    w.add_value_length(hp['head_dim'])
+    w.add_sliding_window(hp['sliding_window'])
+    w.add_expert_feed_forward_length(hp['intermediate_size'])
+    if [t == 'sliding_attention' for t in hp['layer_types']] != [i % 2 == 0 for i in range(n_layer)]:
+        sys.exit('convert_gguf.py: gpt_oss layer_types must alternate sliding, full (llama.cpp\'s period 2)')
 elif model_type == 'mamba2':
     d_model = hp['hidden_size']
     d_inner = hp.get('intermediate_size') or hp.get('expand', 2) * d_model
@@ -284,6 +355,8 @@ def pretokenizer_name():
     """llama.cpp picks the pre-tokenizer by a hash of the real tokenizer; ours is a small
     stand-in, so pick by its split regex (the Qwen ones; llama.cpp's 'default' otherwise)."""
     pre = json.dumps(tok.get('pre_tokenizer'))
+    if '\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}' in pre:
+        return 'gpt-4o'  # o200k (gpt-oss)
     if "(?i:'s|'t|'re|'ve|'m|'ll|'d)" in pre:
         return 'qwen35' if '\\\\p{M}' in pre else 'qwen2'
     return 'default'

@@ -45,6 +45,10 @@ ModelCost model_cost(const model::Model& model) {
   double layer_elems = 0, head_elems = 0, embed_elems = 0;
   double layer_bytes = 0, head_bytes = 0, embed_bytes = 0, expert_bytes = 0;
   for (const auto& t : model.tensors()) {
+    if (t.u8) {  // MXFP4 experts' blocks (their packed bytes) and scales (0: in the blocks')
+      expert_bytes += static_cast<double>(t.n_bytes);
+      continue;
+    }
     if (t.shape.size() != 2 || t.n_bytes == 0) continue;
     // A quantized weight's scales and biases are bytes read, not products computed.
     const bool group_params = t.name.ends_with(".scales") || t.name.ends_with(".biases");

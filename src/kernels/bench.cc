@@ -208,10 +208,15 @@ std::vector<MatmulShape> qwen35_08b_shapes() {
   };
 }
 
-MatmulBench::MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits, int group_size)
+MatmulBench::MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits, int group_size,
+                         QuantCodes codes)
     : n_rows_(n_rows) {
   w_ = WeightView{.dtype = DType::kBF16, .rows = shape.n_out, .cols = shape.k_dim};
-  if (bits != 0) {
+  if (codes == QuantCodes::kMxfp4) {
+    w_ = mxfp4_packed_view(shape.n_out, shape.k_dim, nullptr);
+    bits = w_.bits;
+    group_size = w_.group_size;
+  } else if (bits != 0) {
     w_.bits = bits;
     w_.group_size = group_size;
   }
@@ -236,6 +241,13 @@ MatmulBench::MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits
       fill_bf16(params, 2 * kQuantBlockRows, static_cast<std::uint64_t>(rec + 2));
       for (std::int64_t i = 0; i < 2 * kQuantBlockRows; ++i) {
         params[i] = f32_to_bf16(bf16_to_f32(params[i]) / 64);
+      }
+      if (codes == QuantCodes::kMxfp4) {  // MXFP4's scales 2^(e − 128), e in 118 .. 133
+        for (std::int64_t i = 0; i < kQuantBlockRows; ++i) {
+          const float s = std::ldexp(1.0f, static_cast<int>(params[i] % 16) - 10);
+          params[i] = f32_to_bf16(s);
+          params[kQuantBlockRows + i] = f32_to_bf16(-12.0f * s);
+        }
       }
     }
   }
@@ -270,8 +282,8 @@ MatmulTiming MatmulBench::run(ThreadPool& pool, double seconds) {
 }
 
 MatmulTiming time_matmul(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
-                         double seconds, int bits, int group_size) {
-  MatmulBench bench(shape, n_rows, bits, group_size);
+                         double seconds, int bits, int group_size, QuantCodes codes) {
+  MatmulBench bench(shape, n_rows, bits, group_size, codes);
   return bench.run(pool, seconds);
 }
 

@@ -107,16 +107,19 @@ struct MatmulTiming {
 };
 
 // Times matmul(x [n_rows, K], W [N, K]) on the active ISA, W in bf16 (bits 0) or quantized to
-// `bits` in groups of `group_size` (quant.h's packed layout, bf16 scales); runs for about
-// `seconds`. bytes_per_s counts the bytes W occupies.
+// `bits` in groups of `group_size` (quant.h's packed layout, bf16 scales), or MXFP4 (codes
+// kMxfp4: bits and group_size ignored, 4 and 32); runs for about `seconds`. bytes_per_s counts
+// the bytes W occupies.
 MatmulTiming time_matmul(ThreadPool& pool, const MatmulShape& shape, std::int64_t n_rows,
-                         double seconds, int bits = 0, int group_size = 64);
+                         double seconds, int bits = 0, int group_size = 64,
+                         QuantCodes codes = QuantCodes::kAffine);
 
 // time_matmul's weights and activations, made once and timed as often as asked: a comparison
 // that alternates settings (kernels_bench --decode-orders) times each on the same memory.
 class MatmulBench {
  public:
-  MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits = 0, int group_size = 64);
+  MatmulBench(const MatmulShape& shape, std::int64_t n_rows, int bits = 0, int group_size = 64,
+              QuantCodes codes = QuantCodes::kAffine);
   MatmulTiming run(ThreadPool& pool, double seconds);
 
  private:

@@ -162,11 +162,18 @@ class BindingVisitor final : public TensorVisitor {
       }
     }
     // Each expert on a pool task: its rows (one matrix's, or every other one copied out first).
-    std::atomic<std::int64_t> bad{-1};
+    std::atomic<std::int64_t> bad{-1}, huge{-1};
     auto pack_expert = [&](std::size_t task) {
       const auto e = static_cast<std::int64_t>(task);
       const std::uint8_t* b = blocks->data + e * rows * row_bytes;
       const std::uint8_t* sc = scales->data + e * rows * row_scales;
+      // 253 and 254 are weights of 2^125 and more, whose group bias (−12 · 2^(e − 128)) the
+      // packed layout's bf16 cannot hold: refused rather than run as inf.
+      if (std::any_of(sc, sc + rows * row_scales,
+                      [](std::uint8_t v) { return v == 253 || v == 254; })) {
+        huge = e;
+        return;
+      }
       if (odd == nullptr) {
         if (!k::pack_mxfp4_rows({.blocks = b, .scales = sc, .rows = rows, .cols = cols}, 0, rows,
                                 (*even)[task])) {
@@ -200,6 +207,13 @@ class BindingVisitor final : public TensorVisitor {
       status_ = Error(StatusCode::kDataLoss,
                       "{}: tensor '{}_scales' of expert {} holds 255, which MXFP4 reserves for NaN",
                       scales->file, name, bad.load());
+      return;
+    }
+    if (huge >= 0) {
+      status_ = Error(StatusCode::kUnimplemented,
+                      "{}: tensor '{}_scales' of expert {} holds a scale of 253 or 254 (weights of "
+                      "2^125 and more), beyond what recur's packed MXFP4 layout holds",
+                      scales->file, name, huge.load());
       return;
     }
     (*list_)[listed].n_bytes = static_cast<std::int64_t>(store_->bytes - before);

@@ -432,6 +432,70 @@ TEST(StateSizes, Gemma3UnsupportedKeysAreNamed) {
   }
 }
 
+// openai/gpt-oss-20b's config.json (keys recur reads, as released).
+constexpr const char* kGptOss20b = R"({
+  "architectures": ["GptOssForCausalLM"], "attention_bias": true, "eos_token_id": 200002,
+  "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880,
+  "intermediate_size": 2880,
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+  "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64,
+  "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_key_value_heads": 8,
+  "num_local_experts": 32,
+  "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn",
+      "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"},
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                   "original_max_position_embeddings": 4096, "rope_type": "yarn",
+                   "truncate": false},
+  "rope_theta": 150000, "sliding_window": 128, "swiglu_limit": 7.0,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 201088})";
+
+// 12 full layers of 8 kv heads x 64 (bf16) grow with the tokens; 12 sliding layers hold rings of
+// their 128-token window.
+TEST(StateSizes, GptOssRingsAndFullLayers) {
+  auto layout = state_layout_from_config(kGptOss20b);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  ASSERT_EQ(layout->layers.size(), 24u);
+  for (std::size_t i = 0; i < 24; ++i) EXPECT_EQ(layout->layers[i].window, i % 2 == 0 ? 128 : 0);
+  EXPECT_EQ(layout->kv_bytes_per_token(), 12 * 2 * 8 * 64 * 2);
+  EXPECT_EQ(layout->fixed_bytes(), 12 * 128 * 2 * 8 * 64 * 2);
+}
+
+TEST(StateSizes, GptOssErrorsNameTheKey) {
+  auto with = [](std::string_view from, std::string_view to) {
+    std::string text = kGptOss20b;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::pair<std::string, std::string_view> cases[] = {
+      {with(R"("hidden_size": 2880)", R"("hidden_size": 2890)"), "multiples of 32"},
+      {with(R"("rope_type": "yarn")", R"("rope_type": "longrope")"),
+       "rope_scaling.rope_type 'longrope'"},
+      {with(R"("swiglu_limit": 7.0)", R"("swiglu_limit": 0.0)"), "swiglu_limit"},
+      {with(R"("attention_bias": true)", R"("attention_bias": false)"), "attention_bias false"},
+      {with(R"("num_experts_per_tok": 4)", R"("num_experts_per_tok": 33)"),
+       "num_experts_per_tok 33"},
+      {with(R"("original_max_position_embeddings": 4096)",
+            R"("original_max_position_embeddings": -1)"),
+       "original_max_position_embeddings must be positive"},
+      {with(R"("hidden_act": "silu")", R"("hidden_act": "gelu")"), "hidden_act 'gelu'"},
+  };
+  for (const auto& [config, error] : cases) {
+    auto r = state_layout_from_config(config);
+    ASSERT_FALSE(r.is_ok()) << error;
+    EXPECT_NE(r.status().message().find(error), std::string::npos) << r.status().message();
+  }
+  // rope_scaling null: plain RoPE, as GptOssConfig allows.
+  EXPECT_TRUE(
+      state_layout_from_config(with(R"("rope_scaling": {)", R"("rope_scaling": null, "x": {)"))
+          .is_ok());
+}
+
 TEST(StateSizes, BadGeometryIsAnError) {
   auto r = state_layout_from_config(
       R"({"model_type":"mamba2","hidden_size":768,"num_hidden_layers":2,"vocab_size":10,

@@ -206,6 +206,55 @@ TEST(Load, WrongShapeAndDtypeAreNamed) {
       << m.status().message();
 }
 
+// gpt-oss's MXFP4 experts: a scale byte of 255 (NaN in e8m0) is named with its tensor and expert;
+// a blocks tensor of another dtype or shape is named; a transformers quantizer other than MXFP4
+// is refused by name.
+TEST(Load, GptOssMxfp4ErrorsAreNamed) {
+  TempDir tmp("load_mxfp4");
+  std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kGptOss, modelgen::DType::kBF16);
+  ASSERT_TRUE(Model::load(dir).is_ok());
+  std::string shard = first_shard(dir);
+  const std::string name = "model.layers.1.mlp.experts.down_proj_scales";
+  {
+    std::string bytes = slurp(shard);
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+    const auto header = nlohmann::json::parse(bytes.substr(8, n));
+    // Expert 3's first scale: [E, d, f/32] with d 64, f/32 2.
+    const std::size_t at = 8 + n + header[name]["data_offsets"][0].get<std::size_t>() + 3 * 64 * 2;
+    const std::string good = bytes;
+    bytes[at] = static_cast<char>(255);
+    spit(shard, bytes);
+    auto m = Model::load(dir);
+    ASSERT_FALSE(m.is_ok());
+    EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(m.status().message().find("'" + name + "' of expert 3 holds 255"), std::string::npos)
+        << m.status().message();
+    bytes[at] = static_cast<char>(254);
+    spit(shard, bytes);
+    m = Model::load(dir);
+    ASSERT_FALSE(m.is_ok());
+    EXPECT_NE(m.status().message().find("of expert 3 holds a scale of 253 or 254"),
+              std::string::npos)
+        << m.status().message();
+    spit(shard, good);
+  }
+  edit_header(shard, [&](nlohmann::json& h) { h[name]["dtype"] = "I8"; });
+  auto m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("tensor '" + name + "' is I8 [8, 64, 2], expected U8"),
+            std::string::npos)
+      << m.status().message();
+  edit_header(shard, [&](nlohmann::json& h) { h[name]["dtype"] = "U8"; });
+  std::string config = slurp(dir + "/config.json");
+  config.replace(config.find("\"mxfp4\""), 7, "\"fp8\"");
+  spit(dir + "/config.json", config);
+  m = Model::load(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("quant_method \"fp8\" is not supported"), std::string::npos)
+      << m.status().message();
+}
+
 TEST(Load, TruncatedShardIsDataLoss) {
   TempDir tmp("load_trunc");
   std::string dir = make_checkpoint(tmp, "m", modelgen::Family::kQwen3_5, modelgen::DType::kBF16);

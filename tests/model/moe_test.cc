@@ -49,6 +49,22 @@ TEST(MoeRouter, NormalisedWeightsSumToOne) {
   EXPECT_NEAR(r.weights[0] / r.weights[1], std::exp(2.5), 1e-3);
 }
 
+// gpt-oss's rule: the top k raw logits (lower index first on ties), then the softmax over just
+// those k: the weights sum to one and keep the logits' differences as log-ratios.
+TEST(MoeRouter, SoftmaxOfTopKLogits) {
+  std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+  std::vector<std::int32_t> experts(3);
+  std::vector<float> weights(3);
+  route_top_k(logits.data(), 1, 5, 3, RouterRule{.score = RouterRule::Score::kSoftmaxOfTopK},
+              experts.data(), weights.data());
+  EXPECT_EQ(experts, (std::vector<std::int32_t>{1, 3, 4}));
+  const double z = 2 * std::exp(0.0) + std::exp(-1.0);  // relative to the max logit 2
+  EXPECT_NEAR(weights[0], 1.0 / z, 1e-6);
+  EXPECT_EQ(weights[0], weights[1]);
+  EXPECT_NEAR(weights[2], std::exp(-1.0) / z, 1e-6);
+  EXPECT_EQ(logits[0], 0.5f);  // the logits are left as they were: no softmax over all experts
+}
+
 TEST(MoeRouter, RowsAreRoutedIndependently) {
   std::vector<float> logits = {0.0f, 1.0f, 2.0f, 2.0f, 1.0f, 0.0f};
   std::vector<std::int32_t> experts(4);
