@@ -552,6 +552,8 @@ std::vector<OptionSpec> build_table() {
                    "granite-4.0-h-350m",
                    "lfm2-350m",
                    "nemotron-h-4b",
+                   "nemotron-3-nano-30b-a3b",
+                   "tiny-moe",
                    "falcon-h1-0.5b",
                    "tiny-norm",
                    "qwen3.5-35b-a3b",

@@ -137,8 +137,10 @@ MlxTensor mlx_tensor(const MlxRules& rules, std::string_view hf_name,
   const bool stacked = shape.size() == 3 && contains(t.name, ".switch_mlp.");
   if ((shape.size() == 2 || stacked) && t.name.ends_with(".weight")) {
     // utils.py quantize_model: the checkpoint's group size decides whether a module is
-    // quantized at all, the model's quant_predicate then at which format.
+    // quantized at all, the model's quant_predicate then at which format; a matrix of a module
+    // that is not a Linear (nemotron_h.py's router) stays as it is.
     const std::string_view path = std::string_view(t.name).substr(0, t.name.size() - 7);
+    if (model::mlx_keeps_floating(rules.family->name, path)) return t;
     if (const auto f = mlx_module_override(*rules.family, path)) {
       t.format = *f;
       t.overridden = true;

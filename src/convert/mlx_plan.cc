@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <span>
 
 namespace recur::convert {
 
@@ -17,7 +18,8 @@ struct ExpertName {
 };
 
 // "<p>experts.<e>.<proj>.weight" -> ("<p>switch_mlp.<mlx proj>.weight", e); other names: e = -1.
-ExpertName expert_name(std::string_view name) {
+// `fc`: nemotron_h.py's names, up_proj fc1 and down_proj fc2.
+ExpertName expert_name(std::string_view name, bool fc) {
   constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kProj = {{
       {"gate_proj", "gate_proj"},
       {"up_proj", "up_proj"},
@@ -25,6 +27,10 @@ ExpertName expert_name(std::string_view name) {
       {"w1", "gate_proj"},  // LFM2: w1 gate, w3 up, w2 down
       {"w3", "up_proj"},
       {"w2", "down_proj"},
+  }};
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kFc = {{
+      {"up_proj", "fc1"},
+      {"down_proj", "fc2"},
   }};
   constexpr std::string_view kExperts = "experts.", kWeight = ".weight";
   const std::size_t at = name.rfind(kExperts);
@@ -36,7 +42,8 @@ ExpertName expert_name(std::string_view name) {
     return {};
   }
   const std::string_view tail = name.substr(dot + 1);
-  for (const auto& [hf, mlx] : kProj) {
+  using Names = std::span<const std::pair<std::string_view, std::string_view>>;
+  for (const auto& [hf, mlx] : fc ? Names(kFc) : Names(kProj)) {
     if (tail.size() == hf.size() + kWeight.size() && tail.starts_with(hf) &&
         tail.ends_with(kWeight)) {
       return {.stacked = std::string(name.substr(0, at)) + "switch_mlp." + std::string(mlx) +
@@ -45,6 +52,23 @@ ExpertName expert_name(std::string_view name) {
     }
   }
   return {};
+}
+
+// transformers 5's stacked un-gated experts (nemotron_h: experts.up_proj [E, ff, d] and
+// experts.down_proj [E, d, ff]) -> the MLX stack they are ("<p>switch_mlp.fc1.weight", fc2);
+// other names: "".
+std::string stacked_fc_name(std::string_view name) {
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kFc = {{
+      {"experts.up_proj", "switch_mlp.fc1.weight"},
+      {"experts.down_proj", "switch_mlp.fc2.weight"},
+  }};
+  for (const auto& [hf, mlx] : kFc) {
+    const std::size_t at = name.size() - hf.size();
+    if (name.ends_with(hf) && (at == 0 || name[at - 1] == '.')) {
+      return std::string(name.substr(0, at)) + std::string(mlx);
+    }
+  }
+  return "";
 }
 
 // A stack's members by expert index, when they are all there with one 2-D shape and dtype.
@@ -71,7 +95,7 @@ MlxPlan plan_mlx(const MlxRules& rules, std::span<const HfTensor> inputs) {
   std::vector<std::string> group_of(inputs.size());
   if (rules.family->mlx.stacks_experts) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const ExpertName e = expert_name(inputs[i].name);
+      const ExpertName e = expert_name(inputs[i].name, rules.family->mlx.switch_fc);
       if (e.expert < 0) continue;
       auto& members = groups[e.stacked];
       if (members.size() <= static_cast<std::size_t>(e.expert)) members.resize(e.expert + 1);
@@ -109,6 +133,12 @@ MlxPlan plan_mlx(const MlxRules& rules, std::span<const HfTensor> inputs) {
           shape.insert(shape.end(), t.shape.begin(), t.shape.end());
           add(group_of[i], shape, t.dtype, {.inputs = *stack});
         }
+        continue;
+      }
+    }
+    if (rules.family->mlx.switch_fc && t.shape.size() == 3) {
+      if (const std::string fc = stacked_fc_name(name); !fc.empty()) {
+        add(fc, t.shape, t.dtype, {.inputs = {i}});
         continue;
       }
     }

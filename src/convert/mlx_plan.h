@@ -1,9 +1,10 @@
 // The plan of a whole MLX checkpoint from a Hugging Face one's tensor list: each output tensor
 // (mlx_layout.h's rules for one tensor) and where its values come from, after the reshaping that
 // mlx-lm's sanitize does to experts: per-expert tensors stacked into switch_mlp (qwen3_moe,
-// qwen3_next, qwen3_5_moe, lfm2_moe), fused ones split (transformers 5's experts.gate_up_proj,
-// Granite 4.0-H's input_linear, dense Granite's shared_mlp). Both writers (the generator,
-// quantize_checkpoint) plan with it, so they write the same layout. Pure functions, no I/O.
+// qwen3_next, qwen3_5_moe, lfm2_moe, nemotron_h), fused ones split (transformers 5's
+// experts.gate_up_proj, Granite 4.0-H's input_linear, dense Granite's shared_mlp). Both writers
+// (the generator, quantize_checkpoint) plan with it, so they write the same layout. Pure functions,
+// no I/O.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,9 @@ struct MlxPlan {
 // The plan for `inputs` (in their order; a stack takes the place of its first expert):
 // - "<p>experts.<e>.<proj>.weight" for e = 0 .. E-1 (proj gate_proj / up_proj / down_proj; lfm2_moe
 //   w1 / w3 / w2) become "<p>switch_mlp.<proj>.weight" [E, rows, cols] (lfm2_moe's named
-//   gate_proj / up_proj / down_proj), for the families whose mlx-lm sanitize stacks them;
+//   gate_proj / up_proj / down_proj; nemotron_h's up_proj / down_proj fc1 / fc2, as are its
+//   transformers 5 stacks "<p>experts.up_proj" / "<p>experts.down_proj"), for the families whose
+//   mlx-lm sanitize stacks them;
 //   experts that are not all there with one shape and dtype stay as they are;
 // - lfm2_moe's dense feed_forward.w1 / w3 / w2 are renamed gate_proj / up_proj / down_proj;
 // - "<p>experts.gate_up_proj" [E, 2 * ff, d] (gate rows first in each expert) becomes

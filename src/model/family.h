@@ -31,6 +31,11 @@ struct ExpertLayout {
   // tensor names under the module prefix).
   std::string fused_gate_up = "experts.gate_up_proj", fused_down = "experts.down_proj";
   bool per_expert = true;  // a tensor per expert is accepted when neither stacked layout is there
+  // Without a gate (Nemotron-H's ReLU² experts): fused_gate_up holds the up Linears alone,
+  // [E, rows, cols].
+  bool gated = true;
+  // MLX's names under `<p>switch_mlp.` (mlx-lm's nemotron_h.py stacks up / down as fc1 / fc2).
+  std::string mlx_proj[3] = {"gate_proj", "up_proj", "down_proj"};
 };
 
 // One tensor visitor per family lists every tensor it reads and drives loading: the loader binds
@@ -163,6 +168,9 @@ struct MlxConversion {
   bool folds_norm_one = false;     // zero-centred norms stored as 1 + w (qwen3_5.py, qwen3_next.py)
   bool stacks_experts = false;     // per-expert Linears stacked into switch_mlp.*
   bool splits_shared_mlp = false;  // without experts, shared_mlp.input_linear into mlp.gate/up_proj
+  // The stacked experts are switch_mlp.fc1 (up_proj) and fc2 (down_proj): nemotron_h.py's SwitchMLP
+  // of un-gated experts.
+  bool switch_fc = false;
   // model_types of the family that recur quantize refuses: the wrappers whose other towers or
   // text-only spellings mlx-lm's sanitize of this family does not describe.
   std::vector<std::string_view> unconverted_types;
@@ -178,6 +186,10 @@ struct FamilyInfo {
   // quantizes the family at any format: the MoE routers (docs/checkpoints.md). --quantize follows
   // it, and the MLX writers (modelgen) do too.
   std::vector<std::string_view> mlx_8bit_modules;
+  // Module paths (by suffix) whose weight mlx-lm never quantizes: matrices held by a plain module
+  // rather than a Linear (nemotron_h.py's MoEGate router). --quantize and the MLX writers leave
+  // them floating too.
+  std::vector<std::string_view> mlx_float_modules;
   MlxConversion mlx;
   // Typed config from config.json; `prefix` is the resolved tensor-name prefix.
   std::function<Result<std::unique_ptr<FamilyModel>>(const ConfigJson&, const std::string& prefix)>
@@ -190,6 +202,9 @@ const FamilyInfo* family_for_type(std::string_view type);
 // Whether mlx-lm quantizes `module` (a weight's name without ".weight") of the family named
 // `family` (FamilyInfo::name) at 8 bits in groups of 64 whatever the checkpoint's format.
 bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module);
+// Whether mlx-lm leaves `module`'s weight of the family named `family` unquantized
+// (FamilyInfo::mlx_float_modules).
+bool mlx_keeps_floating(std::string_view family, std::string_view module);
 // The family for config.json's model_type, or an error listing the supported ones.
 Result<const FamilyInfo*> find_family(const ConfigJson& config);
 

@@ -193,11 +193,18 @@ class Relu2MlpMixer final : public Mixer {
 };
 
 // Routed experts (moe.h), optionally with Qwen3-Next's gated shared expert added in place
-// (shared_d_ff > 0).
+// (shared_d_ff > 0), or with Nemotron-H's un-gated ReLU² shared expert added unweighted
+// (Relu2Shared: down(relu(up(x))²) of width d_ff under `module`, relative to the layer prefix).
 class MoeMixer final : public Mixer {
  public:
+  struct Relu2Shared {
+    std::int64_t d_ff = 0;
+    std::string module;  // "mixer.shared_experts."
+  };
   explicit MoeMixer(MoeW w, std::int64_t shared_d_ff = 0)
       : w_(std::move(w)), shared_d_ff_(shared_d_ff) {}
+  MoeMixer(MoeW w, Relu2Shared relu2_shared)
+      : w_(std::move(w)), shared_d_ff_(0), relu2_shared_(std::move(relu2_shared)) {}
   void visit(TensorVisitor& v, const std::string& p, std::int64_t d_model) override;
   std::int64_t scratch_per_row() const override;
   void forward(ForwardCtx& ctx, const float* x, float* out) const override;
@@ -206,6 +213,8 @@ class MoeMixer final : public Mixer {
   MoeW w_;
   SharedExpertW shared_;
   std::int64_t shared_d_ff_;
+  Relu2Shared relu2_shared_;
+  Relu2MlpW relu2_shared_w_;
 };
 
 }  // namespace recur::model

@@ -98,17 +98,18 @@ class BindingVisitor final : public TensorVisitor {
   // output_linear.weight); else the per-expert tensors.
   void expert_matrices(const std::string& p, ExpertProj proj, std::int64_t rows, std::int64_t cols,
                        const ExpertLayout& layout, std::vector<k::WeightView>* slots) override {
-    static constexpr const char* kMlx[3] = {"gate_proj", "up_proj", "down_proj"};
-    const std::string module = p + "switch_mlp." + kMlx[static_cast<int>(proj)];
+    const std::string module = p + "switch_mlp." + layout.mlx_proj[static_cast<int>(proj)];
     const auto n = static_cast<std::int64_t>(slots->size());
     if (ck_.find(module + ".weight") == nullptr) {
       const bool gate_up = proj != ExpertProj::kDown;
       const std::string fused = p + (gate_up ? layout.fused_gate_up : layout.fused_down);
       if (ck_.find(fused) != nullptr || !layout.per_expert) {
-        // The gate's call lists the fused tensor and leaves its pages for the up call.
-        const bool first = proj != ExpertProj::kUp, last = proj != ExpertProj::kGate;
-        bind_stacked(fused, gate_up ? 2 : 1, proj == ExpertProj::kUp ? 1 : 0, n, rows, cols, first,
-                     last, slots);
+        // The gate's call lists the fused tensor and leaves its pages for the up call (un-gated
+        // experts: the up Linears alone).
+        const bool pair = gate_up && layout.gated;
+        const bool first = proj != ExpertProj::kUp || !pair, last = proj != ExpertProj::kGate;
+        bind_stacked(fused, pair ? 2 : 1, pair && proj == ExpertProj::kUp ? 1 : 0, n, rows, cols,
+                     first, last, slots);
         return;
       }
       TensorVisitor::expert_matrices(p, proj, rows, cols, layout, slots);
@@ -494,12 +495,13 @@ class BindingVisitor final : public TensorVisitor {
   // of quantizer arithmetic on one thread).
   // --quantize's format for a floating matrix (bits 0: it stays floating), by mlx-lm's rule:
   // the family's routers at 8 bits in groups of 64 (mlx_keeps_at_8_bits), the rest at the asked
-  // format; a matrix whose width its group does not divide stays floating.
+  // format; a matrix whose width its group does not divide stays floating, and so do those mlx-lm
+  // never quantizes (mlx_keeps_floating).
   struct OnLoadFormat {
     int bits = 0, group_size = 0;
   };
   OnLoadFormat on_load_format(std::string_view module, std::int64_t cols) const {
-    if (opts_.quantize_bits == 0) return {};
+    if (opts_.quantize_bits == 0 || mlx_keeps_floating(family_, module)) return {};
     const OnLoadFormat f =
         mlx_keeps_at_8_bits(family_, module)
             ? OnLoadFormat{.bits = 8, .group_size = 64}
@@ -823,6 +825,9 @@ class ListingVisitor final : public TensorVisitor {
     }
     const auto n = static_cast<std::int64_t>(slots->size());
     if (proj == ExpertProj::kGate) out.push_back({p + layout.fused_gate_up, {n, 2 * rows, cols}});
+    if (proj == ExpertProj::kUp && !layout.gated) {
+      out.push_back({p + layout.fused_gate_up, {n, rows, cols}});
+    }
     if (proj == ExpertProj::kDown) out.push_back({p + layout.fused_down, {n, rows, cols}});
   }
   // The released MXFP4 layout.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "kernels/matmul_grouped.h"
@@ -16,13 +17,14 @@ namespace recur::model {
 
 namespace k = recur::kernels;
 
-Status check_expert_counts(const ConfigJson& c, std::int64_t n_experts, std::int64_t top_k) {
+Status check_expert_counts(const ConfigJson& c, std::int64_t n_experts, std::int64_t top_k,
+                           std::string_view experts_key) {
   constexpr std::int64_t kMaxExperts = 4096;
   if (n_experts < 1 || n_experts > kMaxExperts || top_k < 1 || top_k > n_experts) {
     return Error(StatusCode::kInvalidArgument,
-                 "{}: num_experts {} and num_experts_per_tok {}: need 1 <= num_experts <= {} and "
-                 "1 <= num_experts_per_tok <= num_experts",
-                 c.file(), n_experts, top_k, kMaxExperts);
+                 "{}: {} {} and num_experts_per_tok {}: need 1 <= {} <= {} and "
+                 "1 <= num_experts_per_tok <= {}",
+                 c.file(), experts_key, n_experts, top_k, experts_key, kMaxExperts, experts_key);
   }
   return Status::ok();
 }
@@ -53,11 +55,14 @@ void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, Moe
     }
     return;
   }
+  const bool gated = w->act == ExpertAct::kSwiglu;
   const ExpertLayout layout{.per_expert_proj = {nm.proj[0], nm.proj[1], nm.proj[2]},
                             .fused_gate_up = nm.fused_gate_up,
                             .fused_down = nm.fused_down,
-                            .per_expert = nm.per_expert};
-  v.expert_matrices(m, ExpertProj::kGate, w->d_ff, d_model, layout, &w->gate);
+                            .per_expert = nm.per_expert,
+                            .gated = gated,
+                            .mlx_proj = {nm.mlx_proj[0], nm.mlx_proj[1], nm.mlx_proj[2]}};
+  if (gated) v.expert_matrices(m, ExpertProj::kGate, w->d_ff, d_model, layout, &w->gate);
   v.expert_matrices(m, ExpertProj::kUp, w->d_ff, d_model, layout, &w->up);
   v.expert_matrices(m, ExpertProj::kDown, d_model, w->d_ff, layout, &w->down);
 }
@@ -83,12 +88,51 @@ void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std
 
 namespace {
 
+// DeepSeek-V3's group-limited choice (RouterRule::n_groups) for one row of scores p: which of the
+// n_groups groups of consecutive experts may be chosen (kept[g] != 0). A group's score is the sum
+// of its two largest keys (score + bias), as transformers' topk(2).sum(); the topk_groups best
+// groups are kept, of equal sums the lower index first (a NaN sum is never better, so exactly
+// topk_groups groups are kept).
+void keep_groups(const float* p, const float* bias, std::int64_t n_experts, const RouterRule& rule,
+                 std::vector<float>* sums, std::vector<std::uint8_t>* kept) {
+  const std::int64_t n_groups = rule.n_groups, per_group = n_experts / n_groups;
+  sums->resize(static_cast<std::size_t>(n_groups));
+  kept->assign(static_cast<std::size_t>(n_groups), 0);
+  for (std::int64_t g = 0; g < n_groups; ++g) {
+    float a = -std::numeric_limits<float>::infinity(), b = a;  // the two largest, a >= b
+    for (std::int64_t e = g * per_group; e < (g + 1) * per_group; ++e) {
+      const float v = bias != nullptr ? p[e] + bias[e] : p[e];
+      if (v > a) {
+        b = a;
+        a = v;
+      } else if (v > b) {
+        b = v;
+      }
+    }
+    (*sums)[static_cast<std::size_t>(g)] = a + b;
+  }
+  for (std::int64_t j = 0; j < rule.topk_groups; ++j) {
+    std::int64_t best = -1;
+    for (std::int64_t g = 0; g < n_groups; ++g) {
+      const auto gi = static_cast<std::size_t>(g);
+      if ((*kept)[gi] == 0 && (best < 0 || (*sums)[gi] > (*sums)[static_cast<std::size_t>(best)])) {
+        best = g;
+      }
+    }
+    (*kept)[static_cast<std::size_t>(best)] = 1;
+  }
+}
+
 // route_top_k without the log: rows are independent, so moe_block runs blocks of them on the pool.
 void route_rows(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                 const RouterRule& rule, std::int32_t* experts, float* weights) {
   const float* bias = rule.selection_bias;
   thread_local std::vector<float> keys;  // the kept experts' keys, descending
   keys.resize(static_cast<std::size_t>(top_k));
+  const bool grouped = rule.n_groups > 1;
+  const std::int64_t per_group = n_experts / rule.n_groups;
+  thread_local std::vector<float> group_sums;
+  thread_local std::vector<std::uint8_t> group_kept;
   for (std::int64_t r = 0; r < n_rows; ++r) {
     float* p = logits + r * n_experts;
     if (rule.score == RouterRule::Score::kSoftmax) {
@@ -96,13 +140,17 @@ void route_rows(float* logits, std::int64_t n_rows, std::int64_t n_experts, std:
     } else if (rule.score == RouterRule::Score::kSigmoid) {
       for (std::int64_t e = 0; e < n_experts; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
     }
+    if (grouped) keep_groups(p, bias, n_experts, rule, &group_sums, &group_kept);
     std::int32_t* sel = experts + r * top_k;
     float* wt = weights + r * top_k;
     // One pass in ascending index, keeping the top_k largest keys sorted: a new key goes after
     // every kept key >= it, so of equal keys the lower index ranks first (torch.topk on CPU). The
     // first top_k experts are always taken, so a row of NaNs still gets top_k distinct experts.
+    // With groups, the experts of the groups left out are passed over (transformers masks their
+    // keys with -inf; top_k <= topk_groups · per_group, so the kept groups have enough).
     std::int64_t kept = 0;
     for (std::int64_t e = 0; e < n_experts; ++e) {
+      if (grouped && group_kept[static_cast<std::size_t>(e / per_group)] == 0) continue;
       const float v = bias != nullptr ? p[e] + bias[e] : p[e];
       if (kept == top_k && !(v > keys[static_cast<std::size_t>(top_k - 1)])) continue;
       std::int64_t at = std::min(kept, top_k - 1);
@@ -134,6 +182,9 @@ void route_rows(float* logits, std::int64_t n_rows, std::int64_t n_experts, std:
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  const RouterRule& rule, std::int32_t* experts, float* weights) {
   RECUR_CHECK(top_k >= 1 && top_k <= n_experts);
+  RECUR_CHECK(rule.n_groups >= 1 && n_experts % rule.n_groups == 0 && rule.topk_groups >= 1 &&
+              rule.topk_groups <= rule.n_groups &&
+              top_k <= rule.topk_groups * (n_experts / rule.n_groups));
   route_rows(logits, n_rows, n_experts, top_k, rule, experts, weights);
   if (g_route_log != nullptr)
     g_route_log->insert(g_route_log->end(), experts, experts + n_rows * top_k);
@@ -182,9 +233,10 @@ void clamped_swiglu(const MoeW& w, float* g, const float* u, const float* gate_b
 
 // Rows are grouped by expert (ascending index, rows ascending within one), then three stages each
 // run every selected expert at once: gate and up (one matmul_grouped over the tokens' rows of x,
-// picked by index), SwiGLU over all the slots, down (one matmul_grouped). A pool dispatch per
-// expert and matrix, as before, cost more than the products of a decode step. Each row then sums
-// its experts' outputs in ascending expert index, the order of the reference's index_add_ loop.
+// picked by index; up alone for ReLU² experts), SwiGLU (or ReLU²) over all the slots, down (one
+// matmul_grouped). A pool dispatch per expert and matrix, as before, cost more than the products
+// of a decode step. Each row then sums its experts' outputs in ascending expert index, the order
+// of the reference's index_add_ loop.
 void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
   const stages::Scope stage("moe");
   std::optional<stages::Scope> sub(std::in_place, "router");
@@ -207,9 +259,13 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
       .normalize = w.norm_topk_prob,
       .norm_eps = w.norm_eps,
       .scale = w.routed_scale,
-      .selection_bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data()};
+      .selection_bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data(),
+      .n_groups = w.n_groups,
+      .topk_groups = w.topk_groups};
   sub.emplace("route");
   RECUR_CHECK(top_k >= 1 && top_k <= n_exp);
+  RECUR_CHECK(w.n_groups >= 1 && n_exp % w.n_groups == 0 && w.topk_groups >= 1 &&
+              w.topk_groups <= w.n_groups && top_k <= w.topk_groups * (n_exp / w.n_groups));
   {
     std::int32_t* const sel_out = sel.data();
     float* const wts_out = wts.data();
@@ -267,10 +323,14 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
       traffic.expert_bytes += expert_bytes(w, ex);
       traffic.flops += 2.0 * static_cast<double>(m) * expert_elements(w, ex);
     }
-    outs.push_back({w.gate[ex], g + b * f});
-    outs.push_back({w.up[ex], u + b * f});
-    groups.push_back(
-        {.x = x, .n_rows = m, .outs = std::span(outs).last(2), .rows = token.data() + b});
+    // Un-gated (ReLU²) experts: up alone, into g.
+    const bool gated = w.act == ExpertAct::kSwiglu;
+    if (gated) outs.push_back({w.gate[ex], g + b * f});
+    outs.push_back({w.up[ex], (gated ? u : g) + b * f});
+    groups.push_back({.x = x,
+                      .n_rows = m,
+                      .outs = std::span(outs).last(gated ? 2 : 1),
+                      .rows = token.data() + b});
     group_expert.push_back(static_cast<std::int32_t>(e));
   }
   sub.emplace("gate_up");
@@ -288,7 +348,15 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out) {
     }
   }
   const std::int32_t* const expert_of = expert_at.data();
-  if (w.clamped.alpha != 0.0f) {
+  if (w.act == ExpertAct::kRelu2) {
+    for_rows(slots, [&](std::int64_t i) {
+      float* a = g + i * f;
+      for (std::int64_t c = 0; c < f; ++c) {
+        const float r = std::max(a[c], 0.0f);
+        a[c] = r * r;
+      }
+    });
+  } else if (w.clamped.alpha != 0.0f) {
     for_rows(slots, [&](std::int64_t i) {
       const std::int64_t e = expert_of[i];
       const bool biased = !w.gate_bias.empty();

@@ -1,7 +1,8 @@
 // Mixture-of-experts feed-forward block (Qwen3-MoE's sparse MLP, docs/model-qwen3-moe.md; also
 // Granite 4.0-H's block_sparse_moe and LFM2-MoE's feed_forward): a router picks top_k of n_experts
 // SwiGLU experts per token (RouterRule: softmax or sigmoid scores, an optional selection bias,
-// renormalisation and scaling) and the block returns the router-weighted sum of their outputs. Rows
+// DeepSeek-V3's group-limited choice, renormalisation and scaling) and the block returns the
+// router-weighted sum of their outputs; Nemotron-H's experts are un-gated ReLU² MLPs. Rows
 // routed to one expert run through that expert's matmuls together, so a step reads each selected
 // expert's weights once however many rows chose it. Every row's bytes depend on that row alone
 // (design invariant 1): the kernels are row-invariant, and a token's sum runs over its own experts
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -33,6 +35,11 @@ struct RouterRule {
   // [n_experts] added to the scores for the choice only (LFM2-MoE's expert_bias); the weights are
   // the unbiased scores. nullptr: none.
   const float* selection_bias = nullptr;
+  // DeepSeek-V3's group-limited choice (Nemotron-H's n_group / topk_group): the experts split into
+  // n_groups equal groups of consecutive indices, each group scored by the sum of its two largest
+  // keys (score + selection bias), and only the experts of the topk_groups best groups (the lower
+  // index first on equal sums) can be chosen. 1: no grouping.
+  std::int64_t n_groups = 1, topk_groups = 1;
 };
 
 // Where a layer's MoE tensors are, relative to its prefix ("model.layers.N.").
@@ -42,14 +49,21 @@ struct MoeNames {
   std::string selection_bias;          // [n_experts] f32 when not empty (LFM2-MoE)
   std::string proj[3] = {"gate_proj", "up_proj", "down_proj"};  // per-expert Linears
   // Stacked [E, 2 * d_ff, d_model] (gate rows first) and [E, d_model, d_ff] tensors: transformers
-  // 5's fused experts, Granite 4.0-H's input_linear / output_linear.
+  // 5's fused experts, Granite 4.0-H's input_linear / output_linear. Un-gated experts
+  // (ExpertAct::kRelu2): fused_gate_up is the stacked up Linears [E, d_ff, d_model].
   std::string fused_gate_up = "experts.gate_up_proj", fused_down = "experts.down_proj";
   bool per_expert = true;   // the checkpoint may hold a tensor per expert instead
   std::string router_bias;  // [n_experts] when not empty (gpt-oss's router.bias)
   // gpt-oss's experts (TensorVisitor::interleaved_experts) with their biases
   // experts.gate_up_proj_bias [E, 2 * d_ff] (gate even) and experts.down_proj_bias [E, d_model].
   bool interleaved = false;
+  // What MLX's stacked switch_mlp names each Linear (mlx-lm's nemotron_h.py: fc1 / fc2).
+  std::string mlx_proj[3] = {"gate_proj", "up_proj", "down_proj"};
 };
+
+// The experts' MLP: SwiGLU down(act(gate(x)) ⊙ up(x)), or Nemotron-H's un-gated ReLU²
+// down(relu(up(x))²), which has no gate Linear (MoeW::gate stays empty views).
+enum class ExpertAct : std::uint8_t { kSwiglu, kRelu2 };
 
 // gpt-oss's activation: g = min(g, limit), u = clamp(u, -limit, limit), (u + 1) · g · σ(alpha · g).
 // alpha 0: the plain SwiGLU.
@@ -68,6 +82,8 @@ struct MoeW {
   std::vector<float> selection_bias;  // empty: none
   MoeNames names;
   ClampedSwiglu clamped;
+  ExpertAct act = ExpertAct::kSwiglu;
+  std::int64_t n_groups = 1, topk_groups = 1;  // RouterRule's group-limited choice
   // Empty: none. router_bias [n_experts]; gate_bias, up_bias [n_experts, d_ff]; down_bias
   // [n_experts, d_model].
   std::vector<float> router_bias, gate_bias, up_bias, down_bias;
@@ -78,7 +94,9 @@ struct MoeW {
 void visit_moe(TensorVisitor& v, const std::string& p, std::int64_t d_model, MoeW* w);
 // num_experts and num_experts_per_tok read from config c: 1 <= top_k <= n_experts <= 4096 (each
 // expert is loaded as its own views: the bound keeps a corrupt config's tensor count in reach).
-Status check_expert_counts(const ConfigJson& c, std::int64_t n_experts, std::int64_t top_k);
+// `experts_key` is the config's name for the expert count in the error.
+Status check_expert_counts(const ConfigJson& c, std::int64_t n_experts, std::int64_t top_k,
+                           std::string_view experts_key = "num_experts");
 std::int64_t moe_scratch_per_row(const MoeW& w);
 void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out);
 
@@ -89,8 +107,9 @@ void moe_block(ForwardCtx& ctx, const MoeW& w, const float* x, float* out);
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  bool normalize, std::int32_t* experts, float* weights);
 // The same under any rule: scores (softmax or sigmoid, in place of the logits), the top_k of
-// score + selection_bias in rank order (the lower index first on equal values), their unbiased
-// scores as weights, normalised and scaled as the rule says.
+// score + selection_bias in rank order (the lower index first on equal values; with groups, among
+// the kept groups' experts only), their unbiased scores as weights, normalised and scaled as the
+// rule says.
 void route_top_k(float* logits, std::int64_t n_rows, std::int64_t n_experts, std::int64_t top_k,
                  const RouterRule& rule, std::int32_t* experts, float* weights);
 

@@ -93,11 +93,15 @@ std::span<const FamilyInfo> families() {
        .mlx_8bit_modules = {"feed_forward.gate"},
        .mlx = {.names = MlxConversion::Names::kGluRenamed, .stacks_experts = true},
        .create = create_lfm2},
-      // Released checkpoints name the model backbone.*; transformers 5 may save model.*.
+      // Released checkpoints name the model backbone.*; transformers 5 may save model.*. mlx-lm's
+      // nemotron_h.py stacks the MoE blocks' experts into switch_mlp.fc1 / fc2 and leaves the
+      // router (MoEGate, not a Linear) unquantized; it has no quant_predicate.
       {.name = "nemotron_h",
        .model_types = {"nemotron_h"},
        .tensor_prefixes = {"backbone.", "model."},
        .probe_tensor = "embeddings.weight",
+       .mlx_float_modules = {"mixer.gate"},
+       .mlx = {.stacks_experts = true, .switch_fc = true},
        .create = create_nemotron_h},
       // Same nesting as qwen3_5: Qwen3_5MoeForConditionalGeneration's model.language_model.*,
       // Qwen3_5MoeForCausalLM's model.*, mlx-vlm's language_model.model.*.
@@ -149,6 +153,16 @@ bool mlx_keeps_at_8_bits(std::string_view family, std::string_view module) {
   for (const FamilyInfo& f : families()) {
     if (f.name != family) continue;
     for (std::string_view m : f.mlx_8bit_modules) {
+      if (module.ends_with(m)) return true;
+    }
+  }
+  return false;
+}
+
+bool mlx_keeps_floating(std::string_view family, std::string_view module) {
+  for (const FamilyInfo& f : families()) {
+    if (f.name != family) continue;
+    for (std::string_view m : f.mlx_float_modules) {
       if (module.ends_with(m)) return true;
     }
   }

@@ -176,10 +176,78 @@ std::string granite_hybrid_generation_config_json(const SpecialIds& ids) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's config.json field for field (transformers 4.55 era: no
+// time_step_limit, which defaults to [0, inf]; rope_theta and partial_rotary_factor unused).
+std::string nemotron_h_moe_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  const Json j = {{"architectures", {"NemotronHForCausalLM"}},
+                  {"attention_bias", false},
+                  {"attention_dropout", 0.0},
+                  {"bos_token_id", ids.begin_of_text},
+                  {"chunk_size", 128},
+                  {"conv_kernel", g.conv_kernel},
+                  {"eos_token_id", ids.end_of_text},
+                  {"expand", g.expand},
+                  {"head_dim", g.head_dim},
+                  {"hidden_dropout", 0.0},
+                  {"hidden_size", g.d_model},
+                  {"hybrid_override_pattern", g.block_pattern},
+                  {"initializer_range", 0.02},
+                  {"intermediate_size", g.d_ff},
+                  {"layer_norm_epsilon", g.norm_eps},
+                  {"mamba_head_dim", g.ssm_head_dim},
+                  {"mamba_hidden_act", "silu"},
+                  {"mamba_num_heads", g.ssm_heads},
+                  {"mamba_proj_bias", false},
+                  {"mamba_ssm_cache_dtype", "float32"},
+                  {"max_position_embeddings", g.max_position},
+                  {"mlp_bias", false},
+                  {"mlp_hidden_act", "relu2"},
+                  {"model_type", "nemotron_h"},
+                  {"moe_intermediate_size", g.moe_d_ff},
+                  {"moe_shared_expert_intermediate_size", g.shared_d_ff},
+                  {"n_group", g.expert_groups},
+                  {"n_groups", g.ssm_groups},
+                  {"n_routed_experts", g.n_experts},
+                  {"n_shared_experts", 1},
+                  {"norm_eps", g.norm_eps},
+                  {"norm_topk_prob", g.norm_topk_prob},
+                  {"num_attention_heads", g.n_heads},
+                  {"num_experts_per_tok", g.experts_per_tok},
+                  {"num_hidden_layers", g.n_layers},
+                  {"num_key_value_heads", g.n_kv_heads},
+                  {"num_logits_to_keep", 1},
+                  {"pad_token_id", ids.pad},
+                  {"partial_rotary_factor", 1.0},
+                  {"rescale_prenorm_residual", true},
+                  {"residual_in_fp32", false},
+                  {"rope_theta", 10000},
+                  {"routed_scaling_factor", g.routed_scaling},
+                  {"sliding_window", nullptr},
+                  {"ssm_state_size", g.ssm_state},
+                  {"tie_word_embeddings", g.tied},
+                  {"time_step_floor", 0.0001},
+                  {"time_step_max", 0.1},
+                  {"time_step_min", 0.001},
+                  {"topk_group", g.topk_groups},
+                  {"torch_dtype", torch_dtype(dtype)},
+                  {"transformers_version", "4.55.4"},
+                  {"use_bias", false},
+                  {"use_cache", true},
+                  {"use_conv_bias", true},
+                  {"use_mamba_kernels", true},
+                  {"vocab_size", g.vocab_size}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
 // Nemotron-H-4B's config.json (the remote-code era field names the released files carry), with
 // head_dim, the key transformers reads, for the file's attention_head_dim.
 // time_step_limit holds Python's bare Infinity, put in after dumping.
 std::string nemotron_h_config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
+  if (g.n_experts > 0) return nemotron_h_moe_config_json(g, dtype, ids);
   constexpr const char* kInf = "__recur_infinity__";
   const Json j = {{"architectures", {"NemotronHForCausalLM"}},
                   {"attention_bias", false},

@@ -77,8 +77,12 @@ struct Geometry {
   bool conv_bias = false;
   bool lfm2_5_keys = false;  // LFM2.5's config spelling (layer_types, rope_parameters, ...)
   int dense_layers = 0;      // lfm2_moe: num_dense_layers (then experts)
-  // nemotron_h: one block per layer, M (Mamba2), * (attention) or - (ReLU² MLP)
+  // nemotron_h: one block per layer, M (Mamba2), * (attention), - (ReLU² MLP) or E (n_experts
+  // ReLU² experts of moe_d_ff beside a shared one of shared_d_ff); the router's DeepSeek-V3
+  // groups (n_group, topk_group) and routed_scaling_factor
   std::string block_pattern;
+  int expert_groups = 1, topk_groups = 1;
+  double routed_scaling = 1.0;
   // falcon_h1: attention and Mamba2 side by side in every layer (ssm_d_inner() is its
   // mamba_d_ssm); its muP multipliers besides embedding_multiplier; the mixer's optional norm
   double lm_head_multiplier = 1.0, key_multiplier = 1.0, attention_in_multiplier = 1.0;

@@ -47,8 +47,9 @@ using recur::parse_dtype;
 // "granite-4.0-h-350m", "tiny-groups" (two SSM groups) and "tiny-bias" (Mamba2 projection biases);
 // granitemoehybrid_moe (model_type granitemoehybrid with experts) has "granite-4.0-h-tiny" (run it
 // with a few layers); lfm2_moe "lfm2-8b-a1b" (likewise); lfm2 "lfm2-350m" and "tiny-bias" (conv
-// biases, an untied head); nemotron_h has "nemotron-h-4b" (run it with a few layers); falcon_h1
-// "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM groups, a tied head);
+// biases, an untied head); nemotron_h has "nemotron-h-4b", "nemotron-3-nano-30b-a3b" (MoE blocks;
+// run them with a few layers) and "tiny-moe" (M E M * E -: grouped routing, a shared expert);
+// falcon_h1 "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM groups, a tied head);
 // qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next "qwen3-next-80b-a3b" (tens of GB: run them with a
 // few layers); gpt_oss "gpt-oss-20b" and "gpt-oss-120b" (MXFP4 experts as released; tens of GB:
 // run them with a few layers). A non-zero layers / hidden_size / vocab_size overrides the preset

@@ -225,6 +225,33 @@ Geometry lfm2_moe_preset(bool real) {
   return g;
 }
 
+// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (docs/model-nemotron-h.md): 23 Mamba2, 23 MoE and 6
+// attention blocks, 128 ReLU² experts of 1856 with 6 per token beside a 3712-wide shared one, one
+// router group; tiny-moe: M E M * E - (every block kind, an MoE block after each state kind), 8
+// experts of 32 with 3 per token in 2 groups of which 1 is kept (so the grouping decides), a
+// shared expert and an MLP block of other widths (a mixed-up width fails to load).
+Geometry nemotron_h_moe_preset(bool real) {
+  Geometry g{.family = Family::kNemotronH, .norm_eps = 1e-5};
+  g.expand = 2, g.conv_kernel = 4, g.tied = false, g.norm_topk_prob = true;
+  g.routed_scaling = 2.5;
+  if (real) {
+    g.block_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
+    g.d_model = 2688, g.vocab_size = 131072, g.d_ff = 1856, g.max_position = 262144;
+    g.n_heads = 32, g.n_kv_heads = 2, g.head_dim = 128;
+    g.ssm_heads = 64, g.ssm_head_dim = 64, g.ssm_state = 128, g.ssm_groups = 8;
+    g.n_experts = 128, g.experts_per_tok = 6, g.moe_d_ff = 1856, g.shared_d_ff = 3712;
+  } else {
+    g.block_pattern = "MEM*E-";
+    g.d_model = 64, g.d_ff = 96, g.max_position = 8192;
+    g.n_heads = 4, g.n_kv_heads = 2, g.head_dim = 16;
+    g.ssm_heads = 8, g.ssm_head_dim = 16, g.ssm_state = 16, g.ssm_groups = 2;
+    g.n_experts = 8, g.experts_per_tok = 3, g.moe_d_ff = 32, g.shared_d_ff = 48;
+    g.expert_groups = 2, g.topk_groups = 1;
+  }
+  g.n_layers = static_cast<int>(g.block_pattern.size());
+  return g;
+}
+
 // nvidia/Nemotron-H-4B-Instruct-128K; tiny: M * - M - (both states, a Mamba2 block after the
 // attention one, MLP blocks between), two SSM groups so the per-group gated norm differs from the
 // whole-row one, an untied head as the real one.
@@ -308,6 +335,12 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
     g.preset = preset;
     return g;
   }
+  if (family == Family::kNemotronH &&
+      (preset == "tiny-moe" || preset == "nemotron-3-nano-30b-a3b")) {
+    Geometry g = nemotron_h_moe_preset(preset != "tiny-moe");
+    g.preset = preset;
+    return g;
+  }
   if (family == Family::kLfm2Moe && (preset == "tiny" || preset == "lfm2-8b-a1b")) {
     Geometry g = lfm2_moe_preset(preset != "tiny");
     g.preset = preset;
@@ -362,7 +395,8 @@ Result<Geometry> preset_geometry(Family family, const std::string& preset) {
                "for llama, gemma-3-1b and gemma-3-270m for gemma3, qwen3-30b-a3b for qwen3_moe, "
                "granite-4.0-h-350m for granitemoehybrid, granite-4.0-h-tiny for "
                "granitemoehybrid_moe, lfm2-8b-a1b for lfm2_moe, lfm2-350m and tiny-bias for lfm2, "
-               "nemotron-h-4b for nemotron_h, falcon-h1-0.5b and tiny-norm for falcon_h1, "
+               "nemotron-h-4b, nemotron-3-nano-30b-a3b and tiny-moe for nemotron_h, "
+               "falcon-h1-0.5b and tiny-norm for falcon_h1, "
                "qwen3.5-35b-a3b for qwen3_5_moe, qwen3-next-80b-a3b for qwen3_next)",
                preset, family_name(family));
 }

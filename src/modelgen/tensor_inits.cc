@@ -77,7 +77,7 @@ Init init_of(const Geometry& g, std::string_view name, const std::vector<std::in
   }
   if (ends(name, {".D"})) return {.a = 1.0, .b = 0.0};
   if (ends(name, {"conv1d.weight", "conv.conv.weight"})) return linear;  // fan-in: the kernel
-  if (ends(name, {"expert_bias"})) {
+  if (ends(name, {"expert_bias", "e_score_correction_bias"})) {
     *fixed = DType::kF32;  // a buffer, not a parameter: f32 in the released files
     return {.a = 0.0, .b = 0.05};
   }

@@ -3,6 +3,10 @@
 // must not change the chunk's own result or any other sequence's in the batch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "model/model.h"
 #include "test_util.h"
 
@@ -60,11 +64,23 @@ std::span<const std::int32_t> range(const std::vector<std::int32_t>& t, std::int
                                                   static_cast<std::size_t>(to - from));
 }
 
-class Capture : public ::testing::TestWithParam<modelgen::Family> {
+// Every family's tiny preset, and Nemotron-H's MoE blocks (tiny-moe).
+struct CaptureCase {
+  modelgen::Family family;
+  std::string preset;
+};
+std::vector<CaptureCase> capture_cases() {
+  std::vector<CaptureCase> out;
+  for (modelgen::Family f : testing::kAllFamilies) out.push_back({f, "tiny"});
+  out.push_back({modelgen::Family::kNemotronH, "tiny-moe"});
+  return out;
+}
+
+class Capture : public ::testing::TestWithParam<CaptureCase> {
  protected:
   void SetUp() override {
-    dir_ = make_checkpoint(tmp_, modelgen::family_name(GetParam()), GetParam(),
-                           modelgen::DType::kBF16, 5);
+    dir_ = make_checkpoint(tmp_, modelgen::family_name(GetParam().family), GetParam().family,
+                           modelgen::DType::kBF16, 5, 1, GetParam().preset);
     auto m = Model::load(dir_, {.max_batch_tokens = 128, .max_logit_rows = 8});
     ASSERT_TRUE(m.is_ok()) << m.status().to_string();
     model_ = std::move(*m);
@@ -138,8 +154,13 @@ TEST_P(Capture, BadRequestsAreErrors) {
   EXPECT_EQ(seq->n_tokens(), 10) << "a refused forward leaves the state as it was";
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Capture, ::testing::ValuesIn(testing::kAllFamilies),
-                         [](const auto& p) { return std::string(modelgen::family_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(Families, Capture, ::testing::ValuesIn(capture_cases()),
+                         [](const auto& p) {
+                           std::string name = modelgen::family_name(p.param.family);
+                           if (p.param.preset != "tiny") name += "_" + p.param.preset;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(CaptureLimits, RingModelsRefuseACaptureTheRingWouldOverwrite) {
   TempDir tmp("capture_ring");

@@ -38,6 +38,7 @@ std::vector<Case> cases() {
   out.push_back({modelgen::Family::kFalconH1, "tiny-norm"});
   out.push_back({modelgen::Family::kGraniteHybrid, "tiny-groups"});
   out.push_back({modelgen::Family::kGraniteHybrid, "tiny-bias"});
+  out.push_back({modelgen::Family::kNemotronH, "tiny-moe"});
   return out;
 }
 

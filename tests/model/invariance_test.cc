@@ -135,10 +135,9 @@ void check_batched(Model& m, const std::vector<std::vector<std::int32_t>>& seqs,
 // (family, bits quantized on load: 0 = the bf16 weights as stored).
 class Invariance : public ::testing::TestWithParam<std::tuple<modelgen::Family, int>> {};
 
-TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) {
-  const auto [family, bits] = GetParam();
-  TempDir tmp(std::string("inv_") + modelgen::family_name(family) + std::to_string(bits));
-  std::string dir = make_checkpoint(tmp, "m", family, modelgen::DType::kBF16, 11);
+void check_invariance(modelgen::Family family, int bits, const std::string& preset) {
+  TempDir tmp(std::string("inv_") + modelgen::family_name(family) + std::to_string(bits) + preset);
+  std::string dir = make_checkpoint(tmp, "m", family, modelgen::DType::kBF16, 11, 1, preset);
   auto loaded = Model::load(dir, {.max_batch_tokens = 3 * kSeqLen,
                                   .max_logit_rows = 3 * kSeqLen,
                                   .quantize_bits = bits,
@@ -167,6 +166,20 @@ TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) 
   }
   ASSERT_TRUE(kernels::select_isa(kernels::Isa::kAuto).is_ok());
   EXPECT_GE(n_isas, 1);
+}
+
+TEST_P(Invariance, LogitsAreBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) {
+  const auto [family, bits] = GetParam();
+  check_invariance(family, bits, "tiny");
+}
+
+// Nemotron-H's MoE blocks (tiny-moe: grouped routing, ReLU² experts, the shared expert), as
+// stored and quantized on load.
+TEST(InvarianceNemotronH, MoePresetIsBitIdenticalAcrossSplitsBatchesThreadsAndSnapshots) {
+  for (int bits : {0, 4, 8}) {
+    SCOPED_TRACE(bits);
+    check_invariance(modelgen::Family::kNemotronH, bits, "tiny-moe");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, Invariance,

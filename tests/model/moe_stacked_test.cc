@@ -56,7 +56,26 @@ std::pair<std::string, int> lfm2_mlx_name(const std::string& name) {
   return {"", -1};
 }
 
-std::pair<std::string, int> stacked_name(const std::string& name, bool fused, bool lfm2) {
+// Nemotron-H (mlx-lm nemotron_h.py sanitize): "<p>.mixer.experts.<e>.up_proj.*" stacks into
+// "<p>.mixer.switch_mlp.fc1.*" (down_proj fc2); `fused`: transformers 5's
+// "<p>.mixer.experts.up_proj" / "down_proj" [E, ...] instead.
+std::pair<std::string, int> nemotron_stacked_name(const std::string& name, bool fused) {
+  const std::string key = ".mixer.experts.";
+  const std::size_t at = name.find(key);
+  if (at == std::string::npos) return {"", -1};
+  const std::size_t num = at + key.size(), dot = name.find('.', num);
+  const int e = std::stoi(name.substr(num, dot - num));
+  const bool up = name.substr(dot + 1).starts_with("up_proj.");
+  if (fused) return {name.substr(0, at) + key + (up ? "up_proj" : "down_proj"), e};
+  const std::string tail = name.substr(dot + 1 + (up ? 7 : 9));  // ".weight", ".scales", ...
+  return {name.substr(0, at) + ".mixer.switch_mlp." + (up ? "fc1" : "fc2") + tail, e};
+}
+
+enum class Layout : std::uint8_t { kDefault, kLfm2, kNemotron };
+
+std::pair<std::string, int> stacked_name(const std::string& name, bool fused, bool lfm2,
+                                         Layout layout = Layout::kDefault) {
+  if (layout == Layout::kNemotron) return nemotron_stacked_name(name, fused);
   if (lfm2) return lfm2_mlx_name(name);
   const std::string key = ".mlp.experts.";
   const std::size_t at = name.find(key);
@@ -105,14 +124,14 @@ void write_checkpoint_as(const std::string& src, const std::string& dst, const C
 }
 
 // Copies the checkpoint at `src` to `dst` with every expert tensor folded into its stacked one.
-void restack(const std::string& src, const std::string& dst, bool fused = false,
-             bool lfm2 = false) {
+void restack(const std::string& src, const std::string& dst, bool fused = false, bool lfm2 = false,
+             Layout layout = Layout::kDefault) {
   auto ck = Checkpoint::open(src);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   std::map<std::string, std::vector<const TensorInfo*>> stacks;  // by stacked name, expert order
   std::vector<std::pair<std::string, std::vector<const TensorInfo*>>> out;
   for (const std::string& name : ck->names()) {
-    const auto [stacked, e] = stacked_name(name, fused, lfm2);
+    const auto [stacked, e] = stacked_name(name, fused, lfm2, layout);
     if (e < 0) {
       out.push_back({stacked.empty() ? name : stacked, {ck->find(name)}});
       continue;
@@ -141,12 +160,20 @@ void restack(const std::string& src, const std::string& dst, bool fused = false,
 // [experts, ...]) to `dst` with every stack cut into per-expert tensors `<p>experts.<e>.<proj>.*`
 // (LFM2: Hugging Face's w1 / w3 / w2 names, the dense layers' too), each expert's slab of codes,
 // scales and biases as it lies.
-void unstack(const std::string& src, const std::string& dst, bool lfm2 = false) {
+void unstack(const std::string& src, const std::string& dst, bool lfm2 = false,
+             bool nemotron = false) {
   auto ck = Checkpoint::open(src);
   ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
   static const std::pair<std::string, std::string> kLfm2[] = {
       {"gate_proj.", "w1."}, {"up_proj.", "w3."}, {"down_proj.", "w2."}};
+  static const std::pair<std::string, std::string> kNemotron[] = {{"fc1.", "up_proj."},
+                                                                  {"fc2.", "down_proj."}};
   const auto hf_proj = [&](std::string tail) {
+    if (nemotron) {
+      for (const auto& [mlx, hf] : kNemotron) {
+        if (tail.starts_with(mlx)) return hf + tail.substr(mlx.size());
+      }
+    }
     if (!lfm2) return tail;
     for (const auto& [mlx, hf] : kLfm2) {
       if (tail.starts_with(mlx)) return hf + tail.substr(mlx.size());
@@ -397,6 +424,97 @@ TEST(MoeStackedExperts, QuantizeSplitsGraniteInputLinearIntoSwitchMlp) {
   ASSERT_FALSE(want.empty());
   ASSERT_EQ(want.size(), got.size());
   EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace recur::model
+
+namespace recur::model {
+namespace {
+
+// Nemotron-H's MoE blocks in mlx-lm's layout (nemotron_h.py sanitize: experts stacked into
+// mixer.switch_mlp.fc1 / fc2, the router MoEGate left unquantized) and in transformers 5's stacked
+// experts.up_proj / down_proj load to the released per-expert layout's logits, byte for byte: bf16
+// restacked (also quantized on load), and the generator's MLX 4-bit checkpoint against its copy cut
+// back into per-expert up_proj / down_proj.
+TEST(MoeStackedExperts, NemotronHMlxAndStackedLayoutsLoadAsThePerExpertTensors) {
+  const std::string p = "backbone.layers.1.mixer.";
+  for (int bits : {0, 4}) {
+    SCOPED_TRACE(bits);
+    TempDir tmp("nemotron_stacked" + std::to_string(bits));
+    modelgen::GenSpec spec{.family = modelgen::Family::kNemotronH,
+                           .preset = "tiny-moe",
+                           .seed = 4,
+                           .bits = bits,
+                           .group_size = 32};
+    const std::string generated = tmp.file("generated"), copy = tmp.file("copy");
+    ASSERT_TRUE(modelgen::write_checkpoint(spec, generated).is_ok());
+    if (bits == 0) {
+      restack(generated, copy, false, false, Layout::kNemotron);
+    } else {
+      unstack(generated, copy, false, /*nemotron=*/true);
+    }
+    const std::string& per_expert = bits == 0 ? generated : copy;
+    const std::string& mlx = bits == 0 ? copy : generated;
+    auto ck = Checkpoint::open(mlx);
+    ASSERT_TRUE(ck.is_ok()) << ck.status().to_string();
+    const TensorInfo* fc1 = ck->find(p + "switch_mlp.fc1.weight");
+    ASSERT_NE(fc1, nullptr);
+    ASSERT_NE(ck->find(p + "switch_mlp.fc2.weight"), nullptr);
+    ASSERT_EQ(ck->find(p + "experts.0.up_proj.weight"), nullptr);
+    if (bits != 0) {
+      EXPECT_EQ(fc1->dtype_text, "U32");
+      EXPECT_EQ(fc1->shape, (std::vector<std::int64_t>{8, 32, 64 * 4 / 32}));
+      // mlx-lm quantizes Linears only: the router (a plain module) stays as it is, and so does
+      // the f32 correction bias (cast_predicate).
+      EXPECT_EQ(ck->find(p + "gate.scales"), nullptr);
+      EXPECT_EQ(ck->find(p + "gate.weight")->dtype_text, "BF16");
+      EXPECT_EQ(ck->find(p + "gate.e_score_correction_bias")->dtype_text, "F32");
+      EXPECT_NE(ck->find(p + "shared_experts.up_proj.scales"), nullptr);
+    }
+    auto pe = Checkpoint::open(per_expert);
+    ASSERT_TRUE(pe.is_ok()) << pe.status().to_string();
+    ASSERT_NE(pe->find(p + "experts.7.down_proj.weight"), nullptr);
+    for (int q : {0, 4}) {
+      if (bits != 0 && q != 0) continue;
+      const std::vector<float> want = logits(per_expert, q), got = logits(mlx, q);
+      ASSERT_FALSE(want.empty());
+      ASSERT_EQ(want.size(), got.size());
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << q;
+    }
+    if (bits == 0) {  // transformers 5's stacks
+      const std::string fused = tmp.file("fused");
+      restack(generated, fused, /*fused=*/true, false, Layout::kNemotron);
+      auto f = Checkpoint::open(fused);
+      ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+      const TensorInfo* up = f->find(p + "experts.up_proj");
+      ASSERT_NE(up, nullptr);
+      EXPECT_EQ(up->shape, (std::vector<std::int64_t>{8, 32, 64}));
+      ASSERT_NE(f->find(p + "experts.down_proj"), nullptr);
+      for (int q : {0, 4}) {
+        const std::vector<float> want = logits(per_expert, q), got = logits(fused, q);
+        ASSERT_EQ(want.size(), got.size());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << q;
+      }
+      // recur quantize of either layout writes mlx-lm's.
+      const std::string from_per_expert = tmp.file("q_per_expert"),
+                        from_fused = tmp.file("q_fused");
+      ASSERT_TRUE(convert::quantize_checkpoint(per_expert, from_per_expert, 4, 32).is_ok());
+      const Status qf = convert::quantize_checkpoint(fused, from_fused, 4, 32);
+      ASSERT_TRUE(qf.is_ok()) << qf.to_string();
+      for (const std::string& dir : {from_per_expert, from_fused}) {
+        auto q = Checkpoint::open(dir);
+        ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+        EXPECT_NE(q->find(p + "switch_mlp.fc1.scales"), nullptr) << dir;
+        EXPECT_NE(q->find(p + "switch_mlp.fc2.scales"), nullptr) << dir;
+        EXPECT_EQ(q->find(p + "gate.scales"), nullptr) << dir;
+      }
+      const std::vector<float> a = logits(from_per_expert, 0), b = logits(from_fused, 0);
+      ASSERT_FALSE(a.empty());
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    }
+  }
 }
 
 }  // namespace

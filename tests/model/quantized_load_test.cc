@@ -31,9 +31,10 @@ std::vector<float> all_logits(Model& m, const std::vector<std::int32_t>& tokens)
 }
 
 std::string generate(const TempDir& tmp, const std::string& sub, modelgen::Family family, int bits,
-                     int group_size) {
+                     int group_size, const std::string& preset = "tiny") {
   modelgen::GenSpec spec;
   spec.family = family;
+  spec.preset = preset;
   spec.dtype = modelgen::DType::kF32;
   spec.seed = 3;
   spec.bits = bits;
@@ -46,17 +47,17 @@ std::string generate(const TempDir& tmp, const std::string& sub, modelgen::Famil
 
 class QuantizedLoad : public ::testing::TestWithParam<modelgen::Family> {};
 
-TEST_P(QuantizedLoad, MlxCheckpointEqualsQuantizeOnLoadByteForByte) {
-  const modelgen::Family family = GetParam();
-  if (!testing::writes_mlx(family)) GTEST_SKIP() << "no MLX form of this family";
+void check_mlx_equals_quantize_on_load(modelgen::Family family, const std::string& preset) {
   // The MoE families' routers are at 8 bits in groups of 64 in both (mlx-lm's quant_predicate,
   // which --quantize follows): a group of 32 elsewhere shows the two formats side by side.
+  // Nemotron-H's router stays floating in both.
   const std::vector<std::pair<int, int>> formats = {{4, 32}, {8, 32}, {4, 64}};
   for (const auto& [bits, group] : formats) {
     SCOPED_TRACE(bits);
-    TempDir tmp(std::string("qload_") + modelgen::family_name(family) + std::to_string(bits));
-    const std::string mlx = generate(tmp, "mlx", family, bits, group);
-    const std::string hf = generate(tmp, "hf", family, 0, group);
+    TempDir tmp(std::string("qload_") + modelgen::family_name(family) + std::to_string(bits) +
+                preset);
+    const std::string mlx = generate(tmp, "mlx", family, bits, group, preset);
+    const std::string hf = generate(tmp, "hf", family, 0, group, preset);
     const LoadOptions base{.max_batch_tokens = 32, .max_logit_rows = 32};
     // The MLX checkpoint is repacked on a pool (runs of 256 rows per task: the vocabulary-sized
     // matrices split), the other quantized by the loading thread alone.
@@ -88,6 +89,17 @@ TEST_P(QuantizedLoad, MlxCheckpointEqualsQuantizeOnLoadByteForByte) {
     ASSERT_EQ(c.size(), b.size());
     EXPECT_EQ(std::memcmp(c.data(), b.data(), b.size() * sizeof(float)), 0);
   }
+}
+
+TEST_P(QuantizedLoad, MlxCheckpointEqualsQuantizeOnLoadByteForByte) {
+  const modelgen::Family family = GetParam();
+  if (!testing::writes_mlx(family)) GTEST_SKIP() << "no MLX form of this family";
+  check_mlx_equals_quantize_on_load(family, "tiny");
+}
+
+// Nemotron-H's MoE blocks: switch_mlp.fc1 / fc2 and the floating router.
+TEST(QuantizedLoadNemotronH, MoeMlxCheckpointEqualsQuantizeOnLoadByteForByte) {
+  check_mlx_equals_quantize_on_load(modelgen::Family::kNemotronH, "tiny-moe");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, QuantizedLoad, ::testing::ValuesIn(testing::kAllFamilies),

@@ -32,7 +32,8 @@ struct Tensor {
 Tensor load(const Checkpoint& ck, const std::string& name);
 // From now on load() returns every 2-D "*.weight" whose width divides by group_size quantized as
 // --quantize does (MLX's quantizer, then dequantized; the modules model::mlx_keeps_at_8_bits names
-// for `family`, a FamilyInfo::name, at 8 bits in groups of 64); bits 0 turns it off. Tests only.
+// for `family`, a FamilyInfo::name, at 8 bits in groups of 64, those model::mlx_keeps_floating
+// names as they are); bits 0 turns it off. Tests only.
 void set_quantization(int bits, int group_size, std::string_view family = {});
 
 // y = W x for W [rows, cols]; for a bf16 W, x is first rounded to bf16 as the engine's matmul
@@ -120,6 +121,13 @@ RoutingStats routing_stats();  // since the last set_engine_routes
 // on equal keys), or the engine's when set_engine_routes gave its log and keys[k-1] - keys[k]
 // (the k-th against the first left out) is below the margin.
 std::vector<std::size_t> route_next(const Vec& keys, std::size_t k);
+// The same under DeepSeek-V3's group-limited choice (transformers' route_tokens_to_experts): the
+// keys split into n_groups equal groups of consecutive experts, each scored by the sum of its two
+// largest keys; the k largest keys of the topk_groups best groups (the lower index first on equal
+// values) are chosen, the rest masked with -inf. The decision's margin is the smaller of the
+// k-th against the first left out and the topk_groups-th group score against the next.
+std::vector<std::size_t> route_next_grouped(const Vec& keys, std::size_t k, std::size_t n_groups,
+                                            std::size_t topk_groups);
 // RECUR_CHECKs that a forward took every decision of the engine's log (when one is set).
 void check_routes_consumed();
 

@@ -1,6 +1,8 @@
 // Shared float64 helpers of the reference forward (spec sections 0.1, 0.2).
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <numeric>
 
 #include "kernels/dtype.h"
@@ -33,20 +35,66 @@ void check_routes_consumed() {
   if (g_routes != nullptr) RECUR_CHECK(g_routed == g_routes->size());
 }
 
-std::vector<std::size_t> route_next(const Vec& keys, std::size_t k) {
+namespace {
+
+// Indices of `keys` in descending order, the lower index first on equal keys.
+std::vector<std::size_t> descending(const Vec& keys) {
   std::vector<std::size_t> order(keys.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return keys[a] > keys[b]; });
-  order.resize(k + (k < keys.size() ? 1 : 0));
-  std::vector<std::size_t> own(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+  return order;
+}
+
+// The decision's own experts, or the engine's (taking its next k from the log) where `gap`, the
+// decision's margin, is below the near-tie margin and they differ.
+std::vector<std::size_t> decide(std::vector<std::size_t> own, std::size_t k, double gap);
+
+}  // namespace
+
+std::vector<std::size_t> route_next(const Vec& keys, std::size_t k) {
+  std::vector<std::size_t> order = descending(keys);
+  const double gap = k < keys.size() ? keys[order[k - 1]] - keys[order[k]] : 1e300;
+  order.resize(k);
+  return decide(order, k, gap);
+}
+
+std::vector<std::size_t> route_next_grouped(const Vec& keys, std::size_t k, std::size_t n_groups,
+                                            std::size_t topk_groups) {
+  if (n_groups <= 1) return route_next(keys, k);
+  const std::size_t per_group = keys.size() / n_groups;
+  Vec group_scores(n_groups);
+  for (std::size_t g = 0; g < n_groups; ++g) {
+    Vec members(keys.begin() + static_cast<std::ptrdiff_t>(g * per_group),
+                keys.begin() + static_cast<std::ptrdiff_t>((g + 1) * per_group));
+    std::sort(members.begin(), members.end(), std::greater<>());
+    group_scores[g] = members[0] + members[1];
+  }
+  const std::vector<std::size_t> groups = descending(group_scores);
+  const double group_gap = topk_groups < n_groups ? group_scores[groups[topk_groups - 1]] -
+                                                        group_scores[groups[topk_groups]]
+                                                  : 1e300;
+  Vec masked(keys.size(), -std::numeric_limits<double>::infinity());
+  for (std::size_t j = 0; j < topk_groups; ++j) {
+    for (std::size_t e = groups[j] * per_group; e < (groups[j] + 1) * per_group; ++e) {
+      masked[e] = keys[e];
+    }
+  }
+  std::vector<std::size_t> order = descending(masked);
+  const double expert_gap = masked[order[k - 1]] - masked[order[k]];  // +inf past the kept groups
+  order.resize(k);
+  return decide(order, k, std::min(group_gap, expert_gap));
+}
+
+namespace {
+
+std::vector<std::size_t> decide(std::vector<std::size_t> own, std::size_t k, double gap) {
   ++g_stats.decisions;
   if (g_routes == nullptr) return own;
   RECUR_CHECK(g_routed + k <= g_routes->size());
   const std::int32_t* engine = g_routes->data() + g_routed;
   g_routed += k;
-  if (k == keys.size()) return own;
-  const double gap = keys[order[k - 1]] - keys[order[k]];
+  if (gap >= 1e300) return own;  // nothing left out: no choice to make
   g_stats.min_gap = std::min(g_stats.min_gap, gap);
   std::vector<std::size_t> theirs(engine, engine + k), a = own, b = theirs;
   std::sort(a.begin(), a.end());
@@ -55,6 +103,8 @@ std::vector<std::size_t> route_next(const Vec& keys, std::size_t k) {
   ++g_stats.near_ties_taken;
   return theirs;
 }
+
+}  // namespace
 
 void set_quantization(int bits, int group_size, std::string_view family) {
   g_quant_bits = bits;
@@ -89,6 +139,11 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
       model::mlx_keeps_at_8_bits(g_quant_family, name.substr(0, name.size() - 7))) {
     bits = 8;
     group = 64;
+  }
+  // Nemotron-H's router stays floating (model::mlx_keeps_floating).
+  if (name.ends_with(".weight") &&
+      model::mlx_keeps_floating(g_quant_family, name.substr(0, name.size() - 7))) {
+    bits = 0;
   }
   if (bits != 0 && (out.shape.size() == 2 || out.shape.size() == 3) && name.ends_with(".weight") &&
       out.shape.back() % group == 0) {

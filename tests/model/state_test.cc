@@ -49,12 +49,12 @@ struct Loaded {
 };
 
 Loaded load(const TempDir& tmp, modelgen::Family f, std::uint64_t seed = 3,
-            modelgen::DType dtype = modelgen::DType::kBF16) {
+            modelgen::DType dtype = modelgen::DType::kBF16, const std::string& preset = "tiny") {
   Loaded l;
-  l.dir = make_checkpoint(
-      tmp,
-      std::string(modelgen::family_name(f)) + std::to_string(seed) + modelgen::dtype_name(dtype), f,
-      dtype, seed);
+  l.dir = make_checkpoint(tmp,
+                          std::string(modelgen::family_name(f)) + std::to_string(seed) +
+                              modelgen::dtype_name(dtype) + preset,
+                          f, dtype, seed, 1, preset);
   auto m = Model::load(l.dir, {.max_batch_tokens = 64, .max_logit_rows = 64});
   EXPECT_TRUE(m.is_ok()) << m.status().to_string();
   if (m.is_ok()) l.model = std::move(*m);
@@ -292,9 +292,13 @@ TEST(Forward, RejectsBadBatches) {
 TEST(Forward, DecodeStepsDoNotAllocate) {
   if (!RECUR_COUNT_ALLOCS) GTEST_SKIP() << "allocation counting is off under sanitizers";
   TempDir tmp("noalloc");
-  for (auto f : kAllFamilies) {
-    SCOPED_TRACE(modelgen::family_name(f));
-    Loaded l = load(tmp, f);
+  // Every family's tiny preset, and Nemotron-H's MoE blocks (grouped routing, ReLU² experts).
+  std::vector<std::pair<modelgen::Family, std::string>> cases;
+  for (auto f : kAllFamilies) cases.emplace_back(f, "tiny");
+  cases.emplace_back(modelgen::Family::kNemotronH, "tiny-moe");
+  for (const auto& [f, preset] : cases) {
+    SCOPED_TRACE(std::string(modelgen::family_name(f)) + " " + preset);
+    Loaded l = load(tmp, f, 3, modelgen::DType::kBF16, preset);
     ASSERT_TRUE(l.model);
     ThreadPool pool(2);
     auto a = l.model->new_sequence();

@@ -519,5 +519,58 @@ TEST(RealPresets, Qwen3_5_35B_A3B) {
   EXPECT_EQ(text["layer_types"][38], "linear_attention");
 }
 
+// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16: the "31.6B total" (31,577,940,288 here: 23 MoE
+// blocks of 128 un-gated experts of 2 x 1856 x 2688 and a 3712-wide shared expert, 23 Mamba2 and 6
+// attention blocks, an untied 131072-row head), a tensor per expert and the correction bias in f32
+// as released, the config.json field for field.
+TEST(RealPresets, Nemotron3Nano30BA3B) {
+  const Geometry g = geometry(Family::kNemotronH, "nemotron-3-nano-30b-a3b");
+  const auto gen = table_of_geometry(g);
+  EXPECT_EQ(gen.size(), 3u + 23u * 9u + 23u * (1u + 2u + 2u * 128u + 2u) + 6u * 5u);
+  EXPECT_EQ(n_params(gen), 31577940288);
+  const Table t = table_of(gen);
+  using S = std::vector<std::int64_t>;
+  const std::string p = "backbone.layers.";
+  EXPECT_EQ(t.at(p + "1.mixer.gate.weight").shape, (S{128, 2688}));
+  EXPECT_EQ(t.at(p + "1.mixer.gate.e_score_correction_bias").shape, (S{128}));
+  EXPECT_EQ(t.at(p + "1.mixer.gate.e_score_correction_bias").dtype, "F32");
+  EXPECT_EQ(t.at(p + "51.mixer.experts.127.up_proj.weight").shape, (S{1856, 2688}));
+  EXPECT_EQ(t.at(p + "51.mixer.experts.0.down_proj.weight").shape, (S{2688, 1856}));
+  EXPECT_EQ(t.at(p + "51.mixer.shared_experts.up_proj.weight").shape, (S{3712, 2688}));
+  EXPECT_EQ(t.at(p + "5.mixer.v_proj.weight").shape, (S{256, 2688}));
+  EXPECT_EQ(t.at(p + "0.mixer.in_proj.weight").shape, (S{10304, 2688}));
+  EXPECT_EQ(t.at("lm_head.weight").shape, (S{131072, 2688}));
+  EXPECT_EQ(t.count(p + "1.mixer.experts.0.gate_proj.weight"), 0u);
+  const Json reference = Json::parse(R"({
+    "architectures": ["NemotronHForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 1, "chunk_size": 128, "conv_kernel": 4, "eos_token_id": 2, "expand": 2,
+    "head_dim": 128, "hidden_dropout": 0.0, "hidden_size": 2688,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "initializer_range": 0.02, "intermediate_size": 1856, "layer_norm_epsilon": 1e-05,
+    "mamba_head_dim": 64, "mamba_hidden_act": "silu", "mamba_num_heads": 64,
+    "mamba_proj_bias": false, "mamba_ssm_cache_dtype": "float32",
+    "max_position_embeddings": 262144, "mlp_bias": false, "mlp_hidden_act": "relu2",
+    "model_type": "nemotron_h", "moe_intermediate_size": 1856,
+    "moe_shared_expert_intermediate_size": 3712, "n_group": 1, "n_groups": 8,
+    "n_routed_experts": 128, "n_shared_experts": 1, "norm_eps": 1e-05, "norm_topk_prob": true,
+    "num_attention_heads": 32, "num_experts_per_tok": 6, "num_hidden_layers": 52,
+    "num_key_value_heads": 2, "num_logits_to_keep": 1, "pad_token_id": 0,
+    "partial_rotary_factor": 1.0, "rescale_prenorm_residual": true, "residual_in_fp32": false,
+    "rope_theta": 10000, "routed_scaling_factor": 2.5, "sliding_window": null,
+    "ssm_state_size": 128, "tie_word_embeddings": false, "time_step_floor": 0.0001,
+    "time_step_max": 0.1, "time_step_min": 0.001, "topk_group": 1, "torch_dtype": "bfloat16",
+    "transformers_version": "4.55.4", "use_bias": false, "use_cache": true,
+    "use_conv_bias": true, "use_mamba_kernels": true, "vocab_size": 131072})");
+  const Json got = Json::parse(config_json(g, DType::kBF16, nemotron_h_tokenizer().ids));
+  expect_superset(got, reference, {"bos_token_id", "eos_token_id", "pad_token_id"});
+  EXPECT_EQ(got.size(), reference.size());
+  // --layers keeps a prefix of the pattern.
+  auto cut = resolve_geometry(
+      {.family = Family::kNemotronH, .preset = "nemotron-3-nano-30b-a3b", .layers = 6},
+      nemotron_h_tokenizer().n_tokens());
+  ASSERT_TRUE(cut.is_ok()) << cut.status().to_string();
+  EXPECT_EQ(cut->block_pattern, "MEMEM*");
+}
+
 }  // namespace
 }  // namespace recur::modelgen
