@@ -11,6 +11,20 @@ namespace recur::engine {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// Appends the detokenizer's held-back text to r's, with the bytes behind both.
+void append_final(SampleResult& r, tokenizer::StreamingDetokenizer& detok) {
+  const std::string text = detok.finish();
+  if (!detok.bytes().empty() || !r.bytes.empty()) {
+    if (r.bytes.empty()) r.bytes = r.text;
+    r.bytes += detok.bytes().empty() ? text : detok.bytes();
+  }
+  r.text += text;
+}
+
+}  // namespace
+
 void Engine::admit() {
   for (auto& seq : active_) {
     if (seq->disk_load != nullptr && seq->disk_load->done()) finish_restore(*seq);
@@ -341,7 +355,7 @@ void Engine::on_sample(Sequence& seq, std::optional<SampleResult> drawn) {
   ++seq.n_generated;
   const auto& stops = seq.req.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), r.id) != stops.end()) {
-    r.text = seq.detok->finish();
+    append_final(r, *seq.detok);
     seq.out.text += r.text;
     // The end token is a sample only when it released text held back (for a stop string that
     // did not come): the samples' texts add up to the text.
@@ -350,6 +364,7 @@ void Engine::on_sample(Sequence& seq, std::optional<SampleResult> drawn) {
     return;
   }
   r.text = seq.detok->push(r.id);
+  r.bytes = seq.detok->bytes();
   seq.tokens.push_back(r.id);
   seq.pending = r.id;
   const bool stopped = seq.detok->stopped();
@@ -358,8 +373,7 @@ void Engine::on_sample(Sequence& seq, std::optional<SampleResult> drawn) {
   if (stopped) seq.out.stop_index = seq.detok->stop_index();
   // A constrained text that is whole and cannot go on ends the turn: no end token is needed.
   const bool whole = !stopped && !full && seq.constraint && seq.constraint->finished();
-  if (whole) r.text += seq.detok->finish();
-  if (full) r.text += seq.detok->finish();  // the last token carries what was held back
+  if (whole || full) append_final(r, *seq.detok);  // the last token carries what was held back
   seq.out.text += r.text;
   seq.out.samples.push_back(std::move(r));
   if (stopped || whole) finish(seq, FinishReason::kStop);

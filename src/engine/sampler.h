@@ -65,6 +65,9 @@ struct SampleResult {
   // such text carries it). The samples' texts add up to the generated text. An end-of-generation
   // token is a sample only when it releases held-back text.
   std::string text;
+  // The bytes behind text where the decoder replaced invalid UTF-8 in it with U+FFFD (a stray
+  // byte token, an unfinished character): logprobs report them. Empty where they are text.
+  std::string bytes;
 };
 
 // splitmix64 stream: tiny, fast, and its output is fixed by its definition on every platform.

@@ -17,16 +17,16 @@ json bytes_of(const std::string& s) {
 
 json token_entry(engine::TokenId id, float logprob, const tokenizer::Tokenizer& tok) {
   std::span<const engine::TokenId> one(&id, 1);
-  std::string raw = tok.decode_bytes(one);
+  std::string raw = tok.decode_raw(one);
   return json{{"token", tok.decode(one)}, {"logprob", logprob}, {"bytes", bytes_of(raw)}};
 }
 
 json logprobs_content(const std::vector<LogprobEntry>& entries, const tokenizer::Tokenizer& tok) {
   json content = json::array();
   for (const auto& s : entries) {
-    // `token` is the bytes as text (a token that ends inside a character shows U+FFFD there);
-    // `bytes` are exact, so their concatenation is the content.
-    json e = {{"token", s.bytes}, {"logprob", s.logprob}, {"bytes", bytes_of(s.bytes)}};
+    // `token` is the text the token completed (the tokens' texts concatenate to the content);
+    // `bytes` are its bytes, the raw ones where the decoder made U+FFFD of invalid UTF-8.
+    json e = {{"token", s.text}, {"logprob", s.logprob}, {"bytes", bytes_of(s.bytes)}};
     json top = json::array();
     for (const auto& t : s.top) top.push_back(token_entry(t.id, t.logprob, tok));
     e["top_logprobs"] = std::move(top);

@@ -20,10 +20,13 @@ struct ResponseMeta {
   std::int64_t created = 0;  // unix seconds
 };
 
-// One generated token of chat logprobs: its bytes (only those inside the content where the token
-// straddles the content's start or end: see TokenSections), its logprob and alternatives.
+// One generated token of chat logprobs: its text (only that inside the content where the token
+// straddles the content's start or end: see TokenSections), the bytes behind it, its logprob and
+// alternatives.
 struct LogprobEntry {
-  std::string bytes;
+  std::string text;   // `token`: the entries' texts concatenate to the content
+  std::string bytes;  // `bytes`: text, or where the decoder replaced invalid UTF-8 in text with
+                      // U+FFFD, the raw bytes it replaced (a stray byte token is its byte)
   float logprob = 0;
   std::vector<engine::TokenLogprob> top;
 };

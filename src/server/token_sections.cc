@@ -2,14 +2,19 @@
 
 #include <algorithm>
 
+#include "tokenizer/unicode.h"
+
 namespace recur::server {
 
 std::vector<LogprobEntry> TokenSections::push(std::span<const engine::SampleResult> samples,
                                               std::string_view text, std::size_t content_bytes) {
   for (const engine::SampleResult& s : samples) {
     const std::size_t begin = tokens_.empty() ? 0 : tokens_.back().end;
-    tokens_.push_back(
-        {.begin = begin, .end = begin + s.text.size(), .logprob = s.logprob, .top = s.top});
+    tokens_.push_back({.begin = begin,
+                       .end = begin + s.text.size(),
+                       .raw = s.bytes,
+                       .logprob = s.logprob,
+                       .top = s.top});
   }
   text_.append(text);
   std::vector<LogprobEntry> out;
@@ -28,7 +33,15 @@ std::vector<LogprobEntry> TokenSections::push(std::span<const engine::SampleResu
         t.begin == t.end ? t.begin > content_begin_ || content_begin_ == 0 : t.end > content_begin_;
     if (!inside) continue;
     const std::size_t b = std::max(t.begin, content_begin_);
-    out.push_back({.bytes = text_.substr(b, t.end - b), .logprob = t.logprob, .top = t.top});
+    std::string piece = text_.substr(b, t.end - b);
+    // A U+FFFD the decoder made of invalid bytes reports those bytes.
+    std::string bytes =
+        t.raw.empty()
+            ? piece
+            : t.raw.substr(tokenizer::detail::raw_offset(
+                  std::string_view(text_).substr(t.begin, t.end - t.begin), t.raw, b - t.begin));
+    out.push_back(
+        {.text = std::move(piece), .bytes = std::move(bytes), .logprob = t.logprob, .top = t.top});
   }
   return out;
 }
@@ -45,7 +58,7 @@ std::vector<LogprobEntry> TokenSections::push_marked(std::span<const engine::Sam
                                                      std::span<const chat::TextSpan> content,
                                                      std::size_t settled) {
   for (const engine::SampleResult& s : samples) {
-    tokens_.push_back({.logprob = s.logprob, .top = s.top});
+    tokens_.push_back({.raw = s.bytes, .logprob = s.logprob, .top = s.top});
   }
   text_.append(marked_text);
   std::vector<LogprobEntry> out;
@@ -65,7 +78,10 @@ std::vector<LogprobEntry> TokenSections::push_marked(std::span<const engine::Sam
       if (b < e) bytes.append(text_, b, e - b);
     }
     if (bytes.empty() && !inside) continue;
-    out.push_back({.bytes = std::move(bytes), .logprob = t.logprob, .top = t.top});
+    // A token wholly inside the content whose U+FFFD the decoder made reports the raw bytes.
+    std::string raw = !t.raw.empty() && bytes.size() == span.end - span.begin ? t.raw : bytes;
+    out.push_back(
+        {.text = std::move(bytes), .bytes = std::move(raw), .logprob = t.logprob, .top = t.top});
   }
   return out;
 }

@@ -52,6 +52,7 @@ class TokenSections {
   struct Token {
     std::size_t begin = 0;  // the token's text, as byte offsets in text_
     std::size_t end = 0;
+    std::string raw;  // the bytes behind the text where the decoder replaced some; else empty
     float logprob = 0;
     std::vector<engine::TokenLogprob> top;
   };

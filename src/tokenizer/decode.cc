@@ -43,14 +43,15 @@ int fallback_byte(const std::string& t) {
 }
 
 // Runs of "<0xAB>" tokens become their bytes when valid UTF-8, else one U+FFFD per token. With
-// keep_tail, a run at the very end that is an unfinished character stays raw (streaming).
-void byte_fallback(Tokens& tokens, bool keep_tail) {
+// keep_tail, a run at the very end that is an unfinished character stays raw (streaming); with
+// raw, every run stays its bytes.
+void byte_fallback(Tokens& tokens, bool keep_tail, bool raw) {
   Tokens out;
   std::string run;
   std::size_t run_n = 0;
   auto flush = [&](bool at_end) {
     if (run_n == 0) return;
-    if (utf8_is_valid(run) ||
+    if (raw || utf8_is_valid(run) ||
         (at_end && keep_tail &&
          utf8_is_valid(run.substr(0, run.size() - utf8_incomplete_tail(run))))) {
       out.push_back(run);
@@ -124,7 +125,7 @@ void metaspace(Tokens& tokens, const DecStep& s) {
 }  // namespace
 
 std::string decode_tokens(const Model& model, std::span<const TokenId> ids, bool skip_special,
-                          bool keep_tail) {
+                          bool keep_tail, bool raw) {
   Tokens tokens;
   tokens.reserve(ids.size());
   for (TokenId id : ids) {
@@ -147,7 +148,7 @@ std::string decode_tokens(const Model& model, std::span<const TokenId> ids, bool
         replace(tokens, s.pattern, s.content);
         break;
       case K::kByteFallback:
-        byte_fallback(tokens, keep_tail);
+        byte_fallback(tokens, keep_tail, raw);
         break;
       case K::kFuse: {
         std::string all;

@@ -122,10 +122,11 @@ struct Piece {
 void pre_tokenize(const Model& model, std::string& arena, bool at_start,
                   std::vector<Piece>& pieces);
 // Bytes of the decoded ids, before UTF-8 repair. keep_tail: an unfinished character made of
-// byte-fallback tokens at the end stays raw instead of becoming U+FFFD (streaming).
+// byte-fallback tokens at the end stays raw instead of becoming U+FFFD (streaming). raw: every
+// run of byte-fallback tokens stays its bytes, valid or not (the bytes behind the text).
 // Tokenizer::token_byte_table (decode.cc).
 std::vector<std::string> token_byte_table(const Model& model);
 std::string decode_tokens(const Model& model, std::span<const TokenId> ids, bool skip_special,
-                          bool keep_tail);
+                          bool keep_tail, bool raw = false);
 
 }  // namespace recur::tokenizer::detail

@@ -18,30 +18,73 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer,
 
 namespace {
 
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+
 bool is_byte_token(std::string_view t) {
   return t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>';
+}
+
+char token_byte(std::string_view t) {
+  auto hex = [](char c) { return c <= '9' ? c - '0' : c - 'A' + 10; };
+  return static_cast<char>(hex(t[3]) * 16 + hex(t[4]));
+}
+
+// A run of byte-fallback tokens that no later byte can make valid UTF-8 (a stray continuation
+// byte, a character cut short): the decoder turns each of its tokens into U+FFFD, whatever follows.
+bool doomed(std::string_view run) {
+  return !detail::utf8_is_valid(run.substr(0, run.size() - detail::utf8_incomplete_tail(run)));
 }
 
 }  // namespace
 
 std::string StreamingDetokenizer::push(TokenId id) {
+  bytes_.clear();
   if (stopped() || finished_) return {};
   ids_.push_back(id);
   // A run of byte-fallback tokens decodes as a whole: one invalid byte turns every byte of the
   // run into U+FFFD ("<0x32><0x9E>" is two, not "2" and one), so nothing of a run is final until
-  // a token the decoder sees ends it. Unknown ids and skipped specials never reach the decoder.
+  // a token the decoder sees ends it, or until the run can no longer be valid: then each of its
+  // tokens, so far and to come, is one U+FFFD. Unknown ids and skipped specials never reach the
+  // decoder.
   std::string_view text = tokenizer_->token_text(id);
+  bool newly_doomed = false;
   if (!text.empty() && !(skip_special_ && tokenizer_->is_special(id))) {
-    in_byte_run_ = is_byte_token(text);
+    const bool byte_token = is_byte_token(text);
+    if (byte_token) {
+      if (!in_byte_run_) run_.clear();
+      run_ += token_byte(text);
+      if (in_byte_run_ && run_doomed_) {
+        // The window keeps the whole run, so the decode that ends the run agrees.
+        prefix_n_ = ids_.size();
+        return release(std::string(kReplacement), std::string(1, run_.back()), /*final=*/false);
+      }
+      newly_doomed = doomed(run_);
+    }
+    in_byte_run_ = byte_token;
+    run_doomed_ = byte_token && newly_doomed;
   }
-  if (in_byte_run_) return {};
+  if (in_byte_run_ && !newly_doomed) return {};
   std::span<const TokenId> all(ids_);
   std::string prefix = tokenizer_->decode_bytes(all.first(prefix_n_), skip_special_);
   std::string full = tokenizer_->decode_bytes(all, skip_special_);
   if (full.size() <= prefix.size() || detail::utf8_incomplete_tail(full) > 0) return {};
   std::string fresh = detail::utf8_repair(std::string_view(full).substr(prefix.size()));
-  keep_context();
-  return release(std::move(fresh), /*final=*/false);
+  std::string raw = fresh.find(kReplacement) == std::string::npos ? std::string() : fresh_raw();
+  if (newly_doomed) {
+    prefix_n_ = ids_.size();
+  } else {
+    keep_context();
+  }
+  return release(std::move(fresh), std::move(raw), /*final=*/false);
+}
+
+// The bytes behind the text of ids_ after prefix_n_: byte-fallback tokens as their bytes,
+// nothing repaired.
+std::string StreamingDetokenizer::fresh_raw() const {
+  std::span<const TokenId> all(ids_);
+  std::string prefix = tokenizer_->decode_raw(all.first(prefix_n_), skip_special_);
+  std::string full = tokenizer_->decode_raw(all, skip_special_);
+  return full.size() > prefix.size() ? full.substr(prefix.size()) : std::string();
 }
 
 // The window keeps the last emitted tokens as context, back to a token that starts a character:
@@ -61,6 +104,7 @@ void StreamingDetokenizer::keep_context() {
 }
 
 std::string StreamingDetokenizer::finish() {
+  bytes_.clear();
   if (stopped() || finished_) return {};
   finished_ = true;
   std::span<const TokenId> all(ids_);
@@ -70,11 +114,21 @@ std::string StreamingDetokenizer::finish() {
   std::string full = tokenizer_->decode(all, skip_special_);
   std::string fresh;
   if (full.size() > prefix.size()) fresh = full.substr(prefix.size());
-  return release(std::move(fresh), /*final=*/true);
+  std::string raw = fresh.find(kReplacement) == std::string::npos ? std::string() : fresh_raw();
+  return release(std::move(fresh), std::move(raw), /*final=*/true);
 }
 
-std::string StreamingDetokenizer::release(std::string text, bool final) {
+std::string StreamingDetokenizer::release(std::string text, std::string raw, bool final) {
+  held_raw_ += raw.empty() ? text : raw;
   held_ += text;
+  // What leaves is held_ up to `cut`, with the bytes behind it.
+  auto out = [&](std::size_t cut, std::size_t raw_cut) {
+    std::string released = held_.substr(0, cut);
+    if (std::string_view(held_raw_).substr(0, raw_cut) != released) {
+      bytes_ = held_raw_.substr(0, raw_cut);
+    }
+    return released;
+  };
   std::size_t best = std::string::npos;
   for (std::size_t i = 0; i < stops_.size(); ++i) {
     std::size_t pos = held_.find(stops_[i]);
@@ -84,9 +138,10 @@ std::string StreamingDetokenizer::release(std::string text, bool final) {
     }
   }
   if (best != std::string::npos) {
-    std::string out = held_.substr(0, best);
+    std::string released = out(best, detail::raw_offset(held_, held_raw_, best));
     held_.clear();
-    return out;
+    held_raw_.clear();
+    return released;
   }
   std::size_t keep = 0;
   if (!final) {
@@ -100,9 +155,13 @@ std::string StreamingDetokenizer::release(std::string text, bool final) {
       }
     }
   }
-  std::string out = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
-  return out;
+  const std::size_t cut = held_.size() - keep;
+  const std::size_t raw_cut =
+      keep == 0 ? held_raw_.size() : detail::raw_offset(held_, held_raw_, cut);
+  std::string released = out(cut, raw_cut);
+  held_.erase(0, cut);
+  held_raw_.erase(0, raw_cut);
+  return released;
 }
 
 }  // namespace recur::tokenizer

@@ -135,6 +135,10 @@ std::string Tokenizer::decode_bytes(std::span<const TokenId> ids, bool skip_spec
   return detail::decode_tokens(*model_, ids, skip_special, /*keep_tail=*/true);
 }
 
+std::string Tokenizer::decode_raw(std::span<const TokenId> ids, bool skip_special) const {
+  return detail::decode_tokens(*model_, ids, skip_special, /*keep_tail=*/true, /*raw=*/true);
+}
+
 std::vector<std::string> Tokenizer::token_byte_table() const {
   return detail::token_byte_table(*model_);
 }

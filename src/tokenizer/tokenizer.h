@@ -75,6 +75,10 @@ class Tokenizer {
   // Bytes before the final UTF-8 repair (for streaming: an incomplete character at the end stays
   // incomplete instead of becoming U+FFFD).
   std::string decode_bytes(std::span<const TokenId> ids, bool skip_special = false) const;
+  // The bytes behind the text, with no repair at all: byte-fallback tokens are their bytes even
+  // where they are not valid UTF-8 ("<0x80>" is 0x80, where decode gives U+FFFD), as byte-level
+  // BPE's decode_bytes are. A token's `bytes` in logprobs.
+  std::string decode_raw(std::span<const TokenId> ids, bool skip_special = false) const;
 
   // What each token adds to the text in the middle of a sequence, indexed by id: byte-fallback
   // tokens their byte, partial UTF-8 characters their raw bytes, special added tokens nothing.
@@ -117,9 +121,14 @@ class StreamingDetokenizer {
   bool stopped() const { return stop_index_.has_value(); }
   // Which of stop_strings ended the text.
   std::optional<std::size_t> stop_index() const { return stop_index_; }
+  // The bytes behind the text the last push or finish returned, where the decoder replaced
+  // invalid UTF-8 in it with U+FFFD (a stray byte token, an unfinished character before other
+  // text); empty where they are that text.
+  const std::string& bytes() const { return bytes_; }
 
  private:
-  std::string release(std::string text, bool final);
+  std::string release(std::string text, std::string raw, bool final);
+  std::string fresh_raw() const;
   void keep_context();
   const Tokenizer* tokenizer_;
   std::vector<std::string> stops_;
@@ -127,7 +136,11 @@ class StreamingDetokenizer {
   std::vector<TokenId> ids_;  // tokens since the last emission point (the decode window)
   std::size_t prefix_n_ = 0;  // ids_[0, prefix_n_) were already emitted
   std::string held_;          // decoded text held back for stop-string matching
+  std::string held_raw_;      // the bytes behind held_
+  std::string bytes_;         // see bytes()
   bool in_byte_run_ = false;  // the last token the decoder sees is a byte-fallback token
+  std::string run_;           // the bytes of that run of byte-fallback tokens
+  bool run_doomed_ = false;   // run_ can no longer become valid UTF-8, and its text is out
   std::optional<std::size_t> stop_index_;
   bool finished_ = false;
 };

@@ -8,6 +8,8 @@
 #include <unicode/ucasemap.h>
 #include <unicode/uchar.h>
 
+#include <algorithm>
+
 namespace recur::tokenizer::detail {
 namespace {
 
@@ -127,6 +129,16 @@ std::size_t utf8_incomplete_tail(std::string_view bytes) {
     if (!c.complete && pos + c.n_valid == bytes.size()) return c.n_valid;
   }
   return 0;
+}
+
+std::size_t raw_offset(std::string_view text, std::string_view raw, std::size_t p) {
+  const std::size_t n = std::min(text.size(), raw.size());
+  std::size_t head = 0;
+  while (head < n && text[head] == raw[head]) ++head;
+  if (p <= head) return p;
+  std::size_t tail = 0;
+  while (tail < n - head && text[text.size() - 1 - tail] == raw[raw.size() - 1 - tail]) ++tail;
+  return raw.size() - std::min(tail, text.size() - p);
 }
 
 bool is_whitespace(char32_t cp) { return u_isUWhiteSpace(static_cast<UChar32>(cp)); }

@@ -21,6 +21,10 @@ bool utf8_is_valid(std::string_view bytes);
 std::string utf8_repair(std::string_view bytes);
 // Length of a valid but unfinished character at the end of bytes (0 when the end is complete).
 std::size_t utf8_incomplete_tail(std::string_view bytes);
+// text is raw with invalid UTF-8 replaced by U+FFFD (by a decoder); returns where text's offset p
+// (a character boundary) falls in raw: the same offset inside their common start, counted from
+// the end inside their common end, else where their common end starts.
+std::size_t raw_offset(std::string_view text, std::string_view raw, std::size_t p);
 
 // Rust char::is_whitespace (White_Space), is_alphanumeric, is_numeric (general category N).
 bool is_whitespace(char32_t cp);

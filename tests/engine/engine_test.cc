@@ -514,15 +514,19 @@ TEST_P(EngineTest, BatchedEqualsSoloFromManyThreads) {
 
 // The server lines logprobs up with the content by each token's text: the samples' texts must
 // add up to the events' text, whether the turn runs to max_tokens, ends on a stop string (the
-// tokens held back for it release nothing) or on an end token.
+// tokens held back for it release nothing) or on an end token. The bytes behind the samples'
+// texts (each sample's bytes, or its text where it has none) are the tokens' raw bytes: random
+// weights draw stray byte tokens (Gemma's byte fallback, byte-level BPE's partial characters),
+// whose text is U+FFFD and whose logprob `bytes` are the raw byte (issue 47).
 TEST_P(EngineTest, EachSampleCarriesItsShareOfTheText) {
   ThreadPool pool(1);
   Engine engine(EngineOptions{.parallel = 1, .ctx_size = 512}, *model_, *tok_, nullptr, pool);
   engine.start();
+  int with_bytes = 0;  // samples whose bytes are not their text
   auto run = [&](GenerationRequest req) {
     auto ch = engine.submit(std::move(req));
     EXPECT_TRUE(ch.is_ok());
-    std::string text, sample_text;
+    std::string text, sample_text, sample_bytes;
     std::vector<TokenId> ids;
     for (;;) {
       auto e = (*ch)->pop(std::chrono::milliseconds(10000));
@@ -533,18 +537,32 @@ TEST_P(EngineTest, EachSampleCarriesItsShareOfTheText) {
       text += e->text;
       for (const auto& s : e->samples) {
         sample_text += s.text;
+        sample_bytes += s.bytes.empty() ? s.text : s.bytes;
+        if (!s.bytes.empty()) {
+          EXPECT_NE(s.bytes, s.text);
+          ++with_bytes;
+        }
         ids.push_back(s.id);
       }
       if (e->done) break;
     }
     EXPECT_EQ(sample_text, text);
-    return std::pair{text, ids};
+    return std::tuple{text, ids, sample_bytes};
   };
-  auto [text, ids] = run(request(prompt_of("tell me a story"), 3, 24));
+  auto [text, ids, bytes] = run(request(prompt_of("tell me a story"), 3, 24));
   ASSERT_EQ(ids.size(), 24u);
+  EXPECT_EQ(bytes, tok_->decode_raw(ids, /*skip_special=*/true));
+  for (std::uint64_t seed : {5, 6, 7}) {
+    auto [t2, ids2, bytes2] = run(request(prompt_of("say something odd"), seed, 64));
+    EXPECT_EQ(bytes2, tok_->decode_raw(ids2, /*skip_special=*/true));
+  }
+  // Gemma 3's tiny vocabulary is mostly byte tokens: random weights draw stray ones.
+  if (GetParam() == modelgen::Family::kGemma3) {
+    EXPECT_GT(with_bytes, 0);
+  }
   GenerationRequest stopped = request(prompt_of("tell me a story"), 3, 24);
   if (text.size() > 8) stopped.stop_strings = {text.substr(text.size() / 2, 3)};
-  auto [stopped_text, stopped_ids] = run(std::move(stopped));
+  auto [stopped_text, stopped_ids, stopped_bytes] = run(std::move(stopped));
   EXPECT_LE(stopped_text.size(), text.size());
   GenerationRequest ended = request(prompt_of("tell me a story"), 3, 24);
   ended.stop_token_ids = {ids[10]};

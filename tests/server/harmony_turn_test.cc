@@ -28,6 +28,7 @@ struct Turn {
   std::string content;    // streamed
   ParsedReply reply;
   std::string logprob_bytes;
+  std::string logprob_texts;
   std::int64_t reasoning_tokens = 0;
   std::size_t n_samples = 0;
 };
@@ -35,10 +36,9 @@ struct Turn {
 // The engine's side of a turn (engine_step.cc's on_sample): each sampled token through the
 // detokenizer with skip_special and the stop strings; an end token ends the turn and is a sample
 // only when it releases held-back text; events of `per_event` samples. Then ChatTurn's side.
-Turn run(std::string_view generated, std::size_t per_event, std::vector<std::string> stops = {},
-         bool tools = true) {
+Turn run_ids(const std::vector<TokenId>& ids, std::size_t per_event,
+             std::vector<std::string> stops = {}, bool tools = true) {
   const Tokenizer& tok = harmony_tokenizer();
-  const std::vector<TokenId> ids = tok.encode(generated, {.parse_special = true});
   tokenizer::StreamingDetokenizer detok(tok, stops, /*skip_special=*/true);
   MarkedText marked(tok, chat::kHarmonyMarkers);
   ReplyParser parser({.parse_tools = tools, .harmony = true});
@@ -55,6 +55,7 @@ Turn run(std::string_view generated, std::size_t per_event, std::vector<std::str
     for (const LogprobEntry& e : sections.push_marked(samples, marked.spans(), m,
                                                       parser.content_spans(), parser.settled())) {
       t.logprob_bytes += e.bytes;
+      t.logprob_texts += e.text;
     }
     t.n_samples += samples.size();
     samples.clear();
@@ -69,6 +70,7 @@ Turn run(std::string_view generated, std::size_t per_event, std::vector<std::str
       done = true;
     } else {
       s.text = detok.push(id);
+      s.bytes = detok.bytes();
       done = detok.stopped();
       if (i + 1 == ids.size() && !done) s.text += detok.finish();  // max_tokens
     }
@@ -80,6 +82,12 @@ Turn run(std::string_view generated, std::size_t per_event, std::vector<std::str
   t.reply = parser.finish("", "call_");
   t.reasoning_tokens = sections.tokens_within(marked.spans(), parser.reasoning_spans());
   return t;
+}
+
+Turn run(std::string_view generated, std::size_t per_event, std::vector<std::string> stops = {},
+         bool tools = true) {
+  return run_ids(harmony_tokenizer().encode(generated, {.parse_special = true}), per_event,
+                 std::move(stops), tools);
 }
 
 TEST(HarmonyTurn, AnalysisThenFinal) {
@@ -171,6 +179,25 @@ TEST(HarmonyTurn, MultiByteCharactersAcrossTokens) {
   EXPECT_EQ(t.reply.reasoning.value_or(""), "Ünïcödé 🦊");
   EXPECT_EQ(t.reply.content, "Grüße 🦊!");
   EXPECT_EQ(t.logprob_bytes, "Grüße 🦊!");
+}
+
+// Issue 47: a stray byte token in the content (byte 0x80, GPT-2's "Ģ") is U+FFFD in the content
+// and in its entry's text, and its raw byte in the entry's bytes.
+TEST(HarmonyTurn, AStrayByteTokenReportsItsRawByte) {
+  const Tokenizer& tok = harmony_tokenizer();
+  std::vector<TokenId> ids = tok.encode("<|channel|>final<|message|>a", {.parse_special = true});
+  ids.push_back(*tok.token_id("\xC4\xA2"));
+  for (TokenId id : tok.encode("b")) ids.push_back(id);
+  for (std::size_t per_event : {1, 3}) {
+    Turn t = run_ids(ids, per_event);
+    EXPECT_EQ(t.reply.content,
+              "a\xEF\xBF\xBD"
+              "b");
+    EXPECT_EQ(t.logprob_texts, t.reply.content);
+    EXPECT_EQ(t.logprob_bytes,
+              "a\x80"
+              "b");
+  }
 }
 
 TEST(HarmonyTurn, MarkedTextSpansCoverEveryByte) {

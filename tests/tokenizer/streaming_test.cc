@@ -2,6 +2,8 @@
 // each piece is whole UTF-8, and stop strings are found across token boundaries.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "test_util.h"
 #include "tokenizer/unicode.h"
 
@@ -155,6 +157,167 @@ TEST(Streaming, MetaspaceFirstTokenSpace) {
   for (TokenId id : ids) out += stream.push(id);
   out += stream.finish();
   EXPECT_EQ(out, "a a ba");
+}
+
+}  // namespace
+}  // namespace recur::tokenizer
+
+namespace recur::tokenizer {
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+struct Piece {
+  std::string text, bytes;  // bytes: StreamingDetokenizer::bytes(), empty when they are text
+};
+
+// Streams ids as the engine does: each push's text and bytes, finish's added to the last.
+std::vector<Piece> stream_pieces(const Tokenizer& tok, const std::vector<TokenId>& ids) {
+  StreamingDetokenizer stream(tok);
+  std::vector<Piece> out;
+  for (TokenId id : ids) {
+    std::string text = stream.push(id);
+    out.push_back({text, stream.bytes()});
+  }
+  std::string tail = stream.finish();
+  if (!stream.bytes().empty() && out.back().bytes.empty()) out.back().bytes = out.back().text;
+  out.back().bytes += stream.bytes().empty() ? tail : stream.bytes();
+  out.back().text += tail;
+  return out;
+}
+
+// Issue 47: a byte token that cannot be valid UTF-8 is U+FFFD in the text, and its bytes are its
+// raw byte, alike for byte-level BPE (Qwen3) and byte fallback (Gemma 3): the byte token itself
+// carries both, at once. Valid text has no separate bytes.
+class StreamingBytes : public ::testing::TestWithParam<std::string> {
+ protected:
+  const Tokenizer& tok() const { return real(GetParam()); }
+  // The id of the token that stands for one byte.
+  TokenId byte_id(unsigned char b) const {
+    if (GetParam() == "gemma3") {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      return *tok().token_id(name);
+    }
+    // Byte-level BPE: the byte's character in GPT-2's byte table.
+    const char32_t cp = detail::byte_chars()[b];
+    std::string name;
+    if (cp < 0x80) {
+      name += static_cast<char>(cp);
+    } else {
+      name += static_cast<char>(0xC0 | (cp >> 6));
+      name += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return *tok().token_id(name);
+  }
+  TokenId word(const char* w) const { return tok().encode(w).at(0); }
+};
+
+TEST_P(StreamingBytes, AStrayContinuationByteIsItsOwnTokensRawByte) {
+  const TokenId a = word("a");
+  std::vector<Piece> got = stream_pieces(tok(), {a, byte_id(0x80), a});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].text, "a");
+  EXPECT_EQ(got[0].bytes, "");
+  EXPECT_EQ(got[1].text, kFffd) << "the text is the decoder's, as a full decode";
+  EXPECT_EQ(got[1].bytes, "\x80") << "the bytes behind it are the raw byte";
+  EXPECT_EQ(got[2].text, "a");
+  EXPECT_EQ(got[2].bytes, "");
+  // At the very end too.
+  got = stream_pieces(tok(), {a, byte_id(0xBF)});
+  EXPECT_EQ(got[1].text, kFffd);
+  EXPECT_EQ(got[1].bytes, "\xBF");
+}
+
+TEST_P(StreamingBytes, ASplitValidCharacterHasNoSeparateBytes) {
+  const TokenId a = word("a");
+  std::vector<Piece> got = stream_pieces(tok(), {a, byte_id(0xC3), byte_id(0xA9), a});
+  std::string text;
+  for (const Piece& p : got) {
+    EXPECT_EQ(p.bytes, "") << "valid text: the bytes are the text";
+    text += p.text;
+  }
+  EXPECT_EQ(text,
+            "a\xC3\xA9"
+            "a");
+  EXPECT_EQ(got[1].text, "") << "the first byte ends inside the character";
+}
+
+TEST_P(StreamingBytes, AnUnfinishedCharacterAtTheEndKeepsItsBytes) {
+  const TokenId a = word("a");
+  const std::vector<TokenId> ids = {a, byte_id(0xE4), byte_id(0xBD)};
+  std::vector<Piece> got = stream_pieces(tok(), ids);
+  std::string text, bytes;
+  for (const Piece& p : got) {
+    text += p.text;
+    bytes += p.bytes.empty() ? p.text : p.bytes;
+  }
+  EXPECT_EQ(text, tok().decode(ids)) << "one U+FFFD (byte-level) or one per byte token (Gemma)";
+  EXPECT_EQ(bytes, "a\xE4\xBD");
+  EXPECT_EQ(got.back().bytes, "\xE4\xBD");
+}
+
+TEST_P(StreamingBytes, AnInvalidRunBeforeTextKeepsItsBytes) {
+  const TokenId a = word("a");
+  const std::vector<TokenId> ids = {a, byte_id(0xC3), a, byte_id(0x32), byte_id(0x9E), a};
+  std::vector<Piece> got = stream_pieces(tok(), ids);
+  std::string text, bytes;
+  for (const Piece& p : got) {
+    text += p.text;
+    bytes += p.bytes.empty() ? p.text : p.bytes;
+  }
+  EXPECT_EQ(text, tok().decode(ids));
+  EXPECT_EQ(bytes,
+            "a\xC3"
+            "a2\x9E"
+            "a");
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, StreamingBytes, ::testing::Values("qwen3", "gemma3"));
+
+// With byte fallback a run is final once it cannot be valid any more: each of its tokens is one
+// U+FFFD from then on, released at once (the stray byte's token carries it, not the next text).
+TEST(Streaming, AByteFallbackRunIsReleasedOnceItCannotBeValid) {
+  const Tokenizer& tok = real("gemma3");
+  auto id = [&](const char* t) { return *tok.token_id(t); };
+  StreamingDetokenizer stream(tok);
+  EXPECT_EQ(stream.push(id("<0x32>")), "") << "\"2\" may still start a run that turns invalid";
+  EXPECT_EQ(stream.push(id("<0x9E>")), kFffd + kFffd);
+  EXPECT_EQ(stream.bytes(), "2\x9E");
+  EXPECT_EQ(stream.push(id("<0xC3>")), kFffd) << "the run stays invalid, whatever follows";
+  EXPECT_EQ(stream.bytes(), "\xC3");
+  EXPECT_EQ(stream.push(id("<0xA9>")), kFffd);
+  EXPECT_EQ(stream.bytes(), "\xA9");
+  EXPECT_EQ(stream.push(tok.encode("a").at(0)), "a");
+  EXPECT_EQ(stream.bytes(), "");
+  EXPECT_EQ(stream.finish(), "");
+}
+
+TEST(Streaming, DecodeRawKeepsInvalidFallbackBytes) {
+  const Tokenizer& tok = real("gemma3");
+  const std::vector<TokenId> ids = {*tok.token_id("<0x80>"), *tok.token_id("<0xC3>"),
+                                    *tok.token_id("<0xA9>")};
+  EXPECT_EQ(tok.decode(ids), kFffd + kFffd + kFffd);
+  EXPECT_EQ(tok.decode_raw(ids), "\x80\xC3\xA9");
+  EXPECT_EQ(tok.decode_raw(std::span(ids).first(1)), "\x80");
+  EXPECT_EQ(tok.decode_bytes(std::span(ids).first(1)), kFffd);
+}
+
+// A stop string cut next to replaced bytes: the released text's bytes stay the raw ones.
+TEST(Streaming, StopStringAfterAStrayByteKeepsItsBytes) {
+  const Tokenizer& tok = real("gemma3");
+  StreamingDetokenizer stream(tok, {"STOP"});
+  std::string text, bytes;
+  std::vector<TokenId> ids = {*tok.token_id("<0x80>")};
+  for (TokenId id : tok.encode("x STOP y")) ids.push_back(id);
+  for (TokenId id : ids) {
+    std::string piece = stream.push(id);
+    bytes += stream.bytes().empty() ? piece : stream.bytes();
+    text += piece;
+  }
+  EXPECT_TRUE(stream.stopped());
+  EXPECT_EQ(text, kFffd + "x ");
+  EXPECT_EQ(bytes, "\x80x ");
 }
 
 }  // namespace
