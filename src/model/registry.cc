@@ -29,6 +29,7 @@ Result<std::unique_ptr<FamilyModel>> create_qwen3_next(const ConfigJson& c,
 Result<std::unique_ptr<FamilyModel>> create_qwen3_5_moe(const ConfigJson& c,
                                                         const std::string& prefix);
 Result<std::unique_ptr<FamilyModel>> create_gpt_oss(const ConfigJson& c, const std::string& prefix);
+Result<std::unique_ptr<FamilyModel>> create_smollm3(const ConfigJson& c, const std::string& prefix);
 
 std::span<const FamilyInfo> families() {
   static const std::vector<FamilyInfo> kFamilies = {
@@ -136,6 +137,11 @@ std::span<const FamilyInfo> families() {
        .mlx_8bit_modules = {"mlp.router"},
        .mlx = {.unconverted_types = {"gpt_oss"}},
        .create = create_gpt_oss},
+      {.name = "smollm3",
+       .model_types = {"smollm3"},
+       .tensor_prefixes = {"model."},
+       .probe_tensor = "embed_tokens.weight",
+       .create = create_smollm3},
   };
   return kFamilies;
 }

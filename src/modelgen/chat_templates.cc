@@ -17,7 +17,10 @@
 //   file was not found): ChatML after <|begin_of_text|>, tools as JSON lines inside <tools> in the
 //   system turn, calls as <tool_call>{json}</tool_call>, results as <tool_response> blocks in a
 //   user turn (the form Qwen2.5's template writes, which recur's tool-call parser reads);
-// - lfm2.jinja: LFM2.5-Instruct.jinja.
+// - lfm2.jinja: LFM2.5-Instruct.jinja;
+// - smollm3.jinja: HuggingFaceTB-SmolLM3-3B.jinja, which is Unsloth's edit of SmolLM3-3B's
+//   template, not the one HF ships (no date line, no /system_override, no xml_tools /
+//   python_tools, no generation tags, the system turn always closed: docs/model-smollm3.md).
 #include "modelgen/tokenizer_gen.h"
 #include "util/check.h"
 #include "util/embedded_file.h"

@@ -440,6 +440,7 @@ std::string config_json(const Geometry& g, DType dtype, const SpecialIds& ids) {
       return text;
     }
     case Family::kGptOss:  // FamilyFiles
+    case Family::kSmolLm3:
       break;
   }
   return {};

@@ -93,6 +93,10 @@ struct Geometry {
   // gpt_oss: experts (n_experts, experts_per_tok) of width d_ff; YaRN RoPE (rope_factor,
   // rope_original_max_position); sliding_window on the even layers; the activation's clamp
   double swiglu_limit = 0.0;
+  // smollm3: no_rope_layers as written (1 = RoPE, 0 = NoPE; empty: the key left out, the
+  // interval-4 default); use_sliding_window with sliding_window (NoPE layers slide)
+  std::vector<int> no_rope_layers;
+  bool use_sliding_window = false;
 
   bool is_full_attention(int layer) const;  // qwen3_5 / gemma3 schedule; qwen3: every layer
   bool is_sparse(int layer) const;          // qwen3_moe: experts rather than a dense MLP
@@ -128,7 +132,8 @@ struct FamilyFiles {
   std::string (*tokenizer_config_json)(const BpeTokenizer& tok, int max_position);
   std::string_view chat_template;  // fixtures/chat_templates/<name>.jinja
 };
-extern const FamilyFiles kGptOssFiles;  // gpt_oss_gen.cc
+extern const FamilyFiles kGptOssFiles;   // gpt_oss_gen.cc
+extern const FamilyFiles kSmolLm3Files;  // smollm3_gen.cc
 
 // The preset's geometry with spec's overrides applied; n_tokens is the tokenizer's size, which
 // the embedding must cover.

@@ -30,6 +30,7 @@ std::span<const FamilyRecord> family_records() {
       {Family::kGraniteMoe, "granitemoehybrid_moe", "granitemoehybrid", {"granite-4.0-h-tiny"}},
       {Family::kLfm2Moe, "lfm2_moe", "lfm2_moe", {"lfm2-8b-a1b"}},
       {Family::kGptOss, "gpt_oss", "gpt_oss", {"gpt-oss-20b", "gpt-oss-120b"}, &kGptOssFiles},
+      {Family::kSmolLm3, "smollm3", "smollm3", {"smollm3-3b", "tiny-list"}, &kSmolLm3Files},
   };
   return kRecords;
 }

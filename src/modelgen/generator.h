@@ -33,6 +33,7 @@ enum class Family {
   kGraniteMoe,  // granitemoehybrid with num_local_experts > 0 (make-model's granitemoehybrid_moe)
   kLfm2Moe,
   kGptOss,
+  kSmolLm3,
 };
 // Weights are written in util's element types; the names are modelgen's too.
 using recur::DType;
@@ -52,11 +53,13 @@ using recur::parse_dtype;
 // falcon_h1 "falcon-h1-0.5b" and "tiny-norm" (the mixer's gated norm, two SSM groups, a tied head);
 // qwen3_5_moe "qwen3.5-35b-a3b" and qwen3_next "qwen3-next-80b-a3b" (tens of GB: run them with a
 // few layers); gpt_oss "gpt-oss-20b" and "gpt-oss-120b" (MXFP4 experts as released; tens of GB:
-// run them with a few layers). A non-zero layers / hidden_size / vocab_size overrides the preset
-// (heads are scaled with hidden_size). bits != 0 writes an MLX affine-quantized checkpoint instead
-// (4 or 8 bits, groups of group_size = 32, 64 or 128 inputs; scales and biases in dtype), laid out
-// as mlx-lm / mlx-vlm write one (mlx_layout.h, docs/checkpoints.md). The values before storage are
-// those of the same seed's unquantized checkpoint.
+// run them with a few layers); smollm3 "smollm3-3b" and "tiny-list" (an explicit no_rope_layers,
+// a sliding window on the NoPE layers, biases, a tied head). A non-zero layers / hidden_size /
+// vocab_size overrides the preset (heads are scaled with hidden_size). bits != 0 writes an MLX
+// affine-quantized checkpoint instead (4 or 8 bits, groups of group_size = 32, 64 or 128 inputs;
+// scales and biases in dtype), laid out as mlx-lm / mlx-vlm write one (mlx_layout.h,
+// docs/checkpoints.md). The values before storage are those of the same seed's unquantized
+// checkpoint.
 struct GenSpec {
   Family family = Family::kQwen3_5;
   std::string preset = "tiny";

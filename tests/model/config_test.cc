@@ -496,6 +496,87 @@ TEST(StateSizes, GptOssErrorsNameTheKey) {
           .is_ok());
 }
 
+// HuggingFaceTB/SmolLM3-3B's config.json (keys recur reads, as released) but with 8 layers.
+constexpr const char* kSmolLm3 = R"({
+  "architectures": ["SmolLM3ForCausalLM"], "attention_bias": false, "hidden_act": "silu",
+  "hidden_size": 2048, "intermediate_size": 11008,
+  "layer_types": ["full_attention", "full_attention", "full_attention", "full_attention",
+                  "full_attention", "full_attention", "full_attention", "full_attention"],
+  "max_position_embeddings": 65536, "mlp_bias": false, "model_type": "smollm3",
+  "no_rope_layer_interval": 4, "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0],
+  "num_attention_heads": 16, "num_hidden_layers": 8, "num_key_value_heads": 4,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 5000000.0, "sliding_window": null,
+  "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 128256})";
+
+// SmolLM3Config's defaults fill a bare config (36 layers, 4 kv heads of 2048 / 16 = 128; an
+// explicit null num_key_value_heads means num_attention_heads); with use_sliding_window and no
+// layer_types the NoPE layers (every 4th) slide.
+TEST(StateSizes, SmolLm3DefaultsAndWindows) {
+  auto bare = state_layout_from_config(R"({"model_type": "smollm3"})");
+  ASSERT_TRUE(bare.is_ok()) << bare.status().to_string();
+  EXPECT_EQ(bare->layers.size(), 36u);
+  EXPECT_EQ(bare->kv_bytes_per_token(), 36 * 2 * 4 * 128 * 2);
+  auto mha = state_layout_from_config(R"({"model_type": "smollm3", "num_key_value_heads": null})");
+  ASSERT_TRUE(mha.is_ok()) << mha.status().to_string();
+  EXPECT_EQ(mha->kv_bytes_per_token(), 36 * 2 * 16 * 128 * 2);
+  auto layout = state_layout_from_config(kSmolLm3);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->kv_bytes_per_token(), 8 * 2 * 4 * 128 * 2);
+  auto sliding = state_layout_from_config(
+      R"({"model_type": "smollm3", "use_sliding_window": true, "sliding_window": 64,
+          "num_hidden_layers": 8})");
+  ASSERT_TRUE(sliding.is_ok()) << sliding.status().to_string();
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(sliding->layers[i].window, i % 4 == 3 ? 64 : 0);
+  // use_sliding_window false: no window even where layer_types says sliding_attention.
+  std::string off = kSmolLm3;
+  off.replace(off.find("\"full_attention\""), 16, "\"sliding_attention\"");
+  auto none = state_layout_from_config(off);
+  ASSERT_TRUE(none.is_ok()) << none.status().to_string();
+  EXPECT_EQ(none->layers[0].window, 0);
+}
+
+TEST(StateSizes, SmolLm3ErrorsNameTheKey) {
+  auto with = [](std::string_view from, std::string_view to) {
+    std::string text = kSmolLm3;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::pair<std::string, std::string_view> cases[] = {
+      {with(R"("no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0])", R"("no_rope_layers": [1, 1, 0])"),
+       "no_rope_layers has 3 entries for 8 layers"},
+      {with(R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 2.0})"),
+       "rope_scaling.type 'yarn'"},
+      {with(R"("hidden_act": "silu")", R"("hidden_act": "gelu")"), "hidden_act 'gelu'"},
+      {with(R"("full_attention", "full_attention"],)", R"("full_attention"],)"),
+       "layer_types has 7 entries for 8 layers"},
+      {with(R"("full_attention", "full_attention"],)", R"("full_attention", "chunked"],)"),
+       "layer_types[7] is 'chunked'"},
+      {with(R"("num_key_value_heads": 4)", R"("num_key_value_heads": 3)"), "kv heads 3"},
+  };
+  for (const auto& [config, error] : cases) {
+    auto r = state_layout_from_config(config);
+    ASSERT_FALSE(r.is_ok()) << error;
+    EXPECT_NE(r.status().message().find(error), std::string::npos) << r.status().message();
+  }
+  // Keys that need others beside them.
+  const std::pair<std::string, std::string_view> bare_cases[] = {
+      {R"({"model_type": "smollm3", "no_rope_layer_interval": 0})",
+       "no_rope_layer_interval must be positive"},
+      {R"({"model_type": "smollm3", "use_sliding_window": true, "num_hidden_layers": 2,
+           "layer_types": ["sliding_attention", "full_attention"]})",
+       "sliding_window is null"},
+      {R"({"model_type": "smollm3", "use_sliding_window": true, "sliding_window": 0})",
+       "sliding_window must be positive"},
+      {R"({"model_type": "smollm3", "rope_parameters": {"rope_type": "linear", "factor": 2}})",
+       "rope_parameters.rope_type 'linear'"},
+  };
+  for (const auto& [config, error] : bare_cases) {
+    auto r = state_layout_from_config(config);
+    ASSERT_FALSE(r.is_ok()) << error;
+    EXPECT_NE(r.status().message().find(error), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(StateSizes, BadGeometryIsAnError) {
   auto r = state_layout_from_config(
       R"({"model_type":"mamba2","hidden_size":768,"num_hidden_layers":2,"vocab_size":10,

@@ -39,6 +39,7 @@ std::vector<Case> cases() {
   out.push_back({modelgen::Family::kGraniteHybrid, "tiny-groups"});
   out.push_back({modelgen::Family::kGraniteHybrid, "tiny-bias"});
   out.push_back({modelgen::Family::kNemotronH, "tiny-moe"});
+  out.push_back({modelgen::Family::kSmolLm3, "tiny-list"});
   return out;
 }
 

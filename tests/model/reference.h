@@ -70,6 +70,7 @@ std::vector<Vec> forward_granite_hybrid(const Checkpoint& ck,
 std::vector<Vec> forward_nemotron_h(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_falcon_h1(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 std::vector<Vec> forward_gpt_oss(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
+std::vector<Vec> forward_smollm3(const Checkpoint& ck, const std::vector<std::int32_t>& tokens);
 
 // The Mamba2 mixer of a hybrid layer over a whole sequence (reference_ssm.cc): x [T][d_model] →
 // [T][d_model], tensors named <m>in_proj.weight, <m>conv1d.weight, ...

@@ -76,6 +76,8 @@ std::vector<reference::Vec> reference_logits(modelgen::Family f, const Checkpoin
       return reference::forward_qwen3_next(ck, tokens);
     case modelgen::Family::kGptOss:
       return reference::forward_gpt_oss(ck, tokens);
+    case modelgen::Family::kSmolLm3:
+      return reference::forward_smollm3(ck, tokens);
   }
   return {};
 }
@@ -272,6 +274,21 @@ TEST(ReferenceLlama, BiasesTiedHeadAndPlainRope) {
                           "tiny-bias");
   check_against_reference(modelgen::Family::kLlama, modelgen::DType::kBF16, kMaxRelErrorBf16, 0,
                           "tiny-bias");
+}
+
+// SmolLM3's other side of every flag (tiny-list: an explicit no_rope_layers [0, 1, 0, 1] that is
+// not the interval pattern, a sliding window of 8 on its NoPE layers, q/k/v/o and MLP biases, a
+// tied head, a head_dim key); tiny covers the interval's NoPE layer 3 and an untied head. Both
+// over kTokens = 24 positions, so NoPE layers run at positions > 0 and the window is crossed.
+// bf16 on tiny-list is one bf16 rounding flip of a matmul input (the engine's f32 sums, whose order
+// differs per ISA, and the reference's f64 round it to neighbouring bf16 values): 8.3e-4 of the
+// range with the scalar and AVX2 kernels, 4e-8 with AVX-512, while f32 checks the math to 3.6e-7
+// on every ISA; hence the flip's margin rather than kMaxRelErrorBf16.
+TEST(ReferenceSmolLm3, ExplicitNoRopeListWindowBiasesTiedHead) {
+  check_against_reference(modelgen::Family::kSmolLm3, modelgen::DType::kF32, kMaxRelError, 0,
+                          "tiny-list");
+  check_against_reference(modelgen::Family::kSmolLm3, modelgen::DType::kBF16, kMaxRelErrorBf16Gated,
+                          0, "tiny-list");
 }
 
 // LFM2's other side of every flag (tiny-bias: conv biases on in_proj, the conv and out_proj, an

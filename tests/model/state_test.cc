@@ -97,9 +97,9 @@ TEST(Snapshot, ByteSizeEqualsFromConfigFormula) {
         auto want = snapshot_bytes_from_config(*config, static_cast<std::int64_t>(n));
         ASSERT_TRUE(want.is_ok()) << want.status().to_string();
         EXPECT_EQ(static_cast<std::int64_t>(snap->byte_size()), *want);
-        EXPECT_EQ(snap->truncatable(), f == modelgen::Family::kQwen3 ||
-                                           f == modelgen::Family::kLlama ||
-                                           f == modelgen::Family::kQwen3Moe);
+        EXPECT_EQ(snap->truncatable(),
+                  f == modelgen::Family::kQwen3 || f == modelgen::Family::kLlama ||
+                      f == modelgen::Family::kQwen3Moe || f == modelgen::Family::kSmolLm3);
         EXPECT_EQ(snap->fingerprint(), l.model->fingerprint());
       }
     }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "expected_tables.h"
 #include "modelgen/generator.h"
@@ -89,12 +90,14 @@ void check_tensors(const StFile& f, const Table& expected) {
   }
 }
 
+// gpt_oss's and smollm3's chat template is its own file, chat_template.jinja, as released.
+bool own_template_file(Family f) { return family_record(f).files != nullptr; }
+
 StFile write_and_read(const GenSpec& spec, const fs::path& dir) {
   GenSummary summary;
   Status s = write_checkpoint(spec, dir.string(), &summary);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
-  // gpt_oss's chat template is its own file, chat_template.jinja, as released.
-  EXPECT_EQ(summary.n_files, spec.family == Family::kGptOss ? 6 : 5);
+  EXPECT_EQ(summary.n_files, own_template_file(spec.family) ? 6 : 5);
   return read_safetensors(dir / "model.safetensors");
 }
 
@@ -135,7 +138,7 @@ TEST_P(TinyCheckpoint, SameSeedSameBytesOtherSeedOtherWeights) {
     }
     ++n_files;
   }
-  EXPECT_EQ(n_files, GetParam() == Family::kGptOss ? 6 : 5);
+  EXPECT_EQ(n_files, own_template_file(GetParam()) ? 6 : 5);
 }
 
 TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
@@ -145,7 +148,7 @@ TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
   GenSummary summary;
   ASSERT_TRUE(
       write_checkpoint({.family = GetParam(), .shards = 3}, three.string(), &summary).is_ok());
-  EXPECT_EQ(summary.n_files, GetParam() == Family::kGptOss ? 9 : 8);
+  EXPECT_EQ(summary.n_files, own_template_file(GetParam()) ? 9 : 8);
   EXPECT_FALSE(fs::exists(three / "model.safetensors"));
   const Json index = parse_json_file(three / "model.safetensors.index.json");
   const StFile whole = read_safetensors(one / "model.safetensors");
@@ -175,7 +178,7 @@ TEST_P(TinyCheckpoint, ShardsAndIndexAgree) {
 // Qwen's tokenizer files (qwen3, qwen3_5 and the generated mamba2 share them); LFM2's are checked
 // by TinyConfig.Lfm2TokenizerAndPresets.
 TEST_P(TinyCheckpoint, TokenizerAndGenerationFiles) {
-  if (GetParam() == Family::kLfm2 || GetParam() == Family::kGptOss) return;
+  if (GetParam() == Family::kLfm2 || own_template_file(GetParam())) return;
   TempDir tmp;
   ASSERT_TRUE(write_checkpoint({.family = GetParam()}, tmp.path().string()).is_ok());
   const Json tok = parse_json_file(tmp.path() / "tokenizer.json");
@@ -219,7 +222,7 @@ TEST_P(TinyCheckpoint, TokenizerAndGenerationFiles) {
 
 INSTANTIATE_TEST_SUITE_P(Families, TinyCheckpoint,
                          ::testing::Values(Family::kQwen3, Family::kQwen3_5, Family::kMamba2,
-                                           Family::kLfm2, Family::kGptOss),
+                                           Family::kLfm2, Family::kGptOss, Family::kSmolLm3),
                          [](const auto& p) { return std::string(family_name(p.param)); });
 
 TEST(TinyConfig, Qwen3) {
@@ -434,6 +437,74 @@ TEST(TinyConfig, GptOssFilesAndPresets) {
   EXPECT_EQ(r["eos_token_id"], 200002);
   EXPECT_EQ(parse_json_file(real.path() / "generation_config.json")["eos_token_id"],
             Json::array({200002, 199999, 200012}));
+}
+
+// SmolLM3's files: config.json's NoPE keys per preset (tiny: no no_rope_layers, the interval's
+// default; tiny-list: the explicit list, a window, biases, tied), Llama 3's split without
+// ignore_merges or a <|begin_of_text|> post-processor, the added tokens at Llama 3's ids from
+// 128000 in the real preset, and Unsloth's chat template as chat_template.jinja.
+TEST(TinyConfig, SmolLm3FilesAndPresets) {
+  TempDir tmp;
+  ASSERT_TRUE(write_checkpoint({.family = Family::kSmolLm3}, tmp.path().string()).is_ok());
+  const Json c = parse_json_file(tmp.path() / "config.json");
+  EXPECT_EQ(c["model_type"], "smollm3");
+  EXPECT_FALSE(c.contains("no_rope_layers"));
+  EXPECT_EQ(c["no_rope_layer_interval"], 4);
+  EXPECT_EQ(c["tie_word_embeddings"], false);
+  EXPECT_EQ(c["eos_token_id"], 1012);  // <|im_end|>
+  EXPECT_EQ(c["pad_token_id"], 1004);
+  const Json tok = parse_json_file(tmp.path() / "tokenizer.json");
+  EXPECT_EQ(tok["model"]["ignore_merges"], false);
+  EXPECT_EQ(tok["post_processor"]["type"], "ByteLevel");
+  const std::string regex = tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"];
+  EXPECT_TRUE(regex.find("\\p{N}{1,3}") != std::string::npos) << regex;
+  ASSERT_EQ(tok["added_tokens"].size(), 256u);
+  for (auto [offset, name, special] : {std::tuple{0, "<|begin_of_text|>", true},
+                                       {1, "<|end_of_text|>", true},
+                                       {2, "<think>", false},
+                                       {3, "</think>", false},
+                                       {11, "<|im_start|>", true},
+                                       {12, "<|im_end|>", true},
+                                       {15, "<tool_call>", false},
+                                       {255, "<|reserved_special_token_255|>", true}}) {
+    EXPECT_EQ(tok["added_tokens"][offset]["content"], name);
+    EXPECT_EQ(tok["added_tokens"][offset]["id"], 1000 + offset);
+    EXPECT_EQ(tok["added_tokens"][offset]["special"], special);
+  }
+  const Json cfg = parse_json_file(tmp.path() / "tokenizer_config.json");
+  EXPECT_EQ(cfg["eos_token"], "<|im_end|>");
+  EXPECT_FALSE(cfg.contains("chat_template"));
+  EXPECT_EQ(slurp(tmp.path() / "chat_template.jinja"),
+            slurp(fs::path(RECUR_SOURCE_DIR) /
+                  "tests/template/chat_templates/HuggingFaceTB-SmolLM3-3B.jinja"));
+
+  TempDir list;
+  ASSERT_TRUE(
+      write_checkpoint({.family = Family::kSmolLm3, .preset = "tiny-list"}, list.path().string())
+          .is_ok());
+  const Json l = parse_json_file(list.path() / "config.json");
+  EXPECT_EQ(l["no_rope_layers"], Json::array({0, 1, 0, 1}));
+  EXPECT_EQ(l["use_sliding_window"], true);
+  EXPECT_EQ(l["sliding_window"], 8);
+  EXPECT_FALSE(l.contains("layer_types"));
+  EXPECT_FALSE(l.contains("tie_word_embeddings"));
+  EXPECT_EQ(l["head_dim"], 16);
+  EXPECT_EQ(l["attention_bias"], true);
+
+  TempDir real;
+  ASSERT_TRUE(
+      write_checkpoint(
+          {.family = Family::kSmolLm3, .preset = "smollm3-3b", .layers = 1, .hidden_size = 64},
+          real.path().string())
+          .is_ok());
+  const Json r = parse_json_file(real.path() / "config.json");
+  EXPECT_EQ(r["vocab_size"], 128256);
+  EXPECT_EQ(r["eos_token_id"], 128012);
+  EXPECT_EQ(r["bos_token_id"], 128000);
+  EXPECT_EQ(parse_json_file(real.path() / "generation_config.json")["eos_token_id"],
+            Json::array({128012, 128001}));
+  const Json rt = parse_json_file(real.path() / "tokenizer.json");
+  EXPECT_EQ(rt["added_tokens"][12]["id"], 128012);
 }
 
 TEST(WriteCheckpoint, RefusesBadRequests) {

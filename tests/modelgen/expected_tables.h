@@ -255,6 +255,8 @@ inline Table tiny_hf_table(Family family, const std::string& dt) {
       return lfm2_table(4, 64, 4, 2, 16, 192, 3, 1024, {2}, false, dt);
     case Family::kGptOss:  // 1000 BPE tokens + 1090 harmony ones (199998..201087), rounded up
       return gpt_oss_table(2, 64, 4, 2, 16, 64, 8, 2112, dt);
+    case Family::kSmolLm3:  // Llama's tensors; 1000 BPE tokens + 256 added ones, rounded up
+      return llama_table(4, 64, 64, 32, 192, 1280, /*tied=*/false, /*bias=*/false, dt);
     case Family::kGemma3:  // no table here yet: not among the table-checked families
     case Family::kQwen3Moe:
     case Family::kGraniteHybrid:

@@ -77,6 +77,43 @@ TEST(RealPresets, Qwen3_0_6B) {
   EXPECT_EQ(got.size(), reference.size());
 }
 
+// HuggingFaceTB/SmolLM3-3B's config.json (docs/model-smollm3.md), field for field, with the real
+// tokenizer's ids; tied (no tie_word_embeddings key, no lm_head), no head_dim key.
+TEST(RealPresets, SmolLm3_3B) {
+  const BpeTokenizer& tok = kSmolLm3Files.tokenizer("smollm3-3b");
+  EXPECT_EQ(tok.ids.begin_of_text, 128000);
+  EXPECT_EQ(tok.ids.im_end, 128012);
+  EXPECT_EQ(tok.n_tokens(), 128256);
+  auto g = resolve_geometry({.family = Family::kSmolLm3, .preset = "smollm3-3b"}, tok.n_tokens());
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const auto gen = table_of_geometry(*g);
+  EXPECT_EQ(gen.size(), 326u);
+  EXPECT_EQ(n_params(gen), 3075098624);
+  EXPECT_EQ(testing::table_diff(table_of(gen), testing::llama_table(36, 2048, 2048, 512, 11008,
+                                                                    128256, /*tied=*/true,
+                                                                    /*bias=*/false, "BF16")),
+            "");
+  Json no_rope = Json::array();
+  for (int i = 0; i < 36; ++i) no_rope.push_back(i % 4 == 3 ? 0 : 1);
+  Json reference = Json::parse(R"({
+    "architectures": ["SmolLM3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128012, "hidden_act": "silu", "hidden_size": 2048,
+    "intermediate_size": 11008, "max_position_embeddings": 65536, "max_window_layers": 28,
+    "mlp_bias": false, "model_type": "smollm3", "no_rope_layer_interval": 4,
+    "num_attention_heads": 16, "num_hidden_layers": 36, "num_key_value_heads": 4,
+    "pad_token_id": 128004, "pretraining_tp": 2, "rms_norm_eps": 1e-06, "rope_scaling": null,
+    "rope_theta": 5000000.0, "sliding_window": null, "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.0.dev0", "use_cache": false, "use_sliding_window": false,
+    "vocab_size": 128256})");
+  reference["no_rope_layers"] = no_rope;
+  reference["layer_types"] = Json(std::vector<std::string>(36, "full_attention"));
+  const Json got = Json::parse(config_json(*g, DType::kBF16, tok.ids));
+  expect_superset(got, reference, {});
+  EXPECT_FALSE(got.contains("tie_word_embeddings"));
+  EXPECT_FALSE(got.contains("head_dim"));
+  EXPECT_EQ(got.size(), reference.size() + 1);  // + initializer_range
+}
+
 TEST(RealPresets, Qwen3_5_0_8B) {
   const Geometry g = geometry(Family::kQwen3_5, "qwen3.5-0.8b");
   const auto gen = table_of_geometry(g);
