@@ -57,7 +57,7 @@ class TensorVisitor {
   // experts.gate_up_proj / down_proj, Granite's input_linear / output_linear); MLX conversions
   // stack them into `<p>switch_mlp.{gate,up,down}_proj.weight` [experts, rows, cols] (quantized:
   // codes, scales and biases each stacked). This default names the per-expert tensors; the loader
-  // reads any of the layouts (model.cc).
+  // reads any of the layouts (tensor_binding.cc).
   virtual void expert_matrices(const std::string& p, ExpertProj proj, std::int64_t rows,
                                std::int64_t cols, const ExpertLayout& layout,
                                std::vector<kernels::WeightView>* slots) {

@@ -77,33 +77,11 @@ const BpeTokenizer& gpt_oss_tokenizer(std::string_view preset) {
 }
 
 std::string gpt_oss_tokenizer_json(const BpeTokenizer& tok) {
-  const OJson split = {{"type", "Split"},
-                       {"pattern", {{"Regex", kO200kRegex}}},
-                       {"behavior", "Isolated"},
-                       {"invert", false}};
-  const OJson j = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added_tokens_json(tok)},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level_json(true)}}}},
-      {"post_processor", byte_level_json(false)},
-      {"decoder", byte_level_json(true)},
-      {"model", bpe_model_json(tok)}};
-  return j.dump(2) + "\n";
+  return split_byte_level_tokenizer_json(tok, kO200kRegex);
 }
 
 std::string gpt_oss_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
-  OJson decoder = OJson::object();
-  for (std::size_t i = 0; i < tok.added.size(); ++i) {
-    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
-                                                     {"lstrip", false},
-                                                     {"normalized", false},
-                                                     {"rstrip", false},
-                                                     {"single_word", false},
-                                                     {"special", true}};
-  }
+  OJson decoder = added_tokens_decoder_json(tok);
   const OJson j = {{"added_tokens_decoder", std::move(decoder)},
                    {"bos_token", "<|startoftext|>"},
                    {"clean_up_tokenization_spaces", false},

@@ -396,15 +396,7 @@ std::string llama_tokenizer_json(const BpeTokenizer& tok) {
 // Llama-3.2-1B-Instruct's tokenizer_config.json, with Llama 3.1's chat template
 // (docs/model-llama.md).
 std::string llama_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
-  OJson decoder = OJson::object();
-  for (std::size_t i = 0; i < tok.added.size(); ++i) {
-    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
-                                                     {"lstrip", false},
-                                                     {"normalized", false},
-                                                     {"rstrip", false},
-                                                     {"single_word", false},
-                                                     {"special", true}};
-  }
+  OJson decoder = added_tokens_decoder_json(tok);
   const OJson j = {{"added_tokens_decoder", std::move(decoder)},
                    {"bos_token", "<|begin_of_text|>"},
                    {"chat_template", chat_template("llama3")},

@@ -52,6 +52,12 @@ BpeTokenizer padded_tokenizer(int pad_to, std::vector<AddedToken> added);
 nlohmann::ordered_json byte_level_json(bool trim_offsets);
 nlohmann::ordered_json added_tokens_json(const BpeTokenizer& tok);
 nlohmann::ordered_json bpe_model_json(const BpeTokenizer& tok);
+// tokenizer_config.json's added_tokens_decoder: each added token by id.
+nlohmann::ordered_json added_tokens_decoder_json(const BpeTokenizer& tok);
+// A tokenizer.json of the tiktoken-converted kind (Granite 4.0, gpt-oss, SmolLM3): no normalizer,
+// Split(split_regex, Isolated) then ByteLevel without its regex, ByteLevel post-processor and
+// decoder, the BPE model.
+std::string split_byte_level_tokenizer_json(const BpeTokenizer& tok, std::string_view split_regex);
 
 // Qwen3.5's file (its pre-tokenizer regex) for qwen3_5 and mamba2; Qwen3's regex for qwen3; Llama
 // 3's file (regex, ignore_merges, the <|begin_of_text|> post-processor) for llama.

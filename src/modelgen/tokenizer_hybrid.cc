@@ -85,6 +85,37 @@ OJson added_tokens_json(const BpeTokenizer& tok) {
   return added;
 }
 
+OJson added_tokens_decoder_json(const BpeTokenizer& tok) {
+  OJson decoder = OJson::object();
+  for (std::size_t i = 0; i < tok.added.size(); ++i) {
+    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
+                                                     {"lstrip", false},
+                                                     {"normalized", false},
+                                                     {"rstrip", false},
+                                                     {"single_word", false},
+                                                     {"special", tok.added[i].special}};
+  }
+  return decoder;
+}
+
+std::string split_byte_level_tokenizer_json(const BpeTokenizer& tok, std::string_view split_regex) {
+  const OJson split = {{"type", "Split"},
+                       {"pattern", {{"Regex", split_regex}}},
+                       {"behavior", "Isolated"},
+                       {"invert", false}};
+  const OJson j = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added_tokens_json(tok)},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level_json(true)}}}},
+      {"post_processor", byte_level_json(false)},
+      {"decoder", byte_level_json(true)},
+      {"model", bpe_model_json(tok)}};
+  return j.dump(2) + "\n";
+}
+
 OJson bpe_model_json(const BpeTokenizer& tok) {
   OJson vocab = OJson::object();
   for (std::size_t i = 0; i < tok.vocab.size(); ++i) vocab[tok.vocab[i]] = i;
@@ -142,15 +173,7 @@ const BpeTokenizer& falcon_h1_tokenizer() {
 }
 
 std::string falcon_h1_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
-  OJson decoder = OJson::object();
-  for (std::size_t i = 0; i < tok.added.size(); ++i) {
-    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
-                                                     {"lstrip", false},
-                                                     {"normalized", false},
-                                                     {"rstrip", false},
-                                                     {"single_word", false},
-                                                     {"special", tok.added[i].special}};
-  }
+  OJson decoder = added_tokens_decoder_json(tok);
   const OJson j = {{"add_bos_token", false},
                    {"add_eos_token", false},
                    {"added_tokens_decoder", std::move(decoder)},
@@ -165,33 +188,11 @@ std::string falcon_h1_tokenizer_config_json(const BpeTokenizer& tok, int max_pos
 }
 
 std::string granite_tokenizer_json(const BpeTokenizer& tok) {
-  const OJson split = {{"type", "Split"},
-                       {"pattern", {{"Regex", kCl100kRegex}}},
-                       {"behavior", "Isolated"},
-                       {"invert", false}};
-  const OJson j = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added_tokens_json(tok)},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level_json(true)}}}},
-      {"post_processor", byte_level_json(false)},
-      {"decoder", byte_level_json(true)},
-      {"model", bpe_model_json(tok)}};
-  return j.dump(2) + "\n";
+  return split_byte_level_tokenizer_json(tok, kCl100kRegex);
 }
 
 std::string granite_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
-  OJson decoder = OJson::object();
-  for (std::size_t i = 0; i < tok.added.size(); ++i) {
-    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
-                                                     {"lstrip", false},
-                                                     {"normalized", false},
-                                                     {"rstrip", false},
-                                                     {"single_word", false},
-                                                     {"special", tok.added[i].special}};
-  }
+  OJson decoder = added_tokens_decoder_json(tok);
   const OJson j = {{"add_bos_token", false},
                    {"add_prefix_space", false},
                    {"added_tokens_decoder", std::move(decoder)},
@@ -235,15 +236,7 @@ const BpeTokenizer& nemotron_h_tokenizer() {
 }
 
 std::string nemotron_h_tokenizer_config_json(const BpeTokenizer& tok, int max_position) {
-  OJson decoder = OJson::object();
-  for (std::size_t i = 0; i < tok.added.size(); ++i) {
-    decoder[std::to_string(tok.vocab.size() + i)] = {{"content", tok.added[i].content},
-                                                     {"lstrip", false},
-                                                     {"normalized", false},
-                                                     {"rstrip", false},
-                                                     {"single_word", false},
-                                                     {"special", tok.added[i].special}};
-  }
+  OJson decoder = added_tokens_decoder_json(tok);
   const OJson j = {{"add_bos_token", false},
                    {"add_eos_token", false},
                    {"added_tokens_decoder", std::move(decoder)},
